@@ -1,0 +1,141 @@
+//! Errors of building a session and of running a turn.
+
+use crate::authority::AuthorityDigest;
+use crate::event::SinkError;
+use crate::history::HistoryError;
+use crate::journal::JournalError;
+use crate::model::ModelError;
+use crate::replay::ReplayError;
+use crate::schema::SchemaError;
+use crate::stream::NonPrefix;
+
+/// Why a session could not be built or resumed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A tool's parameter schema is not acceptable.
+    #[error("tool `{tool}`: {source}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// What is wrong with its schema.
+        source: SchemaError,
+    },
+    /// Two tools share a name.
+    #[error("two tools are named `{0}`")]
+    DuplicateTool(String),
+    /// A tool name outside `[A-Za-z0-9_-]{{1,64}}`.
+    #[error("tool name `{0}` must be 1 to 64 characters of A-Z, a-z, 0-9, `_` or `-`")]
+    ToolName(String),
+    /// A name given to enable or disable is not a tool of the session.
+    #[error("`{0}` is not a tool of this session")]
+    UnknownTool(String),
+    /// Both a system prompt and resumed history were given.
+    #[error("a system prompt and resumed history were both given; the history carries its own")]
+    PromptAndHistory,
+    /// Resumed history breaks the structural rules.
+    #[error("resumed history is malformed: {0}")]
+    History(#[from] HistoryError),
+    /// The journal could not be replayed.
+    #[error("the journal cannot be replayed: {0}")]
+    Replay(#[from] ReplayError),
+    /// The journal failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The stored authority differs from this build's.
+    #[error("the session was recorded under authority {stored}, this build is {current}: {}", differences.join("; "))]
+    AuthorityMismatch {
+        /// Digest of the stored snapshot.
+        stored: AuthorityDigest,
+        /// Digest of this build's snapshot.
+        current: AuthorityDigest,
+        /// Each difference.
+        differences: Vec<String>,
+    },
+    /// The model lacks something the configuration needs.
+    #[error("the model does not support {0}")]
+    Capability(&'static str),
+}
+
+/// What happened to history when a turn failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// No tool could have had an effect: history is as before the turn.
+    RolledBack,
+    /// Tools may have had effects: every committed batch stays, complete.
+    Checkpointed,
+}
+
+/// A failed turn, and what it left in history.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
+pub struct TurnError {
+    /// What failed.
+    pub kind: TurnErrorKind,
+    /// What history holds now.
+    pub disposition: Disposition,
+}
+
+impl TurnError {
+    /// Whether the turn was cancelled (by the caller or a failing sink).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.kind, TurnErrorKind::Cancelled | TurnErrorKind::Sink(_))
+    }
+}
+
+/// What failed during a turn.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurnErrorKind {
+    /// The model failed.
+    #[error("model: {0}")]
+    Model(#[from] ModelError),
+    /// Streamed text was not a prefix of the final text (invariant 2).
+    #[error("answer text: {0}")]
+    NonPrefixText(NonPrefix),
+    /// Streamed reasoning was not a prefix of the final reasoning.
+    #[error("reasoning: {0}")]
+    NonPrefixReasoning(NonPrefix),
+    /// The model's stream ended without a final response.
+    #[error("the model stream ended without a final response")]
+    Truncated,
+    /// The final response had neither answer text nor tool calls.
+    #[error("the model's response has neither answer text nor tool calls")]
+    EmptyResponse,
+    /// The turn used all its model rounds.
+    #[error("the turn reached its limit of {0} model rounds")]
+    RoundLimit(u32),
+    /// The event sink failed; the turn was cancelled.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    /// The journal failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The turn was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The input was not a user message.
+    #[error("a turn takes a user message, not {0}")]
+    NotUserInput(&'static str),
+    /// The turn's options need something the model lacks.
+    #[error("the model does not support {0}")]
+    Capability(&'static str),
+}
+
+impl TurnErrorKind {
+    /// A short stable name for events (`model`, `protocol`, `limit`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Model(_) => "model",
+            Self::NonPrefixText(_) | Self::NonPrefixReasoning(_) | Self::Truncated | Self::EmptyResponse => {
+                "protocol"
+            }
+            Self::RoundLimit(_) => "limit",
+            Self::Sink(_) => "sink",
+            Self::Journal(_) => "journal",
+            Self::Cancelled => "cancelled",
+            Self::NotUserInput(_) => "input",
+            Self::Capability(_) => "capability",
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Events: what a turn shows while it runs. Presentation only; history and
+//! the journal never depend on them.
+//!
+//! # JSON form
+//!
+//! Each event is one JSON object whose `type` field names it; the other
+//! fields are the variant's, in `snake_case`. The tags are stable (pinned by
+//! `event_json_form_is_frozen` in `tests/serde_forms.rs`); new fields and new
+//! event types may be added, so consumers should ignore what they do not know.
+//!
+//! | `type` | fields |
+//! |---|---|
+//! | `turn_start` | `turn` |
+//! | `model_round_start` | `turn`, `round` |
+//! | `text_delta` | `text` |
+//! | `reasoning_delta` | `text` |
+//! | `tool_call_proposed` | `call_id`, `name`, `arguments` |
+//! | `approval_requested` | `call_id`, `name`, `arguments`, `reason` |
+//! | `approval_decided` | `call_id`, `decision` (`approve_once` / `approve_for_session` / `deny` / `denied_by_policy` / `granted`), `reason`? |
+//! | `tool_start` | `call_id`, `name` |
+//! | `tool_progress` | `call_id`, `message` |
+//! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
+//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` |
+//! | `error` | `kind`, `message` |
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::message::{CallId, Usage};
+
+/// One thing that happened during a turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// A turn began.
+    TurnStart {
+        /// The turn's number in this session, from 1.
+        turn: u64,
+    },
+    /// The session is asking the model for a response.
+    ModelRoundStart {
+        /// The turn.
+        turn: u64,
+        /// The round within the turn, from 1.
+        round: u32,
+    },
+    /// More answer text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// More reasoning text.
+    ReasoningDelta {
+        /// The text.
+        text: String,
+    },
+    /// The model asked for a tool call.
+    ToolCallProposed {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The tool.
+        name: String,
+        /// The arguments as given.
+        arguments: serde_json::Value,
+    },
+    /// The approval handler is asked.
+    ApprovalRequested {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The tool.
+        name: String,
+        /// The exact arguments.
+        arguments: serde_json::Value,
+        /// Why it asks.
+        reason: String,
+    },
+    /// A call was approved or refused.
+    ApprovalDecided {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The outcome.
+        decision: Decision,
+        /// Why, when refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A tool started.
+    ToolStart {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The tool.
+        name: String,
+    },
+    /// A running tool reported progress.
+    ToolProgress {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The progress line.
+        message: String,
+    },
+    /// A call has its result (run, refused, or not run).
+    ToolEnd {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The tool.
+        name: String,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// The result's text, shortened for display.
+        output: String,
+    },
+    /// A turn ended.
+    TurnEnd {
+        /// The turn.
+        turn: u64,
+        /// How it ended.
+        outcome: TurnOutcomeKind,
+        /// Tokens used by the whole turn.
+        usage: Usage,
+    },
+    /// Something failed; the turn ends right after.
+    Error {
+        /// A stable, machine-readable kind (`model`, `protocol`, `limit`, …).
+        kind: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+/// Approval outcomes as shown in events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Decision {
+    /// Approved for this call.
+    ApproveOnce,
+    /// Approved, with a session grant.
+    ApproveForSession,
+    /// Refused by the approver.
+    Deny,
+    /// Refused by mode or rule without asking.
+    DeniedByPolicy,
+    /// Allowed by an earlier session grant without asking.
+    Granted,
+}
+
+/// How a turn ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcomeKind {
+    /// Answered.
+    Completed,
+    /// Failed; history holds the latest safe checkpoint.
+    Failed,
+    /// Cancelled; history holds the latest safe checkpoint.
+    Cancelled,
+}
+
+/// The consumer of a turn's events. A failing sink cancels the turn
+/// (invariant 14).
+pub trait EventSink: Send {
+    /// Takes one event.
+    fn emit(&mut self, event: Event) -> Result<(), SinkError>;
+}
+
+/// The event consumer has gone away or failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("event sink failed: {0}")]
+pub struct SinkError(pub String);
+
+impl EventSink for Vec<Event> {
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        self.push(event);
+        Ok(())
+    }
+}
+
+impl EventSink for mpsc::UnboundedSender<Event> {
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        self.send(event).map_err(|_| SinkError("the event receiver was dropped".into()))
+    }
+}
+
+/// Discards every event.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NullSink;
+
+impl EventSink for NullSink {
+    fn emit(&mut self, _event: Event) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// A sink calling a closure.
+pub struct FnSink<F>(pub F);
+
+impl<F> std::fmt::Debug for FnSink<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FnSink")
+    }
+}
+
+impl<F> EventSink for FnSink<F>
+where
+    F: FnMut(Event) -> Result<(), SinkError> + Send,
+{
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        (self.0)(event)
+    }
+}

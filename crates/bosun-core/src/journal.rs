@@ -1,0 +1,183 @@
+//! The [`Journal`] trait (invariant 15): the durable record of a session,
+//! written by the turn loop and replayed strictly on resume.
+//!
+//! The order of records within a turn is fixed: `turn_started`, then per tool
+//! batch `batch_started`, `invocation_started` / `invocation_finished` for each
+//! call that runs, `committed` with the whole batch; the answer is a
+//! `committed` of one message; `turn_ended` closes the turn. Each `append`
+//! returns only once the record is durable, and the loop awaits it before the
+//! next model round.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::authority::AuthoritySnapshot;
+use crate::message::{CallId, Message};
+
+/// The future a journal method returns.
+pub type JournalFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
+
+/// Durable storage of a session's records.
+pub trait Journal: Send {
+    /// Appends one record; resolves once it is durable.
+    fn append<'a>(&'a mut self, record: &'a JournalRecord) -> JournalFuture<'a, ()>;
+
+    /// Every record, in append order.
+    fn load(&mut self) -> JournalFuture<'_, Vec<JournalRecord>>;
+}
+
+/// A journal that could not write or read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("journal: {0}")]
+pub struct JournalError(pub String);
+
+/// One durable record.
+///
+/// JSON: `{"record":"turn_started","turn":1,"message":{…}}` and so on; the tag
+/// names are stable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum JournalRecord {
+    /// The session was built: its authority and system prompt.
+    SessionStarted {
+        /// The authority snapshot.
+        authority: AuthoritySnapshot,
+        /// The system prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system: Option<String>,
+    },
+    /// A turn began with this user message.
+    TurnStarted {
+        /// The turn number, from 1.
+        turn: u64,
+        /// The user's message.
+        message: Message,
+    },
+    /// Tool calls are about to run; the assistant message that asked for them.
+    BatchStarted {
+        /// The turn.
+        turn: u64,
+        /// The assistant message with its tool calls (session-minted ids).
+        assistant: Message,
+    },
+    /// A call was dispatched to its tool; it may have an effect from now on.
+    InvocationStarted {
+        /// The call.
+        call_id: CallId,
+    },
+    /// A call finished with this result.
+    InvocationFinished {
+        /// The call.
+        call_id: CallId,
+        /// The tool-result message.
+        result: Message,
+    },
+    /// Messages that entered history: a complete batch or a final answer.
+    Committed {
+        /// The turn.
+        turn: u64,
+        /// The messages, in order.
+        messages: Vec<Message>,
+    },
+    /// A turn ended.
+    TurnEnded {
+        /// The turn.
+        turn: u64,
+        /// How.
+        outcome: TurnRecordOutcome,
+    },
+}
+
+/// How a turn ended, as the journal records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnRecordOutcome {
+    /// Answered.
+    Completed,
+    /// Failed before any tool could act: the turn left no trace in history.
+    RolledBack,
+    /// Failed or was cancelled after tools acted: committed batches stay.
+    Checkpointed,
+    /// Found open on resume (the process died) and closed then.
+    Interrupted,
+}
+
+/// A journal in memory, shared by clones: resume a session from a clone of
+/// the journal of one that was dropped mid-turn. Can be told to fail, to test
+/// what a broken disk does to a turn.
+#[derive(Clone, Default)]
+pub struct InMemoryJournal {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    records: Vec<JournalRecord>,
+    fail_after: Option<usize>,
+}
+
+impl InMemoryJournal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A journal holding `records`.
+    pub fn from_records(records: Vec<JournalRecord>) -> Self {
+        let journal = Self::default();
+        if let Ok(mut inner) = journal.inner.lock() {
+            inner.records = records;
+        }
+        journal
+    }
+
+    /// A copy of the records so far.
+    pub fn records(&self) -> Vec<JournalRecord> {
+        self.inner.lock().map(|i| i.records.clone()).unwrap_or_default()
+    }
+
+    /// Makes every append after the next `n` fail.
+    pub fn fail_after(&self, n: usize) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.fail_after = Some(n);
+        }
+    }
+}
+
+impl fmt::Debug for InMemoryJournal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = self.inner.lock().map(|i| i.records.len()).unwrap_or_default();
+        f.debug_struct("InMemoryJournal").field("records", &len).finish()
+    }
+}
+
+impl Journal for InMemoryJournal {
+    fn append<'a>(&'a mut self, record: &'a JournalRecord) -> JournalFuture<'a, ()> {
+        let result = match self.inner.lock() {
+            Ok(mut inner) => match inner.fail_after {
+                Some(0) => Err(JournalError("injected failure".into())),
+                remaining => {
+                    inner.fail_after = remaining.map(|n| n - 1);
+                    inner.records.push(record.clone());
+                    Ok(())
+                }
+            },
+            Err(_) => Err(JournalError("journal lock poisoned".into())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn load(&mut self) -> JournalFuture<'_, Vec<JournalRecord>> {
+        let result = self
+            .inner
+            .lock()
+            .map(|i| i.records.clone())
+            .map_err(|_| JournalError("journal lock poisoned".into()));
+        Box::pin(std::future::ready(result))
+    }
+}

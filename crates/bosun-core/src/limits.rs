@@ -1,0 +1,109 @@
+//! Bounds on a turn and its tools, clamped by hard maxima.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Effective bounds of a session. Built through [`Limits::default`] and the
+/// setters, which clamp every value into `1..=HARD_MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Model rounds a single turn may take.
+    pub max_rounds: u32,
+    /// Longest a tool call may run, in milliseconds.
+    pub tool_timeout_ms: u64,
+    /// Most bytes of tool output kept in history; the middle of longer output
+    /// is cut with a note saying how much.
+    pub tool_output_bytes: usize,
+}
+
+impl Limits {
+    /// Hard maximum of [`Limits::max_rounds`].
+    pub const HARD_MAX_ROUNDS: u32 = 1_000;
+    /// Hard maximum tool timeout: 20 minutes, one long build or test run.
+    pub const HARD_MAX_TOOL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+    /// Hard maximum of [`Limits::tool_output_bytes`]: 1 MiB.
+    pub const HARD_MAX_TOOL_OUTPUT: usize = 1 << 20;
+
+    /// Sets the rounds per turn, clamped to `1..=HARD_MAX_ROUNDS`.
+    pub fn with_max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds.clamp(1, Self::HARD_MAX_ROUNDS);
+        self
+    }
+
+    /// Sets the tool timeout, clamped to `1 ms..=HARD_MAX_TOOL_TIMEOUT`.
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.tool_timeout_ms = ms.clamp(1, Self::HARD_MAX_TOOL_TIMEOUT.as_millis() as u64);
+        self
+    }
+
+    /// Sets the output ceiling, clamped to `256..=HARD_MAX_TOOL_OUTPUT`.
+    pub fn with_tool_output_bytes(mut self, bytes: usize) -> Self {
+        self.tool_output_bytes = bytes.clamp(256, Self::HARD_MAX_TOOL_OUTPUT);
+        self
+    }
+
+    /// The tool timeout as a duration.
+    pub fn tool_timeout(&self) -> Duration {
+        Duration::from_millis(self.tool_timeout_ms)
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_rounds: 50, tool_timeout_ms: 120_000, tool_output_bytes: 64 * 1024 }
+    }
+}
+
+/// Keeps the head and tail of `text` within `max_bytes`, with a line in the
+/// middle saying how much was cut. Cuts only at character boundaries.
+pub(crate) fn shorten_middle(text: &str, max_bytes: usize) -> Option<String> {
+    if text.len() <= max_bytes {
+        return None;
+    }
+    let keep = max_bytes.saturating_sub(80) / 2;
+    let mut head_end = keep.min(text.len());
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len().saturating_sub(keep);
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    let cut = tail_start - head_end;
+    Some(format!(
+        "{}\n[… {cut} bytes cut by bosun's output limit …]\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setters_clamp_to_hard_maxima() {
+        let limits = Limits::default()
+            .with_max_rounds(0)
+            .with_tool_timeout(Duration::from_secs(3600))
+            .with_tool_output_bytes(usize::MAX);
+        assert_eq!(limits.max_rounds, 1);
+        assert_eq!(limits.tool_timeout(), Limits::HARD_MAX_TOOL_TIMEOUT);
+        assert_eq!(limits.tool_output_bytes, Limits::HARD_MAX_TOOL_OUTPUT);
+        assert_eq!(Limits::default().with_max_rounds(5000).max_rounds, Limits::HARD_MAX_ROUNDS);
+    }
+
+    #[test]
+    fn shorten_keeps_head_and_tail_on_char_boundaries() {
+        let text = format!("{}{}", "é".repeat(500), "z".repeat(500));
+        let short = shorten_middle(&text, 400).unwrap();
+        assert!(short.len() <= 400 + 60);
+        assert!(short.starts_with('é'));
+        assert!(short.ends_with('z'));
+        assert!(short.contains("bytes cut"));
+        assert_eq!(shorten_middle("small", 400), None);
+    }
+}

@@ -1,0 +1,361 @@
+//! The message model: what history is made of, and its stable serde form.
+//!
+//! Every type here serializes as tagged JSON with `snake_case` names; the form
+//! is pinned by `tests/serde_forms.rs`. Adding a variant is a minor change,
+//! renaming a tag is a breaking one.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A session-minted tool-call id (a UUIDv7). Model-supplied ids never enter
+/// history (invariant 4).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CallId(Uuid);
+
+impl CallId {
+    /// Mints a fresh time-ordered id.
+    pub fn new_v7() -> Self {
+        Self(Uuid::now_v7())
+    }
+
+    /// The underlying UUID.
+    pub fn as_uuid(&self) -> &Uuid {
+        &self.0
+    }
+}
+
+impl From<Uuid> for CallId {
+    fn from(value: Uuid) -> Self {
+        Self(value)
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Debug for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CallId({})", self.0)
+    }
+}
+
+/// One message of a conversation.
+///
+/// JSON: `{"role":"user","content":[…]}`, `{"role":"assistant","content":[…],
+/// "usage":{…},"stop_reason":"stop"}`, `{"role":"tool_result","call_id":"…",
+/// "tool_name":"…","content":[…],"is_error":false}`, `{"role":"system","text":"…"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Message {
+    /// Instructions for the model; only ever the first message of a history.
+    System {
+        /// The system prompt.
+        text: String,
+    },
+    /// What the person (or calling program) said.
+    User {
+        /// Text and images.
+        content: Vec<ContentPart>,
+    },
+    /// A final model response: answer text, reasoning and tool calls.
+    Assistant {
+        /// Text, reasoning and tool-call parts in the order the model produced them.
+        content: Vec<ContentPart>,
+        /// Tokens this response cost.
+        #[serde(default)]
+        usage: Usage,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+    },
+    /// The observation of one tool call.
+    ToolResult {
+        /// The session-minted id of the call this answers.
+        call_id: CallId,
+        /// The tool that was called.
+        tool_name: String,
+        /// What the tool returned (text and images).
+        content: Vec<ContentPart>,
+        /// Whether the call failed, was refused or was not run.
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+impl Message {
+    /// A user message holding one text part.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::User { content: vec![ContentPart::text(text)] }
+    }
+
+    /// A tool result holding one text part.
+    pub fn tool_result(
+        call_id: CallId,
+        tool_name: impl Into<String>,
+        text: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self::ToolResult {
+            call_id,
+            tool_name: tool_name.into(),
+            content: vec![ContentPart::text(text)],
+            is_error,
+        }
+    }
+
+    /// The content parts of a user, assistant or tool-result message.
+    pub fn content(&self) -> &[ContentPart] {
+        match self {
+            Self::System { .. } => &[],
+            Self::User { content } | Self::Assistant { content, .. } | Self::ToolResult { content, .. } => {
+                content
+            }
+        }
+    }
+
+    /// The concatenated text parts (for a system message, its text).
+    pub fn text(&self) -> String {
+        match self {
+            Self::System { text } => text.clone(),
+            _ => concat_text(self.content()),
+        }
+    }
+
+    /// The tool calls of an assistant message, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = ToolCall<'_>> {
+        let parts = match self {
+            Self::Assistant { content, .. } => content.as_slice(),
+            _ => &[],
+        };
+        parts.iter().filter_map(|part| match part {
+            ContentPart::ToolCall { id, name, arguments } => Some(ToolCall { id: *id, name, arguments }),
+            _ => None,
+        })
+    }
+
+    /// Whether this is a tool result flagged as an error.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Self::ToolResult { is_error: true, .. })
+    }
+}
+
+/// A borrowed view of one tool-call part.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct ToolCall<'a> {
+    /// The session-minted id.
+    pub id: CallId,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The argument object.
+    pub arguments: &'a serde_json::Value,
+}
+
+/// Concatenates the text parts of a content list.
+pub fn concat_text(parts: &[ContentPart]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if let ContentPart::Text { text } = part {
+            out.push_str(text);
+        }
+    }
+    out
+}
+
+/// Concatenates the reasoning parts of a content list.
+pub fn concat_reasoning(parts: &[ContentPart]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if let ContentPart::Reasoning { text, .. } = part {
+            out.push_str(text);
+        }
+    }
+    out
+}
+
+/// One part of a message's content.
+///
+/// JSON: `{"type":"text","text":"…"}`, `{"type":"image","media_type":"image/png",
+/// "data":"<base64>"}`, `{"type":"reasoning","text":"…","signature":"…",
+/// "provider_data":{"api":"…","data":…}}`, `{"type":"tool_call","id":"…",
+/// "name":"…","arguments":{…}}`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentPart {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, carried as bytes (base64 in JSON).
+    Image {
+        /// The IANA media type, e.g. `image/png`.
+        media_type: String,
+        /// The encoded image bytes.
+        #[serde(with = "base64_bytes")]
+        data: Vec<u8>,
+    },
+    /// Model reasoning ("thinking").
+    Reasoning {
+        /// The readable reasoning text (may be a summary, or empty when redacted).
+        text: String,
+        /// A provider's signature over the reasoning, needed to replay it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Opaque provider state (encrypted or redacted reasoning), tagged with
+        /// the API that produced it so it is only replayed to that API.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_data: Option<ProviderData>,
+    },
+    /// A call of a tool, with the session-minted id.
+    ToolCall {
+        /// The session-minted id.
+        id: CallId,
+        /// The tool's name.
+        name: String,
+        /// The argument object, as the model gave it.
+        arguments: serde_json::Value,
+    },
+}
+
+impl ContentPart {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// A reasoning part with readable text only.
+    pub fn reasoning(text: impl Into<String>) -> Self {
+        Self::Reasoning { text: text.into(), signature: None, provider_data: None }
+    }
+
+    /// An image part.
+    pub fn image(media_type: impl Into<String>, data: Vec<u8>) -> Self {
+        Self::Image { media_type: media_type.into(), data }
+    }
+}
+
+// Images can be megabytes; print their size, not their bytes.
+impl fmt::Debug for ContentPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Text { text } => f.debug_struct("Text").field("text", text).finish(),
+            Self::Image { media_type, data } => {
+                f.debug_struct("Image").field("media_type", media_type).field("bytes", &data.len()).finish()
+            }
+            Self::Reasoning { text, signature, provider_data } => f
+                .debug_struct("Reasoning")
+                .field("text", text)
+                .field("signature", &signature.as_ref().map(|_| "<signed>"))
+                .field("provider_data", provider_data)
+                .finish(),
+            Self::ToolCall { id, name, arguments } => f
+                .debug_struct("ToolCall")
+                .field("id", id)
+                .field("name", name)
+                .field("arguments", arguments)
+                .finish(),
+        }
+    }
+}
+
+/// Opaque provider state attached to reasoning, tagged with the wire API
+/// (`anthropic-messages`, `openai-responses`, `gemini`, …) that produced it.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProviderData {
+    /// The wire API that produced the data; only that API may receive it back.
+    pub api: String,
+    /// The opaque payload.
+    pub data: serde_json::Value,
+}
+
+impl ProviderData {
+    /// Tags `data` with the API that produced it.
+    pub fn new(api: impl Into<String>, data: serde_json::Value) -> Self {
+        Self { api: api.into(), data }
+    }
+}
+
+// The payload may be encrypted reasoning; it is opaque and not for logs.
+impl fmt::Debug for ProviderData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderData").field("api", &self.api).field("data", &"<opaque>").finish()
+    }
+}
+
+/// Token counts of one response (or a sum of them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Prompt tokens not served from a cache.
+    pub input: u64,
+    /// Generated tokens (including reasoning, where the provider counts it so).
+    pub output: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write: u64,
+    /// Reasoning tokens, where reported.
+    pub reasoning: u64,
+}
+
+impl Usage {
+    /// Usage with input and output counts only.
+    pub fn new(input: u64, output: u64) -> Self {
+        Self { input, output, ..Self::default() }
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.input += rhs.input;
+        self.output += rhs.output;
+        self.cache_read += rhs.cache_read;
+        self.cache_write += rhs.cache_write;
+        self.reasoning += rhs.reasoning;
+    }
+}
+
+/// Why a model stopped generating.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// A natural end of the answer.
+    #[default]
+    Stop,
+    /// The output token limit was reached.
+    Length,
+    /// The model asked for tool calls.
+    ToolUse,
+    /// The model refused.
+    Refusal,
+    /// The provider reported an error.
+    Error,
+    /// Generation was cancelled.
+    Cancelled,
+}
+
+mod base64_bytes {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}

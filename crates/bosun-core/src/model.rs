@@ -1,0 +1,272 @@
+//! The [`Model`] trait: one streamed response per request.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::pin::Pin;
+
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{ContentPart, Message, StopReason, Usage};
+use crate::tool::ToolDefinition;
+
+/// A stream of model events; the last item is [`ModelEvent::Done`] or an error.
+pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send + 'a>>;
+
+/// A language model the session can ask for one response at a time.
+///
+/// Implementations stream deltas as they arrive and end with exactly one
+/// [`ModelEvent::Done`] holding the whole response. When `cancel` fires they
+/// stop generating and end the stream promptly; the session drains the stream
+/// to its end before a cancelled turn returns, so nothing the model started
+/// outlives the turn.
+pub trait Model: Send + Sync {
+    /// What this model is known to support.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Starts one response.
+    fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a>;
+}
+
+/// Everything a model needs for one response.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ModelRequest<'a> {
+    /// The system prompt, if any.
+    pub system: Option<&'a str>,
+    /// The conversation so far, oldest first (without the system message).
+    pub messages: Cow<'a, [Message]>,
+    /// Definitions of the tools the model may call, sorted by name.
+    pub tools: Cow<'a, [ToolDefinition]>,
+    /// Sampling and reasoning options for this response.
+    pub options: GenerationOptions,
+}
+
+/// One item of a model's response stream.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ModelEvent {
+    /// More answer text.
+    TextDelta(String),
+    /// More reasoning text.
+    ReasoningDelta(String),
+    /// A tool call begins; `index` identifies it among this response's calls.
+    ToolCallStart {
+        /// Position of the call in this response.
+        index: u32,
+        /// The model's own id for the call (untrusted).
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolCallArgs {
+        /// Position of the call in this response.
+        index: u32,
+        /// The next piece of argument text.
+        fragment: String,
+    },
+    /// A tool call's arguments are complete.
+    ToolCallEnd {
+        /// Position of the call in this response.
+        index: u32,
+    },
+    /// Usage so far (providers that report it mid-stream).
+    Usage(Usage),
+    /// The whole response; always the last event.
+    Done(ModelResponse),
+}
+
+/// A complete model response.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ModelResponse {
+    /// Text, reasoning and tool calls in the order produced. Tool-call ids
+    /// here are the model's own; the session replaces them.
+    pub content: Vec<ResponsePart>,
+    /// What the response cost.
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+}
+
+impl ModelResponse {
+    /// A response with the given parts.
+    pub fn new(content: Vec<ResponsePart>, usage: Usage, stop_reason: StopReason) -> Self {
+        Self { content, usage, stop_reason }
+    }
+}
+
+/// One part of a [`ModelResponse`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ResponsePart {
+    /// Plain content (text or reasoning; images are not produced).
+    Content(ContentPart),
+    /// A tool call with the model's own id.
+    ToolCall {
+        /// The model's id for the call (untrusted, may repeat, may be empty).
+        provider_id: String,
+        /// The tool's name.
+        name: String,
+        /// The argument value; should be an object. Providers that could not
+        /// parse the arguments pass the raw text as a JSON string, which then
+        /// fails validation with a clear message.
+        arguments: serde_json::Value,
+    },
+}
+
+impl ResponsePart {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Content(ContentPart::text(text))
+    }
+
+    /// A tool call.
+    pub fn tool_call(
+        provider_id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> Self {
+        Self::ToolCall { provider_id: provider_id.into(), name: name.into(), arguments }
+    }
+}
+
+/// Whether a model is known to support something.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Support {
+    /// Proven to work.
+    Yes,
+    /// Proven not to work.
+    No,
+    /// Not known; the session does not rely on it but does not refuse either.
+    #[default]
+    Unknown,
+}
+
+/// What a model supports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// A system role (else the adapter folds the prompt into the first message).
+    pub system_role: Support,
+    /// Tool calling.
+    pub tools: Support,
+    /// Several tool calls in one response.
+    pub parallel_calls: Support,
+    /// Replaying earlier reasoning in later requests.
+    pub reasoning_replay: Support,
+    /// Turning thinking on and off.
+    pub thinking_toggle: Support,
+}
+
+impl Capabilities {
+    /// Everything proven to work.
+    pub fn all() -> Self {
+        Self {
+            system_role: Support::Yes,
+            tools: Support::Yes,
+            parallel_calls: Support::Yes,
+            reasoning_replay: Support::Yes,
+            thinking_toggle: Support::Yes,
+        }
+    }
+}
+
+/// Whether and how the model should reason before answering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Thinking {
+    /// No reasoning.
+    Off,
+    /// Reasoning with an optional token budget.
+    On {
+        /// The most tokens to spend on reasoning.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<u32>,
+    },
+    /// The model's own default.
+    Auto,
+}
+
+/// Sampling and reasoning options. Every field is optional; unset fields
+/// leave the model's default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct GenerationOptions {
+    /// The most output tokens.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Nucleus sampling.
+    pub top_p: Option<f32>,
+    /// Reasoning policy.
+    pub thinking: Option<Thinking>,
+    /// Sequences that end generation.
+    pub stop: Option<Vec<String>>,
+}
+
+impl GenerationOptions {
+    /// Layers `over` on top of `self`: every field set in `over` wins, unset
+    /// fields keep the session's value.
+    pub fn layered(&self, over: &GenerationOptions) -> GenerationOptions {
+        GenerationOptions {
+            max_tokens: over.max_tokens.or(self.max_tokens),
+            temperature: over.temperature.or(self.temperature),
+            top_p: over.top_p.or(self.top_p),
+            thinking: over.thinking.or(self.thinking),
+            stop: over.stop.clone().or_else(|| self.stop.clone()),
+        }
+    }
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The provider is rate limiting; retry later.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        /// What the provider said.
+        message: String,
+        /// How long the provider asked to wait, in milliseconds.
+        retry_after_ms: Option<u64>,
+    },
+    /// The connection failed or the stream ended early.
+    #[error("network: {0}")]
+    Network(String),
+    /// The prompt is larger than the model's context window.
+    #[error("context overflow: {0}")]
+    ContextOverflow(String),
+    /// Credentials were missing or refused.
+    #[error("authentication: {0}")]
+    Authentication(String),
+    /// The request was malformed.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The provider failed.
+    #[error("server error: {0}")]
+    Server(String),
+    /// The stream broke the protocol (bad JSON, missing terminal event, …).
+    #[error("protocol: {0}")]
+    Protocol(String),
+    /// Generation was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// Any other failure.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl fmt::Display for Support {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Yes => "yes",
+            Self::No => "no",
+            Self::Unknown => "unknown",
+        })
+    }
+}

@@ -1,0 +1,463 @@
+//! One tool batch: every call of a response goes through the pipeline in
+//! call order — known and enabled, valid arguments, permission, approval —
+//! then approved calls run (in parallel by default) under the tool policy
+//! (timeout, output bound, panic capture). Results come back in call order,
+//! one per call (invariants 5, 6, 8–13).
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::turn::{Emitter, TurnState};
+use super::{ResolvedTool, Session, ToolExecution};
+use crate::error::TurnErrorKind;
+use crate::event::{Decision, Event};
+use crate::journal::JournalRecord;
+use crate::limits::shorten_middle;
+use crate::message::{CallId, ContentPart, Message, concat_text};
+use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, decide};
+use crate::tool::{CancellationPolicy, ProgressSink, ToolContext, ToolOutput};
+
+/// Result text of a call that was not run because the batch stopped first.
+pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
+/// Result text of an interruptible call cut off by cancellation.
+pub const CANCELLED: &str = "cancelled: the turn was cancelled while this call ran";
+/// Longest tool output shown in a `tool_end` event.
+const EVENT_OUTPUT_CHARS: usize = 2_000;
+
+/// What a batch produced.
+pub(crate) struct BatchRun {
+    /// One result per call in call order, or `None` when the batch stopped
+    /// before any call could act (it then leaves no trace).
+    pub(crate) results: Option<Vec<Message>>,
+    /// Why the batch stopped early, if it did.
+    pub(crate) stopped: Option<TurnErrorKind>,
+}
+
+struct Call {
+    id: CallId,
+    name: String,
+    arguments: serde_json::Value,
+}
+
+enum Gate {
+    Run(Arc<ResolvedTool>),
+    Done(Message),
+}
+
+impl Session {
+    pub(crate) async fn run_batch(
+        &mut self,
+        state: &mut TurnState,
+        assistant: &Message,
+        emitter: &mut Emitter<'_>,
+    ) -> BatchRun {
+        let calls: Vec<Call> = assistant
+            .tool_calls()
+            .map(|c| Call { id: c.id, name: c.name.to_owned(), arguments: c.arguments.clone() })
+            .collect();
+        let mut gates = Vec::with_capacity(calls.len());
+        for call in &calls {
+            match self.gate(state, call, emitter).await {
+                Ok(gate) => gates.push(gate),
+                Err(stopped) => return BatchRun { results: None, stopped: Some(stopped) },
+            }
+        }
+        if gates.iter().any(|g| matches!(g, Gate::Run(_)))
+            && let Some(journal) = self.journal.as_mut()
+        {
+            let record = JournalRecord::BatchStarted { turn: state.turn, assistant: assistant.clone() };
+            if let Err(error) = journal.append(&record).await {
+                return BatchRun { results: None, stopped: Some(error.into()) };
+            }
+        }
+        let mut results: Vec<Option<Message>> = Vec::with_capacity(calls.len());
+        let mut runnable = Vec::new();
+        for (index, (call, gate)) in calls.iter().zip(gates).enumerate() {
+            match gate {
+                Gate::Done(result) => {
+                    end_event(emitter, &result);
+                    results.push(Some(result));
+                }
+                Gate::Run(tool) => {
+                    // Invariant 6, second check: the arguments about to be
+                    // dispatched are the ones the pipeline approved.
+                    match tool.schema.validate(&call.arguments) {
+                        Ok(()) => runnable.push((index, tool)),
+                        Err(error) => {
+                            let result =
+                                refusal(call, format!("invalid arguments for `{}`: {error}", call.name));
+                            end_event(emitter, &result);
+                            results.push(Some(result));
+                            continue;
+                        }
+                    }
+                    results.push(None);
+                }
+            }
+        }
+        let stopped = match self.execution {
+            ToolExecution::Parallel => {
+                self.run_parallel(state, &calls, runnable, &mut results, emitter).await
+            }
+            ToolExecution::Sequential => {
+                self.run_sequential(state, &calls, runnable, &mut results, emitter).await
+            }
+        };
+        let results = calls
+            .iter()
+            .zip(results)
+            .map(|(call, result)| {
+                result.unwrap_or_else(|| Message::tool_result(call.id, &call.name, NOT_RUN, true))
+            })
+            .collect();
+        BatchRun { results: Some(results), stopped }
+    }
+
+    /// The pipeline before execution for one call (invariants 5, 6, 8–10).
+    /// `Err` when the turn is cancelled or the sink fails while deciding.
+    async fn gate(
+        &mut self,
+        state: &TurnState,
+        call: &Call,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Gate, TurnErrorKind> {
+        let proposed = Event::ToolCallProposed {
+            call_id: call.id,
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        };
+        emitter.emit(proposed).map_err(|_| state.cancelled(emitter))?;
+        // Invariant 5: a call to an unknown or disabled tool gets a synthetic
+        // error result before any approval or execution.
+        let Some(tool) = self.tools.get(&call.name).cloned() else {
+            let known: Vec<&str> = self.active.iter().map(String::as_str).collect();
+            let text = format!("unknown tool `{}`; available tools: {}", call.name, known.join(", "));
+            return Ok(Gate::Done(refusal(call, text)));
+        };
+        if !self.active.contains(&call.name) {
+            return Ok(Gate::Done(refusal(
+                call,
+                format!("tool `{}` is disabled in this session", call.name),
+            )));
+        }
+        // Invariant 6, first check: before approval.
+        if let Err(error) = tool.schema.validate(&call.arguments) {
+            return Ok(Gate::Done(refusal(call, format!("invalid arguments for `{}`: {error}", call.name))));
+        }
+        let (permission, why) = decide(self.mode, &self.rules, &call.name, tool.category, &call.arguments);
+        match permission {
+            Permission::Allow => Ok(Gate::Run(tool)),
+            Permission::Deny => {
+                let decided = Event::ApprovalDecided {
+                    call_id: call.id,
+                    decision: Decision::DeniedByPolicy,
+                    reason: Some(why.clone()),
+                };
+                emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
+                Ok(Gate::Done(refusal(call, format!("denied: {why}"))))
+            }
+            Permission::Ask if self.grants.covers(&call.name, &call.arguments) => {
+                let decided =
+                    Event::ApprovalDecided { call_id: call.id, decision: Decision::Granted, reason: None };
+                emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
+                Ok(Gate::Run(tool))
+            }
+            Permission::Ask => self.ask(state, call, tool, why, emitter).await,
+        }
+    }
+
+    async fn ask(
+        &mut self,
+        state: &TurnState,
+        call: &Call,
+        tool: Arc<ResolvedTool>,
+        why: String,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Gate, TurnErrorKind> {
+        let request = ApprovalRequest {
+            call_id: call.id,
+            tool: call.name.clone(),
+            category: tool.category,
+            arguments: call.arguments.clone(),
+            reason: why.clone(),
+        };
+        let requested = Event::ApprovalRequested {
+            call_id: call.id,
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            reason: why,
+        };
+        emitter.emit(requested).map_err(|_| state.cancelled(emitter))?;
+        let approver = Arc::clone(&self.approver);
+        let decision = tokio::select! {
+            biased;
+            () = state.cancel.cancelled() => return Err(state.cancelled(emitter)),
+            decision = approver.decide(&request) => decision,
+        };
+        let (shown, reason, gate) = match decision {
+            ApprovalDecision::ApproveOnce => (Decision::ApproveOnce, None, Gate::Run(tool)),
+            ApprovalDecision::ApproveForSession { scope } => {
+                self.grants.grant(scope, &call.name, &call.arguments);
+                (Decision::ApproveForSession, None, Gate::Run(tool))
+            }
+            ApprovalDecision::Deny { reason } => {
+                let result = refusal(call, format!("denied by the user: {reason}"));
+                (Decision::Deny, Some(reason.to_string()), Gate::Done(result))
+            }
+        };
+        emitter
+            .emit(Event::ApprovalDecided { call_id: call.id, decision: shown, reason })
+            .map_err(|_| state.cancelled(emitter))?;
+        Ok(gate)
+    }
+
+    async fn run_parallel(
+        &mut self,
+        state: &mut TurnState,
+        calls: &[Call],
+        runnable: Vec<(usize, Arc<ResolvedTool>)>,
+        results: &mut [Option<Message>],
+        emitter: &mut Emitter<'_>,
+    ) -> Option<TurnErrorKind> {
+        if state.cancel.is_cancelled() {
+            return Some(state.cancelled(emitter));
+        }
+        let (progress_tx, mut progress_rx) = mpsc::channel(64);
+        let mut running = FuturesUnordered::new();
+        for (index, tool) in runnable {
+            let call = &calls[index];
+            if let Err(stopped) = self.start_invocation(state, call, emitter).await {
+                // Calls already started keep running to completion below.
+                return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
+            }
+            let context = self.context(state, call, &progress_tx);
+            let timeout = self.limits.tool_timeout();
+            let arguments = call.arguments.clone();
+            running.push(async move { (index, invoke(tool, arguments, context, timeout).await) });
+        }
+        drop(progress_tx);
+        loop {
+            tokio::select! {
+                Some((call_id, message)) = progress_rx.recv() => {
+                    let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                }
+                finished = running.next() => match finished {
+                    Some((index, output)) => {
+                        if let Err(stopped) = self.finish_invocation(index, &calls[index], output, results, emitter).await {
+                            return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+        state.cancel.is_cancelled().then(|| state.cancelled(emitter))
+    }
+
+    /// Waits for calls already running after the journal failed, so no tool
+    /// outlives the turn; their results stay in memory only.
+    async fn finish_running<F>(
+        &mut self,
+        state: &mut TurnState,
+        calls: &[Call],
+        mut running: FuturesUnordered<F>,
+        results: &mut [Option<Message>],
+        emitter: &mut Emitter<'_>,
+        stopped: Option<TurnErrorKind>,
+    ) -> Option<TurnErrorKind>
+    where
+        F: std::future::Future<Output = (usize, ToolOutput)>,
+    {
+        state.cancel.cancel();
+        while let Some((index, output)) = running.next().await {
+            let result = self.result_message(&calls[index], output);
+            end_event(emitter, &result);
+            results[index] = Some(result);
+        }
+        stopped
+    }
+
+    async fn run_sequential(
+        &mut self,
+        state: &mut TurnState,
+        calls: &[Call],
+        runnable: Vec<(usize, Arc<ResolvedTool>)>,
+        results: &mut [Option<Message>],
+        emitter: &mut Emitter<'_>,
+    ) -> Option<TurnErrorKind> {
+        let (progress_tx, mut progress_rx) = mpsc::channel(64);
+        for (index, tool) in runnable {
+            if state.cancel.is_cancelled() {
+                return Some(state.cancelled(emitter));
+            }
+            let call = &calls[index];
+            if let Err(stopped) = self.start_invocation(state, call, emitter).await {
+                return Some(stopped);
+            }
+            let context = self.context(state, call, &progress_tx);
+            let work = invoke(tool, call.arguments.clone(), context, self.limits.tool_timeout());
+            tokio::pin!(work);
+            let output = loop {
+                tokio::select! {
+                    Some((call_id, message)) = progress_rx.recv() => {
+                        let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                    }
+                    output = &mut work => break output,
+                }
+            };
+            if let Err(stopped) = self.finish_invocation(index, call, output, results, emitter).await {
+                return Some(stopped);
+            }
+        }
+        state.cancel.is_cancelled().then(|| state.cancelled(emitter))
+    }
+
+    fn context(
+        &self,
+        state: &TurnState,
+        call: &Call,
+        progress: &mpsc::Sender<(CallId, String)>,
+    ) -> ToolContext {
+        ToolContext {
+            call_id: call.id,
+            cancel: state.cancel.child_token(),
+            progress: ProgressSink::new(call.id, progress.clone()),
+        }
+    }
+
+    /// Journals that a call may act from now on, then announces it.
+    async fn start_invocation(
+        &mut self,
+        state: &mut TurnState,
+        call: &Call,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<(), TurnErrorKind> {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.append(&JournalRecord::InvocationStarted { call_id: call.id }).await?;
+        }
+        state.effect = true;
+        let _ = emitter.emit(Event::ToolStart { call_id: call.id, name: call.name.clone() });
+        Ok(())
+    }
+
+    async fn finish_invocation(
+        &mut self,
+        index: usize,
+        call: &Call,
+        output: ToolOutput,
+        results: &mut [Option<Message>],
+        emitter: &mut Emitter<'_>,
+    ) -> Result<(), TurnErrorKind> {
+        let result = self.result_message(call, output);
+        end_event(emitter, &result);
+        let journaled = match self.journal.as_mut() {
+            Some(journal) => {
+                let record = JournalRecord::InvocationFinished { call_id: call.id, result: result.clone() };
+                journal.append(&record).await
+            }
+            None => Ok(()),
+        };
+        results[index] = Some(result);
+        journaled.map_err(Into::into)
+    }
+
+    /// The tool policy's output bound: the middle of over-long text is cut.
+    fn result_message(&self, call: &Call, output: ToolOutput) -> Message {
+        let limit = self.limits.tool_output_bytes;
+        let content = output
+            .content
+            .into_iter()
+            .map(|part| match part {
+                ContentPart::Text { text } => match shorten_middle(&text, limit) {
+                    Some(short) => ContentPart::Text { text: short },
+                    None => ContentPart::Text { text },
+                },
+                other => other,
+            })
+            .collect();
+        Message::ToolResult {
+            call_id: call.id,
+            tool_name: call.name.clone(),
+            content,
+            is_error: output.is_error,
+        }
+    }
+}
+
+fn refusal(call: &Call, text: String) -> Message {
+    Message::tool_result(call.id, &call.name, text, true)
+}
+
+fn end_event(emitter: &mut Emitter<'_>, result: &Message) {
+    if let Message::ToolResult { call_id, tool_name, content, is_error } = result {
+        let text = concat_text(content);
+        let output: String = text.chars().take(EVENT_OUTPUT_CHARS).collect();
+        let _ = emitter.emit(Event::ToolEnd {
+            call_id: *call_id,
+            name: tool_name.clone(),
+            is_error: *is_error,
+            output,
+        });
+    }
+}
+
+/// Runs one call under the tool policy: timeout, panic capture, and the
+/// tool's cancellation policy (invariant 13).
+async fn invoke(
+    tool: Arc<ResolvedTool>,
+    arguments: serde_json::Value,
+    context: ToolContext,
+    timeout: Duration,
+) -> ToolOutput {
+    let token: CancellationToken = context.cancel.clone();
+    let work = AssertUnwindSafe(tool.tool.execute(arguments, context)).catch_unwind();
+    tokio::pin!(work);
+    let timed_out = |secs: f64| format!("timed out after {secs:.1} s");
+    match tool.cancellation {
+        CancellationPolicy::Interruptible => {
+            tokio::select! {
+                biased;
+                () = token.cancelled() => ToolOutput::error(CANCELLED),
+                finished = tokio::time::timeout(timeout, &mut work) => match finished {
+                    Ok(result) => settle(result),
+                    Err(_) => {
+                        token.cancel();
+                        ToolOutput::error(timed_out(timeout.as_secs_f64()))
+                    }
+                },
+            }
+        }
+        CancellationPolicy::FinishOnceStarted => match tokio::time::timeout(timeout, &mut work).await {
+            Ok(result) => settle(result),
+            Err(_) => {
+                // Ask it to stop, then wait: this tool must not be cut off.
+                token.cancel();
+                let mut output = settle(work.await);
+                output.is_error = true;
+                output.content.insert(
+                    0,
+                    ContentPart::text(format!("{}; output so far:\n", timed_out(timeout.as_secs_f64()))),
+                );
+                output
+            }
+        },
+    }
+}
+
+fn settle(result: Result<ToolOutput, Box<dyn Any + Send>>) -> ToolOutput {
+    result.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-text panic payload".to_owned());
+        ToolOutput::error(format!("the tool panicked: {message}"))
+    })
+}

@@ -1,0 +1,329 @@
+//! [`SessionBuilder`]: tools, prompt or resumed history, options, permissions,
+//! limits and journal, resolved into a [`Session`] along one path that
+//! [`SessionBuilder::authority_snapshot`] shares.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, ToolAuthority, WorkspaceIdentity};
+use crate::error::BuildError;
+use crate::history::{call_ids, validate_history};
+use crate::journal::{Journal, JournalRecord};
+use crate::limits::Limits;
+use crate::message::Message;
+use crate::model::{GenerationOptions, Model, Support, Thinking};
+use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
+use crate::replay::replay;
+use crate::schema::CompiledSchema;
+use crate::session::ids::CallIdRegistry;
+use crate::session::{ResolvedTool, Session, ToolExecution, ToolSet};
+use crate::tool::Tool;
+
+/// Builds a [`Session`].
+pub struct SessionBuilder {
+    model: Arc<dyn Model>,
+    tools: Vec<Arc<dyn Tool>>,
+    disabled: BTreeSet<String>,
+    system: Option<String>,
+    history: Option<Vec<Message>>,
+    options: GenerationOptions,
+    mode: Mode,
+    rules: Vec<PermissionRule>,
+    approver: Arc<dyn ApprovalHandler>,
+    limits: Limits,
+    execution: ToolExecution,
+    workspace: Option<WorkspaceIdentity>,
+    journal: Option<Box<dyn Journal>>,
+}
+
+impl fmt::Debug for SessionBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionBuilder")
+            .field("tools", &self.tools.iter().map(|t| t.definition().name.clone()).collect::<Vec<_>>())
+            .field("disabled", &self.disabled)
+            .field("mode", &self.mode)
+            .field("limits", &self.limits)
+            .field("execution", &self.execution)
+            .field("journal", &self.journal.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one resolution produces; `build` and `authority_snapshot` share it.
+struct Resolved {
+    tools: ToolSet,
+    active: BTreeSet<String>,
+    snapshot: AuthoritySnapshot,
+}
+
+impl SessionBuilder {
+    pub(crate) fn new(model: Arc<dyn Model>) -> Self {
+        Self {
+            model,
+            tools: Vec::new(),
+            disabled: BTreeSet::new(),
+            system: None,
+            history: None,
+            options: GenerationOptions::default(),
+            mode: Mode::default(),
+            rules: Vec::new(),
+            approver: Arc::new(DenyAll),
+            limits: Limits::default(),
+            execution: ToolExecution::default(),
+            workspace: None,
+            journal: None,
+        }
+    }
+
+    /// Adds a tool to the authority ceiling.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds shared tools to the authority ceiling.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Starts the session with `name` disabled (it stays in the ceiling).
+    pub fn disable(mut self, name: impl Into<String>) -> Self {
+        self.disabled.insert(name.into());
+        self
+    }
+
+    /// The system prompt of a new session.
+    pub fn system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.system = Some(text.into());
+        self
+    }
+
+    /// Continues from earlier messages (a system message may come first).
+    pub fn history(mut self, messages: Vec<Message>) -> Self {
+        self.history = Some(messages);
+        self
+    }
+
+    /// Session-wide generation options; a turn may layer its own over them.
+    pub fn options(mut self, options: GenerationOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The permission mode (default `propose`).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Adds a permission rule.
+    pub fn rule(mut self, rule: PermissionRule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// Adds permission rules.
+    pub fn rules(mut self, rules: impl IntoIterator<Item = PermissionRule>) -> Self {
+        self.rules.extend(rules);
+        self
+    }
+
+    /// Who answers approval requests (default: deny everything).
+    pub fn approver(mut self, approver: impl ApprovalHandler + 'static) -> Self {
+        self.approver = Arc::new(approver);
+        self
+    }
+
+    /// A shared approver.
+    pub fn shared_approver(mut self, approver: Arc<dyn ApprovalHandler>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Model rounds per turn, clamped by [`Limits::HARD_MAX_ROUNDS`].
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.limits = self.limits.with_max_rounds(rounds);
+        self
+    }
+
+    /// Tool timeout, clamped by [`Limits::HARD_MAX_TOOL_TIMEOUT`].
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.limits = self.limits.with_tool_timeout(timeout);
+        self
+    }
+
+    /// Tool output ceiling, clamped by [`Limits::HARD_MAX_TOOL_OUTPUT`].
+    pub fn tool_output_bytes(mut self, bytes: usize) -> Self {
+        self.limits = self.limits.with_tool_output_bytes(bytes);
+        self
+    }
+
+    /// Runs the calls of one response one after another instead of in parallel.
+    pub fn sequential_tools(mut self) -> Self {
+        self.execution = ToolExecution::Sequential;
+        self
+    }
+
+    /// The workspace the tools act on, for the authority snapshot.
+    pub fn workspace(mut self, identity: WorkspaceIdentity) -> Self {
+        self.workspace = Some(identity);
+        self
+    }
+
+    /// Where the session records itself.
+    pub fn journal(mut self, journal: impl Journal + 'static) -> Self {
+        self.journal = Some(Box::new(journal));
+        self
+    }
+
+    /// The authority snapshot `build` would record, without building.
+    pub fn authority_snapshot(&self) -> Result<AuthoritySnapshot, BuildError> {
+        self.resolve().map(|r| r.snapshot)
+    }
+
+    fn resolve(&self) -> Result<Resolved, BuildError> {
+        let mut tools = BTreeMap::new();
+        for tool in &self.tools {
+            let definition = tool.definition().clone();
+            let name = definition.name.clone();
+            let valid_name = (1..=64).contains(&name.len())
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid_name {
+                return Err(BuildError::ToolName(name));
+            }
+            let schema = CompiledSchema::compile(&definition.parameters)
+                .map_err(|source| BuildError::Schema { tool: name.clone(), source })?;
+            let resolved = ResolvedTool {
+                category: tool.category(),
+                cancellation: tool.cancellation(),
+                tool: Arc::clone(tool),
+                schema,
+                definition,
+            };
+            if tools.insert(name.clone(), Arc::new(resolved)).is_some() {
+                return Err(BuildError::DuplicateTool(name));
+            }
+        }
+        if let Some(unknown) = self.disabled.iter().find(|name| !tools.contains_key(*name)) {
+            return Err(BuildError::UnknownTool(unknown.clone()));
+        }
+        let capabilities = self.model.capabilities();
+        if !tools.is_empty() && capabilities.tools == Support::No {
+            return Err(BuildError::Capability("tool calls"));
+        }
+        if matches!(self.options.thinking, Some(Thinking::On { .. } | Thinking::Off))
+            && capabilities.thinking_toggle == Support::No
+        {
+            return Err(BuildError::Capability("turning thinking on or off"));
+        }
+        let active: BTreeSet<String> =
+            tools.keys().filter(|n| !self.disabled.contains(*n)).cloned().collect();
+        let snapshot = AuthoritySnapshot {
+            version: AUTHORITY_VERSION,
+            workspace: self.workspace.clone(),
+            tools: tools
+                .values()
+                .map(|t| ToolAuthority {
+                    definition: t.definition.clone(),
+                    category: t.category,
+                    cancellation: t.cancellation,
+                })
+                .collect(),
+            enabled: active.iter().cloned().collect(),
+            limits: self.limits,
+        };
+        Ok(Resolved { tools: Arc::new(tools), active, snapshot })
+    }
+
+    /// Builds a new session (or one continuing from [`SessionBuilder::history`]).
+    /// With a journal, records the session's start in it.
+    pub async fn build(mut self) -> Result<Session, BuildError> {
+        let resolved = self.resolve()?;
+        let (system, history) = match self.history.take() {
+            Some(_) if self.system.is_some() => return Err(BuildError::PromptAndHistory),
+            Some(mut messages) => {
+                validate_history(&messages)?;
+                let system = match messages.first() {
+                    Some(Message::System { text }) => Some(text.clone()),
+                    _ => None,
+                };
+                if system.is_some() {
+                    messages.remove(0);
+                }
+                (system, messages)
+            }
+            None => (self.system.take(), Vec::new()),
+        };
+        if let Some(journal) = self.journal.as_mut() {
+            let record = JournalRecord::SessionStarted {
+                authority: resolved.snapshot.clone(),
+                system: system.clone(),
+            };
+            journal.append(&record).await?;
+        }
+        Ok(self.into_session(resolved, system, history, 0))
+    }
+
+    /// Resumes the session recorded in `journal`: replays it strictly, checks
+    /// the authority is the same, closes a turn the last process left open
+    /// (journaling how), and continues writing to the same journal.
+    pub async fn resume(mut self, mut journal: impl Journal + 'static) -> Result<Session, BuildError> {
+        if self.system.is_some() || self.history.is_some() {
+            return Err(BuildError::PromptAndHistory);
+        }
+        let resolved = self.resolve()?;
+        let records = journal.load().await?;
+        let replayed = replay(&records)?;
+        if replayed.authority != resolved.snapshot {
+            return Err(BuildError::AuthorityMismatch {
+                stored: replayed.authority.digest(),
+                current: resolved.snapshot.digest(),
+                differences: replayed.authority.differences(&resolved.snapshot),
+            });
+        }
+        for record in &replayed.recovery {
+            journal.append(record).await?;
+        }
+        self.journal = Some(Box::new(journal));
+        let mut session = self.into_session(resolved, replayed.system, replayed.messages, replayed.turns);
+        session.interrupted_prompt = replayed.interrupted_prompt;
+        Ok(session)
+    }
+
+    fn into_session(
+        self,
+        resolved: Resolved,
+        system: Option<String>,
+        history: Vec<Message>,
+        turns: u64,
+    ) -> Session {
+        let call_ids = CallIdRegistry::with_used(call_ids(&history));
+        let mut session = Session {
+            capabilities: self.model.capabilities(),
+            model: self.model,
+            tools: resolved.tools,
+            active: resolved.active,
+            advertised: Vec::new(),
+            called: history.iter().flat_map(|m| m.tool_calls().map(|c| c.name.to_owned())).collect(),
+            system,
+            history,
+            options: self.options,
+            mode: self.mode,
+            rules: self.rules,
+            approver: self.approver,
+            grants: Grants::default(),
+            limits: self.limits,
+            execution: self.execution,
+            journal: self.journal,
+            authority: resolved.snapshot,
+            call_ids,
+            turns,
+            interrupted_prompt: None,
+        };
+        session.refresh_advertised();
+        session
+    }
+}

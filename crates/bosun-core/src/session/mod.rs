@@ -1,0 +1,292 @@
+//! [`Session`]: history, the authority ceiling and the active tool subset,
+//! and the entry point of a turn. The turn itself lives in `turn.rs` (model
+//! rounds, commit, roll back) and `batch.rs` (gating and running tool calls).
+
+mod batch;
+mod builder;
+mod ids;
+mod turn;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub use batch::{CANCELLED, NOT_RUN};
+pub use builder::SessionBuilder;
+
+use crate::authority::AuthoritySnapshot;
+use crate::error::BuildError;
+use crate::journal::Journal;
+use crate::limits::Limits;
+use crate::message::{CallId, ContentPart, Message, StopReason, Usage};
+use crate::model::{Capabilities, GenerationOptions, Model};
+use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
+use crate::schema::CompiledSchema;
+use crate::tool::{CancellationPolicy, Tool, ToolCategory, ToolDefinition};
+
+/// Whether the calls of one response run at once or one after another.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolExecution {
+    /// All approved calls run concurrently; results commit in call order.
+    #[default]
+    Parallel,
+    /// Calls run in order; after a cancellation no further call starts.
+    Sequential,
+}
+
+pub(crate) struct ResolvedTool {
+    pub(crate) tool: Arc<dyn Tool>,
+    pub(crate) definition: ToolDefinition,
+    pub(crate) schema: CompiledSchema,
+    pub(crate) category: ToolCategory,
+    pub(crate) cancellation: CancellationPolicy,
+}
+
+pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
+
+/// An agent conversation: runs one turn at a time (invariant 1).
+///
+/// Turns never overlap: `run` borrows the session mutably.
+///
+/// ```compile_fail
+/// # async fn overlap(mut session: bosun_core::Session) {
+/// let first = session.run("fix the test", &mut Vec::new());
+/// let second = session.run("explain it", &mut Vec::new()); // second &mut borrow
+/// # let _ = (first, second); }
+/// ```
+pub struct Session {
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) tools: ToolSet,
+    pub(crate) active: BTreeSet<String>,
+    /// Definitions shown to the model: the active tools plus disabled ones
+    /// history already calls, so replayed calls stay meaningful.
+    pub(crate) advertised: Vec<ToolDefinition>,
+    pub(crate) called: BTreeSet<String>,
+    pub(crate) system: Option<String>,
+    pub(crate) history: Vec<Message>,
+    pub(crate) options: GenerationOptions,
+    pub(crate) mode: Mode,
+    pub(crate) rules: Vec<PermissionRule>,
+    pub(crate) approver: Arc<dyn ApprovalHandler>,
+    pub(crate) grants: Grants,
+    pub(crate) limits: Limits,
+    pub(crate) execution: ToolExecution,
+    pub(crate) journal: Option<Box<dyn Journal>>,
+    pub(crate) authority: AuthoritySnapshot,
+    pub(crate) call_ids: ids::CallIdRegistry,
+    pub(crate) turns: u64,
+    pub(crate) interrupted_prompt: Option<Message>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("turns", &self.turns)
+            .field("messages", &self.history.len())
+            .field("active", &self.active)
+            .field("mode", &self.mode)
+            .field("authority", &self.authority.digest())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Per-turn options.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct TurnOptions {
+    /// Fields set here override the session's generation options for this turn.
+    pub generation: GenerationOptions,
+    /// Cancels the turn when fired.
+    pub cancel: CancellationToken,
+}
+
+impl TurnOptions {
+    /// Options that cancel the turn when `cancel` fires.
+    pub fn cancel_on(cancel: CancellationToken) -> Self {
+        Self { cancel, ..Self::default() }
+    }
+
+    /// Overrides generation options for the turn.
+    pub fn with_generation(mut self, generation: GenerationOptions) -> Self {
+        self.generation = generation;
+        self
+    }
+}
+
+/// What a completed turn produced.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TurnOutcome {
+    /// The turn's number.
+    pub turn: u64,
+    /// The final answer text.
+    pub answer: String,
+    /// Tokens used by all rounds of the turn.
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// Model rounds taken.
+    pub rounds: u32,
+}
+
+/// What a turn takes as input: text or content parts from the user.
+#[derive(Clone, Debug)]
+pub struct UserInput(pub(crate) Result<Vec<ContentPart>, &'static str>);
+
+impl From<&str> for UserInput {
+    fn from(value: &str) -> Self {
+        Self(Ok(vec![ContentPart::text(value)]))
+    }
+}
+
+impl From<String> for UserInput {
+    fn from(value: String) -> Self {
+        Self(Ok(vec![ContentPart::text(value)]))
+    }
+}
+
+impl From<Vec<ContentPart>> for UserInput {
+    fn from(value: Vec<ContentPart>) -> Self {
+        Self(Ok(value))
+    }
+}
+
+impl From<Message> for UserInput {
+    fn from(value: Message) -> Self {
+        match value {
+            Message::User { content } => Self(Ok(content)),
+            Message::System { .. } => Self(Err("a system message")),
+            Message::Assistant { .. } => Self(Err("an assistant message")),
+            Message::ToolResult { .. } => Self(Err("a tool result")),
+        }
+    }
+}
+
+impl Session {
+    /// Starts building a session on `model`.
+    pub fn builder(model: impl Model + 'static) -> SessionBuilder {
+        SessionBuilder::new(Arc::new(model))
+    }
+
+    /// Starts building a session on a shared model.
+    pub fn builder_shared(model: Arc<dyn Model>) -> SessionBuilder {
+        SessionBuilder::new(model)
+    }
+
+    /// Committed messages, oldest first (without the system prompt).
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.system.as_deref()
+    }
+
+    /// The authority snapshot recorded at build time.
+    pub fn authority(&self) -> &AuthoritySnapshot {
+        &self.authority
+    }
+
+    /// Turns started so far (including rolled-back ones).
+    pub fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    /// The prompt of a turn that a crash interrupted before it left any
+    /// trace, found on resume.
+    pub fn interrupted_prompt(&self) -> Option<&Message> {
+        self.interrupted_prompt.as_ref()
+    }
+
+    /// The permission mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Changes the permission mode for later turns.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
+    /// Names of the active tools, sorted.
+    pub fn active_tools(&self) -> impl Iterator<Item = &str> {
+        self.active.iter().map(String::as_str)
+    }
+
+    /// Names of every tool in the authority ceiling, sorted.
+    pub fn available_tools(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// The model's own id for a session-minted call id (this process only).
+    pub fn provider_call_id(&self, id: CallId) -> Option<&str> {
+        self.call_ids.origin(id)
+    }
+
+    /// Session-minted ids given to calls the model named `provider_id`
+    /// (models may reuse ids, so there can be several).
+    pub fn minted_call_ids(&self, provider_id: &str) -> &[CallId] {
+        self.call_ids.minted_for(provider_id)
+    }
+
+    /// Whether `id` is a call id of this session's history.
+    pub fn knows_call_id(&self, id: CallId) -> bool {
+        self.call_ids.is_used(id)
+    }
+
+    /// Disables a tool; it stays in the authority ceiling.
+    pub fn disable_tool(&mut self, name: &str) -> Result<(), BuildError> {
+        self.check_known(name)?;
+        self.active.remove(name);
+        self.refresh_advertised();
+        Ok(())
+    }
+
+    /// Re-enables a tool of the authority ceiling.
+    pub fn enable_tool(&mut self, name: &str) -> Result<(), BuildError> {
+        self.check_known(name)?;
+        self.active.insert(name.to_owned());
+        self.refresh_advertised();
+        Ok(())
+    }
+
+    /// Replaces the active subset. Atomic: an unknown name changes nothing.
+    pub fn set_active_tools<I, S>(&mut self, names: I) -> Result<(), BuildError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut next = BTreeSet::new();
+        for name in names {
+            let name = name.as_ref();
+            self.check_known(name)?;
+            next.insert(name.to_owned());
+        }
+        self.active = next;
+        self.refresh_advertised();
+        Ok(())
+    }
+
+    /// Re-enables every tool of the authority ceiling.
+    pub fn restore_tools(&mut self) {
+        self.active = self.tools.keys().cloned().collect();
+        self.refresh_advertised();
+    }
+
+    fn check_known(&self, name: &str) -> Result<(), BuildError> {
+        if self.tools.contains_key(name) { Ok(()) } else { Err(BuildError::UnknownTool(name.to_owned())) }
+    }
+
+    pub(crate) fn refresh_advertised(&mut self) {
+        self.advertised = self
+            .tools
+            .values()
+            .filter(|t| self.active.contains(&t.definition.name) || self.called.contains(&t.definition.name))
+            .map(|t| t.definition.clone())
+            .collect();
+    }
+}

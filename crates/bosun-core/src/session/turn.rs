@@ -1,0 +1,391 @@
+//! One turn: model rounds, each either an answer (commit, done) or a tool
+//! batch (run through `batch.rs`, commit, next round). A failure rolls the
+//! turn back when no tool could have acted, and otherwise keeps the latest
+//! complete checkpoint (invariants 2, 3, 11–14).
+
+use std::borrow::Cow;
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::{Session, TurnOptions, TurnOutcome, UserInput};
+use crate::error::{Disposition, TurnError, TurnErrorKind};
+use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
+use crate::journal::{JournalRecord, TurnRecordOutcome};
+use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
+use crate::model::{
+    GenerationOptions, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart, Support, Thinking,
+};
+use crate::stream::DeltaReconciler;
+
+/// Passes events to the caller's sink. The first failure cancels the turn
+/// (invariant 14) and silences the sink for the rest of it.
+pub(crate) struct Emitter<'s> {
+    sink: &'s mut dyn EventSink,
+    cancel: CancellationToken,
+    failed: Option<SinkError>,
+}
+
+impl Emitter<'_> {
+    pub(crate) fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        self.sink.emit(event).inspect_err(|error| {
+            self.cancel.cancel();
+            self.failed = Some(error.clone());
+        })
+    }
+
+    pub(crate) fn failure(&self) -> Option<&SinkError> {
+        self.failed.as_ref()
+    }
+}
+
+/// The state of one running turn.
+pub(crate) struct TurnState {
+    pub(crate) turn: u64,
+    pub(crate) entry: usize,
+    pub(crate) ids_mark: usize,
+    /// Set once any tool invocation has started: from then on a failure keeps
+    /// a checkpoint instead of rolling back.
+    pub(crate) effect: bool,
+    pub(crate) usage: Usage,
+    /// Fires on caller cancellation and on sink failure.
+    pub(crate) cancel: CancellationToken,
+    /// The caller's own token, to tell its cancellation from a sink failure.
+    pub(crate) caller: CancellationToken,
+}
+
+impl TurnState {
+    /// The error for a turn that stopped because `cancel` fired.
+    pub(crate) fn cancelled(&self, emitter: &Emitter<'_>) -> TurnErrorKind {
+        match emitter.failure() {
+            Some(error) if !self.caller.is_cancelled() => TurnErrorKind::Sink(error.clone()),
+            _ => TurnErrorKind::Cancelled,
+        }
+    }
+}
+
+impl Session {
+    /// Runs one turn: the user's message, then model rounds and tool batches
+    /// until the model answers. Events go to `sink`.
+    pub async fn run(
+        &mut self,
+        input: impl Into<UserInput>,
+        sink: &mut dyn EventSink,
+    ) -> Result<TurnOutcome, TurnError> {
+        self.run_with(input, TurnOptions::default(), sink).await
+    }
+
+    /// [`Session::run`] with per-turn options: generation overrides and a
+    /// cancellation token.
+    pub async fn run_with(
+        &mut self,
+        input: impl Into<UserInput>,
+        options: TurnOptions,
+        sink: &mut dyn EventSink,
+    ) -> Result<TurnOutcome, TurnError> {
+        let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
+        let content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
+        let generation = self.options.layered(&options.generation);
+        self.check_turn_capabilities(&generation).map_err(rolled_back)?;
+        let cancel = options.cancel.child_token();
+        let mut emitter = Emitter { sink, cancel: cancel.clone(), failed: None };
+        let mut state = TurnState {
+            turn: self.turns + 1,
+            entry: self.history.len(),
+            ids_mark: self.call_ids.mark(),
+            effect: false,
+            usage: Usage::default(),
+            cancel,
+            caller: options.cancel,
+        };
+        emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
+        let user = Message::User { content };
+        if let Some(journal) = self.journal.as_mut() {
+            let record = JournalRecord::TurnStarted { turn: state.turn, message: user.clone() };
+            journal.append(&record).await.map_err(|e| rolled_back(e.into()))?;
+        }
+        self.turns = state.turn;
+        self.history.push(user);
+        match self.turn_rounds(&mut state, &generation, &mut emitter).await {
+            Ok(outcome) => Ok(outcome),
+            Err(kind) => Err(self.fail(&state, kind, &mut emitter).await),
+        }
+    }
+
+    /// Thinking on/off is refused up front when the model cannot toggle it.
+    fn check_turn_capabilities(&self, generation: &GenerationOptions) -> Result<(), TurnErrorKind> {
+        if matches!(generation.thinking, Some(Thinking::On { .. } | Thinking::Off))
+            && self.capabilities.thinking_toggle == Support::No
+        {
+            return Err(TurnErrorKind::Capability("turning thinking on or off"));
+        }
+        Ok(())
+    }
+
+    async fn turn_rounds(
+        &mut self,
+        state: &mut TurnState,
+        generation: &GenerationOptions,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<TurnOutcome, TurnErrorKind> {
+        for round in 1..=self.limits.max_rounds {
+            emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
+            let response = self.model_round(state, generation, emitter).await?;
+            state.usage += response.usage;
+            let assistant = self.mint_assistant(response);
+            if assistant.tool_calls().next().is_none() {
+                let answer = assistant.text();
+                let stop_reason = match &assistant {
+                    Message::Assistant { stop_reason, .. } => *stop_reason,
+                    _ => StopReason::Stop,
+                };
+                self.commit(state, vec![assistant]).await?;
+                self.end_turn(state, TurnRecordOutcome::Completed).await?;
+                emitter.emit(Event::TurnEnd {
+                    turn: state.turn,
+                    outcome: TurnOutcomeKind::Completed,
+                    usage: state.usage,
+                })?;
+                return Ok(TurnOutcome {
+                    turn: state.turn,
+                    answer,
+                    usage: state.usage,
+                    stop_reason,
+                    rounds: round,
+                });
+            }
+            let batch = self.run_batch(state, &assistant, emitter).await;
+            match batch.results {
+                Some(results) => {
+                    for call in assistant.tool_calls() {
+                        self.called.insert(call.name.to_owned());
+                    }
+                    let mut messages = Vec::with_capacity(results.len() + 1);
+                    messages.push(assistant);
+                    messages.extend(results);
+                    self.commit(state, messages).await?;
+                }
+                None => {
+                    // Stopped before any call ran: the batch leaves no trace.
+                    return Err(batch.stopped.unwrap_or(TurnErrorKind::Cancelled));
+                }
+            }
+            if let Some(stopped) = batch.stopped {
+                return Err(stopped);
+            }
+            if state.cancel.is_cancelled() {
+                return Err(state.cancelled(emitter));
+            }
+        }
+        Err(TurnErrorKind::RoundLimit(self.limits.max_rounds))
+    }
+
+    /// Streams one response, forwarding deltas and reconciling them with the
+    /// final text (invariant 2). Cancellation wins ties; the stream is
+    /// drained before returning so the model's work ends with the round.
+    async fn model_round(
+        &self,
+        state: &TurnState,
+        generation: &GenerationOptions,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<ModelResponse, TurnErrorKind> {
+        let messages = if self.capabilities.reasoning_replay == Support::No {
+            Cow::Owned(self.history.iter().map(strip_reasoning).collect())
+        } else {
+            Cow::Borrowed(self.history.as_slice())
+        };
+        let request = ModelRequest {
+            system: self.system.as_deref(),
+            messages,
+            tools: Cow::Borrowed(self.advertised.as_slice()),
+            options: generation.clone(),
+        };
+        let mut stream = self.model.stream(request, state.cancel.clone());
+        let mut text = DeltaReconciler::new();
+        let mut reasoning = DeltaReconciler::new();
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = state.cancel.cancelled() => None,
+                item = stream.next() => Some(item),
+            };
+            let event = match item {
+                None => {
+                    drain(stream).await;
+                    return Err(state.cancelled(emitter));
+                }
+                Some(None) => return Err(TurnErrorKind::Truncated),
+                Some(Some(Err(error))) => {
+                    drain(stream).await;
+                    if state.cancel.is_cancelled() {
+                        return Err(state.cancelled(emitter));
+                    }
+                    return Err(error.into());
+                }
+                Some(Some(Ok(event))) => event,
+            };
+            let forwarded = match event {
+                ModelEvent::TextDelta(delta) => {
+                    text.push(&delta);
+                    emitter.emit(Event::TextDelta { text: delta })
+                }
+                ModelEvent::ReasoningDelta(delta) => {
+                    reasoning.push(&delta);
+                    emitter.emit(Event::ReasoningDelta { text: delta })
+                }
+                ModelEvent::Done(response) => {
+                    drop(stream);
+                    return finish_response(response, &text, &reasoning, emitter);
+                }
+                _ => Ok(()),
+            };
+            if forwarded.is_err() {
+                drain(stream).await;
+                return Err(state.cancelled(emitter));
+            }
+        }
+    }
+
+    /// Replaces the model's call ids with session-minted ones (invariant 4).
+    fn mint_assistant(&mut self, response: ModelResponse) -> Message {
+        let content = response
+            .content
+            .into_iter()
+            .map(|part| match part {
+                ResponsePart::ToolCall { provider_id, name, arguments } => {
+                    ContentPart::ToolCall { id: self.call_ids.mint(&provider_id), name, arguments }
+                }
+                ResponsePart::Content(ContentPart::ToolCall { id, name, arguments }) => {
+                    ContentPart::ToolCall { id: self.call_ids.mint(&id.to_string()), name, arguments }
+                }
+                ResponsePart::Content(part) => part,
+            })
+            .collect();
+        Message::Assistant { content, usage: response.usage, stop_reason: response.stop_reason }
+    }
+
+    /// Journals messages, then adds them to history (invariant 11: one
+    /// complete batch at a time). The journal write is awaited, so it is
+    /// durable before the next model round (invariant 15).
+    async fn commit(&mut self, state: &TurnState, messages: Vec<Message>) -> Result<(), TurnErrorKind> {
+        let start = self.history.len();
+        self.history.extend(messages);
+        if let Some(journal) = self.journal.as_mut() {
+            let record =
+                JournalRecord::Committed { turn: state.turn, messages: self.history[start..].to_vec() };
+            journal.append(&record).await?;
+        }
+        Ok(())
+    }
+
+    async fn end_turn(&mut self, state: &TurnState, outcome: TurnRecordOutcome) -> Result<(), TurnErrorKind> {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.append(&JournalRecord::TurnEnded { turn: state.turn, outcome }).await?;
+        }
+        Ok(())
+    }
+
+    /// Ends a failed turn: roll back when no tool acted, else keep the
+    /// checkpoint (invariant 12). Reports the error if the sink still works.
+    async fn fail(&mut self, state: &TurnState, kind: TurnErrorKind, emitter: &mut Emitter<'_>) -> TurnError {
+        let disposition = if state.effect {
+            Disposition::Checkpointed
+        } else {
+            self.history.truncate(state.entry);
+            self.call_ids.rollback(state.ids_mark);
+            self.refresh_called();
+            Disposition::RolledBack
+        };
+        let record_outcome = match disposition {
+            Disposition::RolledBack => TurnRecordOutcome::RolledBack,
+            Disposition::Checkpointed => TurnRecordOutcome::Checkpointed,
+        };
+        // A journal already failing cannot record the end either; the
+        // replay closes such a turn as interrupted.
+        if !matches!(kind, TurnErrorKind::Journal(_))
+            && let Err(error) = self.end_turn(state, record_outcome).await
+        {
+            tracing::warn!(%error, "could not journal the end of a failed turn");
+        }
+        let outcome = match kind {
+            TurnErrorKind::Cancelled | TurnErrorKind::Sink(_) => TurnOutcomeKind::Cancelled,
+            _ => TurnOutcomeKind::Failed,
+        };
+        if emitter.failure().is_none() {
+            let _ = emitter.emit(Event::Error { kind: kind.code().to_owned(), message: kind.to_string() });
+            let _ = emitter.emit(Event::TurnEnd { turn: state.turn, outcome, usage: state.usage });
+        }
+        TurnError { kind, disposition }
+    }
+
+    fn refresh_called(&mut self) {
+        let called = self.history.iter().flat_map(|m| m.tool_calls().map(|c| c.name.to_owned())).collect();
+        if called != self.called {
+            self.called = called;
+            self.refresh_advertised();
+        }
+    }
+}
+
+/// Checks the final response against the streamed deltas, emits what is
+/// missing, and refuses a response that cannot enter history (invariant 3).
+fn finish_response(
+    response: ModelResponse,
+    text: &DeltaReconciler,
+    reasoning: &DeltaReconciler,
+    emitter: &mut Emitter<'_>,
+) -> Result<ModelResponse, TurnErrorKind> {
+    let parts: Vec<ContentPart> = response
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            ResponsePart::Content(c) => Some(c.clone()),
+            ResponsePart::ToolCall { .. } => None,
+        })
+        .collect();
+    let final_text = concat_text(&parts);
+    let final_reasoning = concat_reasoning(&parts);
+    let text_suffix = text.finish(&final_text).map_err(TurnErrorKind::NonPrefixText)?;
+    let reasoning_suffix = reasoning.finish(&final_reasoning).map_err(TurnErrorKind::NonPrefixReasoning)?;
+    if !reasoning_suffix.is_empty() {
+        emitter.emit(Event::ReasoningDelta { text: reasoning_suffix.to_owned() })?;
+    }
+    if !text_suffix.is_empty() {
+        emitter.emit(Event::TextDelta { text: text_suffix.to_owned() })?;
+    }
+    if response.stop_reason == StopReason::Error {
+        return Err(TurnErrorKind::Model(crate::model::ModelError::Other(
+            "the model ended its response with an error".into(),
+        )));
+    }
+    let has_calls = response.content.iter().any(|p| {
+        matches!(p, ResponsePart::ToolCall { .. } | ResponsePart::Content(ContentPart::ToolCall { .. }))
+    });
+    if final_text.is_empty() && !has_calls {
+        return Err(TurnErrorKind::EmptyResponse);
+    }
+    Ok(response)
+}
+
+/// Polls a model stream to its end so no generation outlives the round.
+async fn drain(mut stream: ModelStream<'_>) {
+    while stream.next().await.is_some() {}
+}
+
+fn strip_reasoning(message: &Message) -> Message {
+    match message {
+        Message::Assistant { content, usage, stop_reason } => Message::Assistant {
+            content: content
+                .iter()
+                .filter(|p| !matches!(p, ContentPart::Reasoning { .. }))
+                .cloned()
+                .collect(),
+            usage: *usage,
+            stop_reason: *stop_reason,
+        },
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,172 @@
+//! The [`Tool`] trait: something the model can ask the session to do.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{CallId, ContentPart};
+
+/// The future a tool's [`Tool::execute`] returns.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
+
+/// A capability the session offers the model.
+///
+/// The session validates arguments against [`ToolDefinition::parameters`]
+/// before approval and again before calling [`Tool::execute`], so `execute`
+/// only ever sees an object that satisfies the schema.
+pub trait Tool: Send + Sync {
+    /// Name, description and parameter schema, as shown to the model.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// What kind of effect the tool has; the permission pipeline decides on it.
+    fn category(&self) -> ToolCategory;
+
+    /// What cancellation may do to a running call. The default,
+    /// [`CancellationPolicy::FinishOnceStarted`], is right for any tool whose
+    /// work must not be cut off half way.
+    fn cancellation(&self) -> CancellationPolicy {
+        CancellationPolicy::FinishOnceStarted
+    }
+
+    /// Runs the tool. Failures are reported in the output (`is_error`), never
+    /// by panicking; a panic is caught and becomes an error result anyway.
+    fn execute<'a>(&'a self, arguments: serde_json::Value, context: ToolContext) -> ToolFuture<'a>;
+}
+
+/// Name, description and JSON Schema of a tool's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// Unique name within a session: `[A-Za-z0-9_-]{1,64}`.
+    pub name: String,
+    /// What the tool does, written for a model.
+    pub description: String,
+    /// A JSON Schema (bosun's bounded vocabulary) for the argument object.
+    pub parameters: serde_json::Value,
+}
+
+impl ToolDefinition {
+    /// A definition.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+    ) -> Self {
+        Self { name: name.into(), description: description.into(), parameters }
+    }
+}
+
+/// The kind of effect a tool has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCategory {
+    /// Reads the workspace only.
+    Read,
+    /// Changes files in the workspace.
+    Write,
+    /// Runs programs.
+    Execute,
+    /// Reaches the network.
+    Network,
+}
+
+/// What cancelling the turn may do to a call that has started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancellationPolicy {
+    /// The call's token is cancelled, then the session waits for it to finish
+    /// and records its real result. In sequential mode, no later call of the
+    /// batch starts.
+    #[default]
+    FinishOnceStarted,
+    /// The call's token is cancelled and its future is dropped. Only for tools
+    /// whose drop stops all their work (a killed process group, an aborted
+    /// request); never for work that must not be cut off.
+    Interruptible,
+}
+
+/// What a running tool gets besides its arguments.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ToolContext {
+    /// The call being run.
+    pub call_id: CallId,
+    /// Fires when the turn is cancelled or the call times out.
+    pub cancel: CancellationToken,
+    /// Where to report progress for presentation.
+    pub progress: ProgressSink,
+}
+
+impl ToolContext {
+    /// A context for running a tool outside a session (tests, examples).
+    pub fn detached(call_id: CallId, cancel: CancellationToken) -> Self {
+        Self { call_id, cancel, progress: ProgressSink::disconnected() }
+    }
+}
+
+/// Sends progress lines of a running call to the session's event stream.
+/// Progress is presentation only: when the consumer lags, lines are dropped.
+#[derive(Clone)]
+pub struct ProgressSink {
+    call_id: CallId,
+    sender: Option<mpsc::Sender<(CallId, String)>>,
+}
+
+impl ProgressSink {
+    pub(crate) fn new(call_id: CallId, sender: mpsc::Sender<(CallId, String)>) -> Self {
+        Self { call_id, sender: Some(sender) }
+    }
+
+    /// A sink that discards everything.
+    pub fn disconnected() -> Self {
+        Self { call_id: CallId::from(uuid::Uuid::nil()), sender: None }
+    }
+
+    /// Reports one line of progress.
+    pub fn report(&self, message: impl Into<String>) {
+        if let Some(sender) = &self.sender {
+            // A full channel means the consumer lags; progress is droppable.
+            let _ = sender.try_send((self.call_id, message.into()));
+        }
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProgressSink")
+            .field("call_id", &self.call_id)
+            .field("connected", &self.sender.is_some())
+            .finish()
+    }
+}
+
+/// What a tool returns.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ToolOutput {
+    /// Text and images for the model.
+    pub content: Vec<ContentPart>,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![ContentPart::text(text)], is_error: false }
+    }
+
+    /// A failed result with a message for the model.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self { content: vec![ContentPart::text(text)], is_error: true }
+    }
+
+    /// A result from parts.
+    pub fn new(content: Vec<ContentPart>, is_error: bool) -> Self {
+        Self { content, is_error }
+    }
+}
