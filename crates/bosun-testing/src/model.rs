@@ -166,7 +166,7 @@ struct Inner {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<RecordedRequest>>,
     capabilities: Capabilities,
-    repeat_last: bool,
+    cycle: bool,
 }
 
 /// A model that plays [`Reply`]s in order and records every request.
@@ -195,19 +195,20 @@ impl ScriptedModel {
                 replies: Mutex::new(VecDeque::new()),
                 requests: Mutex::new(Vec::new()),
                 capabilities,
-                repeat_last: false,
+                cycle: false,
             }),
         }
     }
 
-    /// A model that answers every request with `reply` (for long runs).
-    pub fn repeating(reply: Reply) -> Self {
+    /// A model that plays `replies` in a loop, forever, without recording
+    /// requests (for long runs and benchmarks).
+    pub fn cycle(replies: impl IntoIterator<Item = Reply>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                replies: Mutex::new(VecDeque::from([reply])),
+                replies: Mutex::new(replies.into_iter().collect()),
                 requests: Mutex::new(Vec::new()),
                 capabilities: Capabilities::all(),
-                repeat_last: true,
+                cycle: true,
             }),
         }
     }
@@ -247,10 +248,11 @@ impl ScriptedModel {
 
     fn next_reply(&self) -> Option<Reply> {
         let mut replies = self.inner.replies.lock().ok()?;
-        if self.inner.repeat_last && replies.len() == 1 {
-            return replies.front().cloned();
+        let reply = replies.pop_front()?;
+        if self.inner.cycle {
+            replies.push_back(reply.clone());
         }
-        replies.pop_front()
+        Some(reply)
     }
 }
 
