@@ -268,7 +268,7 @@ impl Model for ScriptedModel {
 
     fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a> {
         // Recording copies the whole history; long benchmark runs skip it.
-        if !self.inner.repeat_last
+        if !self.inner.cycle
             && let Ok(mut requests) = self.inner.requests.lock()
         {
             requests.push(RecordedRequest {
