@@ -5,7 +5,7 @@
 //!
 //! Each event is one JSON object whose `type` field names it; the other
 //! fields are the variant's, in `snake_case`. The tags are stable (pinned by
-//! `event_json_form_is_frozen` in `tests/serde_forms.rs`); new fields and new
+//! `wire_tag_freeze::event_json_form_is_frozen` in this module); new fields and new
 //! event types may be added, so consumers should ignore what they do not know.
 //!
 //! | `type` | fields |
@@ -207,5 +207,108 @@ where
 {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
         (self.0)(event)
+    }
+}
+
+/// Freezes each event's JSON tag and field names. A new variant does not
+/// compile until it has a sample here (the match is exhaustive inside the
+/// crate); payloads may gain fields, tags may not change.
+#[cfg(test)]
+mod wire_tag_freeze {
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn tag(event: &Event) -> &'static str {
+        match event {
+            Event::TurnStart { .. } => "turn_start",
+            Event::ModelRoundStart { .. } => "model_round_start",
+            Event::TextDelta { .. } => "text_delta",
+            Event::ReasoningDelta { .. } => "reasoning_delta",
+            Event::ToolCallProposed { .. } => "tool_call_proposed",
+            Event::ApprovalRequested { .. } => "approval_requested",
+            Event::ApprovalDecided { .. } => "approval_decided",
+            Event::ToolStart { .. } => "tool_start",
+            Event::ToolProgress { .. } => "tool_progress",
+            Event::ToolEnd { .. } => "tool_end",
+            Event::TurnEnd { .. } => "turn_end",
+            Event::Error { .. } => "error",
+        }
+    }
+
+    #[test]
+    fn event_json_form_is_frozen() {
+        let id = CallId::from(Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0001));
+        let idj = "01900000-0000-7000-8000-000000000001";
+        let samples = vec![
+            (Event::TurnStart { turn: 1 }, json!({"type": "turn_start", "turn": 1})),
+            (
+                Event::ModelRoundStart { turn: 1, round: 2 },
+                json!({"type": "model_round_start", "turn": 1, "round": 2}),
+            ),
+            (Event::TextDelta { text: "hi".into() }, json!({"type": "text_delta", "text": "hi"})),
+            (Event::ReasoningDelta { text: "hm".into() }, json!({"type": "reasoning_delta", "text": "hm"})),
+            (
+                Event::ToolCallProposed {
+                    call_id: id,
+                    name: "shell".into(),
+                    arguments: json!({"command": "ls"}),
+                },
+                json!({"type": "tool_call_proposed", "call_id": idj, "name": "shell", "arguments": {"command": "ls"}}),
+            ),
+            (
+                Event::ApprovalRequested {
+                    call_id: id,
+                    name: "shell".into(),
+                    arguments: json!({}),
+                    reason: "commands ask".into(),
+                },
+                json!({"type": "approval_requested", "call_id": idj, "name": "shell", "arguments": {}, "reason": "commands ask"}),
+            ),
+            (
+                Event::ApprovalDecided { call_id: id, decision: Decision::Deny, reason: Some("no".into()) },
+                json!({"type": "approval_decided", "call_id": idj, "decision": "deny", "reason": "no"}),
+            ),
+            (
+                Event::ApprovalDecided { call_id: id, decision: Decision::ApproveForSession, reason: None },
+                json!({"type": "approval_decided", "call_id": idj, "decision": "approve_for_session"}),
+            ),
+            (
+                Event::ToolStart { call_id: id, name: "shell".into() },
+                json!({"type": "tool_start", "call_id": idj, "name": "shell"}),
+            ),
+            (
+                Event::ToolProgress { call_id: id, message: "50%".into() },
+                json!({"type": "tool_progress", "call_id": idj, "message": "50%"}),
+            ),
+            (
+                Event::ToolEnd { call_id: id, name: "shell".into(), is_error: false, output: "ok".into() },
+                json!({"type": "tool_end", "call_id": idj, "name": "shell", "is_error": false, "output": "ok"}),
+            ),
+            (
+                Event::TurnEnd { turn: 1, outcome: TurnOutcomeKind::Completed, usage: Usage::new(3, 4) },
+                json!({"type": "turn_end", "turn": 1, "outcome": "completed", "usage":
+                    {"input": 3, "output": 4, "cache_read": 0, "cache_write": 0, "reasoning": 0}}),
+            ),
+            (
+                Event::Error { kind: "model".into(), message: "boom".into() },
+                json!({"type": "error", "kind": "model", "message": "boom"}),
+            ),
+        ];
+        for (event, expected) in samples {
+            let value = serde_json::to_value(&event).unwrap();
+            assert_eq!(value, expected, "{}", tag(&event));
+            assert_eq!(value["type"], tag(&event));
+            let back: Event = serde_json::from_value(value).unwrap();
+            assert_eq!(back, event, "round trip");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_when_reading() {
+        let event: Event =
+            serde_json::from_value(json!({"type": "turn_start", "turn": 2, "future": true})).unwrap();
+        assert_eq!(event, Event::TurnStart { turn: 2 });
     }
 }

@@ -181,3 +181,50 @@ impl Journal for InMemoryJournal {
         Box::pin(std::future::ready(result))
     }
 }
+
+#[cfg(test)]
+mod record_form {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Stores persist these records; their tags are a storage format.
+    #[test]
+    fn journal_record_tags_are_frozen() {
+        let id = CallId::from(uuid::Uuid::from_u128(3));
+        let samples = [
+            (JournalRecord::TurnStarted { turn: 1, message: Message::user("hi") }, "turn_started"),
+            (JournalRecord::InvocationStarted { call_id: id }, "invocation_started"),
+            (
+                JournalRecord::InvocationFinished {
+                    call_id: id,
+                    result: Message::tool_result(id, "t", "r", false),
+                },
+                "invocation_finished",
+            ),
+            (JournalRecord::Committed { turn: 1, messages: vec![] }, "committed"),
+            (JournalRecord::TurnEnded { turn: 1, outcome: TurnRecordOutcome::RolledBack }, "turn_ended"),
+        ];
+        for (record, tag) in samples {
+            let value = serde_json::to_value(&record).unwrap();
+            assert_eq!(value["record"], json!(tag));
+            assert_eq!(serde_json::from_value::<JournalRecord>(value).unwrap(), record);
+        }
+        let ended = serde_json::to_value(JournalRecord::TurnEnded {
+            turn: 2,
+            outcome: TurnRecordOutcome::Checkpointed,
+        })
+        .unwrap();
+        assert_eq!(ended, json!({"record": "turn_ended", "turn": 2, "outcome": "checkpointed"}));
+    }
+
+    #[tokio::test]
+    async fn injected_failure_refuses_appends_after_the_count() {
+        let mut journal = InMemoryJournal::new();
+        journal.fail_after(1);
+        let record = JournalRecord::InvocationStarted { call_id: CallId::new_v7() };
+        assert!(journal.append(&record).await.is_ok());
+        assert!(journal.append(&record).await.is_err());
+        assert_eq!(journal.records().len(), 1);
+    }
+}

@@ -1,7 +1,7 @@
 //! The message model: what history is made of, and its stable serde form.
 //!
 //! Every type here serializes as tagged JSON with `snake_case` names; the form
-//! is pinned by `tests/serde_forms.rs`. Adding a variant is a minor change,
+//! is pinned by `serde_form::message_json_form_is_frozen`. Adding a variant is a minor change,
 //! renaming a tag is a breaking one.
 
 use std::fmt;
@@ -357,5 +357,84 @@ mod base64_bytes {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(deserializer)?;
         STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod serde_form {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn message_json_form_is_frozen() {
+        let id = CallId::from(Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0002));
+        let idj = "01900000-0000-7000-8000-000000000002";
+        let samples = vec![
+            (Message::System { text: "be brief".into() }, json!({"role": "system", "text": "be brief"})),
+            (
+                Message::User {
+                    content: vec![ContentPart::text("hi"), ContentPart::image("image/png", vec![1, 2, 3])],
+                },
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "image", "media_type": "image/png", "data": "AQID"}
+                ]}),
+            ),
+            (
+                Message::Assistant {
+                    content: vec![
+                        ContentPart::Reasoning {
+                            text: "think".into(),
+                            signature: Some("sig".into()),
+                            provider_data: Some(ProviderData::new(
+                                "anthropic-messages",
+                                json!({"redacted": "x"}),
+                            )),
+                        },
+                        ContentPart::text("ok"),
+                        ContentPart::ToolCall { id, name: "read".into(), arguments: json!({"path": "a"}) },
+                    ],
+                    usage: Usage { input: 1, output: 2, cache_read: 3, cache_write: 4, reasoning: 5 },
+                    stop_reason: StopReason::ToolUse,
+                },
+                json!({"role": "assistant", "content": [
+                    {"type": "reasoning", "text": "think", "signature": "sig",
+                     "provider_data": {"api": "anthropic-messages", "data": {"redacted": "x"}}},
+                    {"type": "text", "text": "ok"},
+                    {"type": "tool_call", "id": idj, "name": "read", "arguments": {"path": "a"}}
+                ], "usage": {"input": 1, "output": 2, "cache_read": 3, "cache_write": 4, "reasoning": 5},
+                "stop_reason": "tool_use"}),
+            ),
+            (
+                Message::tool_result(id, "read", "contents", false),
+                json!({"role": "tool_result", "call_id": idj, "tool_name": "read",
+                       "content": [{"type": "text", "text": "contents"}], "is_error": false}),
+            ),
+        ];
+        for (message, expected) in samples {
+            let value = serde_json::to_value(&message).unwrap();
+            assert_eq!(value, expected);
+            assert_eq!(serde_json::from_value::<Message>(value).unwrap(), message);
+        }
+        for (reason, tag) in [
+            (StopReason::Stop, "stop"),
+            (StopReason::Length, "length"),
+            (StopReason::ToolUse, "tool_use"),
+            (StopReason::Refusal, "refusal"),
+            (StopReason::Error, "error"),
+            (StopReason::Cancelled, "cancelled"),
+        ] {
+            assert_eq!(serde_json::to_value(reason).unwrap(), json!(tag));
+        }
+    }
+
+    #[test]
+    fn debug_hides_image_bytes_and_provider_payloads() {
+        let image = format!("{:?}", ContentPart::image("image/png", vec![7; 4096]));
+        assert!(image.contains("bytes: 4096") && !image.contains("7, 7"), "{image}");
+        let data =
+            format!("{:?}", ProviderData::new("openai-responses", json!({"encrypted_content": "SECRET"})));
+        assert!(!data.contains("SECRET"), "{data}");
     }
 }

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bosun_core::{
-    CancellationPolicy, Disposition, Event, InMemoryJournal, JournalRecord, ModelError, Session, ToolCategory,
-    ToolOutput, TurnErrorKind, TurnOptions, TurnRecordOutcome, validate_history,
+    CancellationPolicy, Disposition, Event, InMemoryJournal, JournalRecord, ModelError, Session,
+    ToolCategory, ToolOutput, TurnErrorKind, TurnOptions, TurnRecordOutcome, validate_history,
 };
 use bosun_testing::{FailingSink, FnTool, RecordingApprover, Reply, ScriptedModel};
 use common::{TestResult, tool_result};
@@ -48,7 +48,12 @@ fn turn_end(journal: &InMemoryJournal) -> Option<TurnRecordOutcome> {
 #[tokio::test(start_paused = true)]
 async fn invariant_11_parallel_calls_commit_as_one_batch_in_call_order() -> TestResult {
     let model = ScriptedModel::new()
-        .reply(Reply::new().tool_call("slow", json!({})).tool_call("fast", json!({})).tool_call("mid", json!({})))
+        .reply(
+            Reply::new()
+                .tool_call("slow", json!({}))
+                .tool_call("fast", json!({}))
+                .tool_call("mid", json!({})),
+        )
         .answer("done");
     let journal = InMemoryJournal::new();
     let mut session = Session::builder(model)
@@ -84,8 +89,12 @@ async fn invariant_11_sequential_mode_runs_calls_one_after_another() -> TestResu
     let model = ScriptedModel::new()
         .reply(Reply::new().tool_call("slow", json!({})).tool_call("fast", json!({})))
         .answer("done");
-    let mut session =
-        Session::builder(model).tool(sleeper("slow", 30)).tool(sleeper("fast", 10)).sequential_tools().build().await?;
+    let mut session = Session::builder(model)
+        .tool(sleeper("slow", 30))
+        .tool(sleeper("fast", 10))
+        .sequential_tools()
+        .build()
+        .await?;
     let started = tokio::time::Instant::now();
     session.run("go", &mut Vec::new()).await?;
     assert_eq!(started.elapsed(), Duration::from_millis(40));
@@ -125,7 +134,10 @@ async fn invariant_12_failure_after_an_effect_checkpoints_every_call() -> TestRe
     assert_eq!(err.disposition, Disposition::Checkpointed);
     assert_eq!(session.history().len(), 4, "user, assistant, two results");
     validate_history(session.history())?;
-    assert!(tool_result(session.history(), 1).0.contains("no approver"), "the refused call has its result too");
+    assert!(
+        tool_result(session.history(), 1).0.contains("no approver"),
+        "the refused call has its result too"
+    );
     assert_eq!(turn_end(&journal), Some(TurnRecordOutcome::Checkpointed));
     Ok(())
 }
@@ -153,7 +165,8 @@ async fn invariant_12_refused_calls_alone_do_not_prevent_roll_back() -> TestResu
     assert_eq!(err.disposition, Disposition::RolledBack);
     assert!(session.history().is_empty());
     // The journal agrees: a replay gives the same empty history.
-    let resumed = Session::builder(ScriptedModel::new()).tool(common::write_tool("write")).resume(journal).await?;
+    let resumed =
+        Session::builder(ScriptedModel::new()).tool(common::write_tool("write")).resume(journal).await?;
     assert!(resumed.history().is_empty());
     Ok(())
 }

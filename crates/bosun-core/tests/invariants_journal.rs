@@ -16,7 +16,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 fn record_kind(record: &JournalRecord) -> String {
-    serde_json::to_value(record).ok().and_then(|v| v["record"].as_str().map(str::to_owned)).unwrap_or_default()
+    serde_json::to_value(record)
+        .ok()
+        .and_then(|v| v["record"].as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 fn kinds(journal: &InMemoryJournal) -> Vec<String> {
@@ -27,7 +30,8 @@ fn kinds(journal: &InMemoryJournal) -> Vec<String> {
 async fn invariant_15_journal_records_each_step_in_order() -> TestResult {
     let journal = InMemoryJournal::new();
     let model = ScriptedModel::new().tool_call("read", json!({})).answer("done");
-    let mut session = Session::builder(model).tool(FnTool::echo("read")).journal(journal.clone()).build().await?;
+    let mut session =
+        Session::builder(model).tool(FnTool::echo("read")).journal(journal.clone()).build().await?;
     session.run("go", &mut Vec::new()).await?;
     assert_eq!(
         kinds(&journal),
@@ -73,9 +77,13 @@ async fn invariant_15_batch_durable_before_next_round() -> TestResult {
         journal: journal.clone(),
         log: log.clone(),
     };
-    let mut session = Session::builder(model).tool(FnTool::echo("read")).journal(journal.clone()).build().await?;
+    let mut session =
+        Session::builder(model).tool(FnTool::echo("read")).journal(journal.clone()).build().await?;
     session.run("go", &mut Vec::new()).await?;
-    assert_eq!(log.entries(), ["request after 0 commits", "request after 1 commits", "request after 2 commits"]);
+    assert_eq!(
+        log.entries(),
+        ["request after 0 commits", "request after 1 commits", "request after 2 commits"]
+    );
     Ok(())
 }
 
@@ -92,7 +100,8 @@ async fn invariant_15_resume_replays_committed_history_strictly() -> TestResult 
     session.run("first", &mut Vec::new()).await?;
     session.run("second", &mut Vec::new()).await?;
     let model = ScriptedModel::new().answer("three");
-    let mut resumed = Session::builder(model.clone()).tool(FnTool::echo("read")).resume(journal.clone()).await?;
+    let mut resumed =
+        Session::builder(model.clone()).tool(FnTool::echo("read")).resume(journal.clone()).await?;
     assert_eq!(resumed.history(), session.history());
     assert_eq!(resumed.system_prompt(), Some("be terse"));
     assert_eq!(resumed.turns(), 2);
@@ -197,11 +206,15 @@ async fn invariant_15_journal_failure_fails_the_turn() -> TestResult {
 #[tokio::test]
 async fn invariant_15_out_of_order_journal_is_refused() -> TestResult {
     let journal = InMemoryJournal::new();
-    let mut session = Session::builder(ScriptedModel::new().answer("ok")).journal(journal.clone()).build().await?;
+    let mut session =
+        Session::builder(ScriptedModel::new().answer("ok")).journal(journal.clone()).build().await?;
     session.run("go", &mut Vec::new()).await?;
     let mut records = journal.records();
     records.insert(2, JournalRecord::InvocationStarted { call_id: bosun_core::CallId::new_v7() });
-    let err = Session::builder(ScriptedModel::new()).resume(InMemoryJournal::from_records(records)).await.unwrap_err();
+    let err = Session::builder(ScriptedModel::new())
+        .resume(InMemoryJournal::from_records(records))
+        .await
+        .unwrap_err();
     assert!(matches!(err, BuildError::Replay(_)), "{err}");
     let empty = Session::builder(ScriptedModel::new()).resume(InMemoryJournal::new()).await.unwrap_err();
     assert!(empty.to_string().contains("session_started"), "{empty}");

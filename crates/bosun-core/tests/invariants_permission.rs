@@ -31,8 +31,11 @@ async fn invariant_08_pipeline_order_is_permission_approval_execute_observe() ->
         events.push(event);
         Ok(())
     });
-    let mut session =
-        Session::builder(model.clone()).tool(write).approver(RecordingApprover::approve_all()).build().await?;
+    let mut session = Session::builder(model.clone())
+        .tool(write)
+        .approver(RecordingApprover::approve_all())
+        .build()
+        .await?;
     session.run("go", &mut sink).await?;
     let order: Vec<String> = log.entries();
     let position = |what: &str| order.iter().position(|e| e == what).unwrap();
@@ -68,7 +71,9 @@ async fn invariant_08_tool_policy_times_out_a_hanging_call() -> TestResult {
     assert!(stuck_error && stuck_text.contains("timed out after 5.0 s"), "{stuck_text}");
     // A finish-once-started tool is asked to stop and its own output is kept.
     let (polite_text, polite_error) = tool_result(session.history(), 1);
-    assert!(polite_error && polite_text.contains("timed out") && polite_text.contains("stopped on cancellation"));
+    assert!(
+        polite_error && polite_text.contains("timed out") && polite_text.contains("stopped on cancellation")
+    );
     assert_eq!(polite.finished(), 1);
     Ok(())
 }
@@ -89,7 +94,12 @@ async fn invariant_08_tool_policy_bounds_output() -> TestResult {
 #[tokio::test]
 async fn invariant_09_read_only_mode_denies_without_asking() -> TestResult {
     let model = ScriptedModel::new()
-        .reply(Reply::new().tool_call("read", json!({})).tool_call("write", json!({})).tool_call("shell", json!({})))
+        .reply(
+            Reply::new()
+                .tool_call("read", json!({}))
+                .tool_call("write", json!({}))
+                .tool_call("shell", json!({})),
+        )
         .answer("done");
     let approver = RecordingApprover::approve_all();
     let (write, shell) = (write_tool("write"), exec_tool("shell"));
@@ -173,7 +183,11 @@ async fn invariant_09_rules_refine_a_mode_by_argument() -> TestResult {
     let shell = exec_tool("shell");
     let mut session = Session::builder(model)
         .tool(shell.clone())
-        .rule(PermissionRule::matching("shell", ArgumentPattern::prefix("/command", "git status"), Permission::Allow))
+        .rule(PermissionRule::matching(
+            "shell",
+            ArgumentPattern::prefix("/command", "git status"),
+            Permission::Allow,
+        ))
         .rule(PermissionRule::matching("shell", ArgumentPattern::prefix("/command", "rm"), Permission::Deny))
         .approver(approver.clone())
         .build()
@@ -189,11 +203,11 @@ async fn invariant_09_rules_refine_a_mode_by_argument() -> TestResult {
 #[tokio::test]
 async fn invariant_10_approval_is_exact_and_one_shot() -> TestResult {
     let args = json!({"path": "src/lib.rs", "text": "fn main() {}"});
-    let model = ScriptedModel::new().tool_call("write", args.clone()).tool_call("write", args.clone()).answer("done");
+    let model =
+        ScriptedModel::new().tool_call("write", args.clone()).tool_call("write", args.clone()).answer("done");
     let approver = RecordingApprover::scripted([ApprovalDecision::ApproveOnce]);
     let write = write_tool("write");
-    let mut session =
-        Session::builder(model).tool(write.clone()).approver(approver.clone()).build().await?;
+    let mut session = Session::builder(model).tool(write.clone()).approver(approver.clone()).build().await?;
     let mut events = Vec::new();
     session.run("go", &mut events).await?;
     let seen = approver.seen();
@@ -234,7 +248,12 @@ async fn invariant_10_session_grant_is_scoped_and_never_persisted() -> TestResul
     let asked: Vec<_> = approver.seen().into_iter().map(|r| r.arguments).collect();
     assert_eq!(asked, vec![a.clone(), b], "the same call is granted, another asks");
     assert_eq!(shell.calls().len(), 3);
-    assert!(events.iter().any(|e| matches!(e, Event::ApprovalDecided { decision: bosun_core::event::Decision::Granted, .. })));
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::ApprovalDecided { decision: bosun_core::event::Decision::Granted, .. }
+        ))
+    );
     // No grant reaches the journal, so a resumed session asks again.
     let stored = serde_json::to_string(&journal.records())?;
     assert!(!stored.contains("grant") && !stored.contains("approve"), "{stored}");
@@ -252,7 +271,8 @@ async fn invariant_10_denial_reason_reaches_the_model_bounded_and_single_line() 
     let reason = Reason::new("not on a Friday")?;
     let model = ScriptedModel::new().tool_call("shell", json!({})).answer("ok");
     let approver = RecordingApprover::scripted([ApprovalDecision::Deny { reason }]);
-    let mut session = Session::builder(model.clone()).tool(exec_tool("shell")).approver(approver).build().await?;
+    let mut session =
+        Session::builder(model.clone()).tool(exec_tool("shell")).approver(approver).build().await?;
     session.run("go", &mut Vec::new()).await?;
     let (text, is_error) = tool_result(session.history(), 0);
     assert!(is_error);

@@ -26,11 +26,11 @@ fn proposed_ids(events: &[Event]) -> Vec<CallId> {
 async fn invariant_04_minted_call_ids_are_unique_and_mapped() -> TestResult {
     // The model reuses "call_0" within a response and across rounds.
     let model = ScriptedModel::new()
-        .reply(
-            Reply::new()
-                .tool_call_with_id("call_0", "echo", json!({"n": 1}))
-                .tool_call_with_id("call_0", "echo", json!({"n": 2})),
-        )
+        .reply(Reply::new().tool_call_with_id("call_0", "echo", json!({"n": 1})).tool_call_with_id(
+            "call_0",
+            "echo",
+            json!({"n": 2}),
+        ))
         .reply(Reply::new().tool_call_with_id("call_0", "echo", json!({"n": 3})))
         .answer("done");
     let mut session = Session::builder(model.clone()).tool(FnTool::echo("echo")).build().await?;
@@ -87,8 +87,12 @@ async fn invariant_05_disabled_tool_gets_error_before_approval() -> TestResult {
     let model = ScriptedModel::new().tool_call("shell", json!({"cmd": "ls"})).answer("ok");
     let approver = RecordingApprover::approve_all();
     let shell = exec_tool("shell");
-    let mut session =
-        Session::builder(model).tool(shell.clone()).approver(approver.clone()).disable("shell").build().await?;
+    let mut session = Session::builder(model)
+        .tool(shell.clone())
+        .approver(approver.clone())
+        .disable("shell")
+        .build()
+        .await?;
     session.run("list files", &mut Vec::new()).await?;
     assert!(approver.seen().is_empty());
     assert!(shell.calls().is_empty());
@@ -163,8 +167,7 @@ async fn invariant_06_invalid_arguments_get_error_before_approval() -> TestResul
         "required": ["path", "text"],
         "additionalProperties": false
     }));
-    let mut session =
-        Session::builder(model).tool(write.clone()).approver(approver.clone()).build().await?;
+    let mut session = Session::builder(model).tool(write.clone()).approver(approver.clone()).build().await?;
     session.run("go", &mut Vec::new()).await?;
     assert!(approver.seen().is_empty(), "invalid calls never reach approval");
     assert!(write.calls().is_empty(), "nor the tool");
@@ -242,6 +245,7 @@ async fn build_refuses_duplicate_and_badly_named_tools() {
         .await
         .unwrap_err();
     assert!(matches!(dup, BuildError::DuplicateTool(_)));
-    let bad = Session::builder(ScriptedModel::new()).tool(FnTool::echo("has space")).build().await.unwrap_err();
+    let bad =
+        Session::builder(ScriptedModel::new()).tool(FnTool::echo("has space")).build().await.unwrap_err();
     assert!(matches!(bad, BuildError::ToolName(_)));
 }

@@ -1,5 +1,6 @@
 //! Shared helpers for bosun-core's integration tests.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
 
@@ -35,7 +36,12 @@ pub fn streamed_reasoning(events: &[Event]) -> String {
 pub fn kinds(events: &[Event]) -> Vec<String> {
     events
         .iter()
-        .map(|e| serde_json::to_value(e).ok().and_then(|v| v["type"].as_str().map(str::to_owned)).unwrap_or_default())
+        .map(|e| {
+            serde_json::to_value(e)
+                .ok()
+                .and_then(|v| v["type"].as_str().map(str::to_owned))
+                .unwrap_or_default()
+        })
         .collect()
 }
 
