@@ -251,7 +251,7 @@ impl Session {
 
     /// Replaces the model's call ids with session-minted ones (invariant 4).
     fn mint_assistant(&mut self, response: ModelResponse) -> Message {
-        let content = response
+        let mut content: Vec<ContentPart> = response
             .content
             .into_iter()
             .map(|part| match part {
@@ -264,6 +264,9 @@ impl Session {
                 ResponsePart::Content(part) => part,
             })
             .collect();
+        // History lives as long as the session; do not keep the spare room
+        // the model's response was built with.
+        content.shrink_to_fit();
         Message::Assistant { content, usage: response.usage, stop_reason: response.stop_reason }
     }
 
