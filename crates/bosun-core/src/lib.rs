@@ -12,7 +12,51 @@
 //! `invariant_NN_…` in `tests/`.
 //!
 //! # Example
-#![doc = include_str!("../README_EXAMPLE.md")]
+//!
+//! A session on a scripted model (from `bosun-testing`) with one tool: the
+//! model calls the tool, then answers.
+//!
+//! ```rust
+//! use bosun_core::{Event, Session, ToolCategory};
+//! use bosun_testing::{FnTool, Reply, ScriptedModel};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let sentence = "to be or not to be";
+//!
+//! // A model that plays two replies: a tool call, then the answer.
+//! let model = ScriptedModel::new()
+//!     .reply(Reply::new().text("Let me count.").tool_call("word_count", json!({ "text": sentence })))
+//!     .answer("There are 6 words.");
+//!
+//! // A read-only tool made from a closure, with its parameter schema.
+//! let word_count = FnTool::text("word_count", ToolCategory::Read, |args| {
+//!     args["text"].as_str().unwrap_or_default().split_whitespace().count().to_string()
+//! })
+//! .description("Counts the words of a text.")
+//! .schema(json!({
+//!     "type": "object",
+//!     "properties": { "text": { "type": "string", "description": "The text to count." } },
+//!     "required": ["text"],
+//!     "additionalProperties": false
+//! }));
+//!
+//! // The default mode, `propose`, runs read tools; writes and commands would
+//! // need an approver (`SessionBuilder::approver`), and the default one denies.
+//! let mut session = Session::builder(model).tool(word_count.clone()).build().await?;
+//!
+//! // Events arrive while the turn runs; a Vec collects them.
+//! let mut events: Vec<Event> = Vec::new();
+//! let outcome = session.run(format!("How many words are in {sentence:?}?"), &mut events).await?;
+//!
+//! println!("{}", outcome.answer);
+//! assert_eq!(outcome.answer, "There are 6 words.");
+//! assert_eq!(word_count.calls(), vec![json!({ "text": sentence })]);
+//! assert!(matches!(events.last(), Some(Event::TurnEnd { .. })));
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 
 pub mod authority;
@@ -53,3 +97,8 @@ pub mod results {
     pub use crate::replay::{INTERRUPTED_RESULT, NOT_STARTED_RESULT};
     pub use crate::session::{CANCELLED, NOT_RUN};
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
