@@ -1,0 +1,213 @@
+//! `apply_patch {patch}`: the `*** Begin Patch` envelope, validated in full
+//! before anything is written, then applied file by file atomically; a
+//! failure while applying undoes the files already changed.
+
+use std::collections::HashMap;
+
+use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::common::{Context, Shared, blocking, cap, parse_args};
+use crate::edit::unified_diff;
+use crate::patch::{self, FileChange};
+use crate::workspace::{FileIdentity, Precondition, RelPath, WorkspaceError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    patch: String,
+}
+
+/// Applies a multi-file patch.
+#[derive(Debug)]
+pub struct ApplyPatchTool {
+    shared: Shared,
+    definition: ToolDefinition,
+}
+
+impl ApplyPatchTool {
+    pub(crate) fn new(shared: Shared) -> Self {
+        let definition = ToolDefinition::new(
+            "apply_patch",
+            "Apply a patch to one or more files, all or nothing. Format:\n*** Begin Patch\n*** Add File: path\n+new \
+             line\n*** Delete File: path\n*** Update File: path\n*** Move to: new/path (optional)\n@@ optional line \
+             to anchor the hunk\n context line\n-removed line\n+added line\n*** End Patch\nGive about 3 lines of \
+             context around each change. Paths are relative to the workspace root.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "patch": {"type": "string", "minLength": 1, "description": "The whole patch, from *** Begin Patch to *** End Patch"}
+                },
+                "required": ["patch"],
+                "additionalProperties": false
+            }),
+        );
+        Self { shared, definition }
+    }
+}
+
+impl Tool for ApplyPatchTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Write
+    }
+
+    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let args: Args = match parse_args("apply_patch", arguments) {
+                Ok(args) => args,
+                Err(output) => return output,
+            };
+            blocking(move || apply(&shared, &args.patch)).await
+        })
+    }
+}
+
+/// A file as it was before the patch, to check against and to restore.
+struct Before {
+    identity: FileIdentity,
+    content: String,
+}
+
+/// A change already made, and how to undo it.
+enum Done {
+    Created { path: RelPath, identity: FileIdentity },
+    Replaced { path: RelPath, identity: FileIdentity, before: String },
+    Deleted { path: RelPath, before: String },
+}
+
+fn apply(shared: &Shared, text: &str) -> ToolOutput {
+    let parsed = match patch::parse(text) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            return ToolOutput::error(format!("the patch is malformed, nothing was changed: {error}"));
+        }
+    };
+    let mut originals: HashMap<String, Before> = HashMap::new();
+    let mut read = |name: &str| -> Result<Option<String>, String> {
+        let path = RelPath::parse(name).map_err(|e| e.to_string())?;
+        match shared.workspace.read(&path, shared.limits.max_file_bytes) {
+            Ok(file) => {
+                let content =
+                    String::from_utf8(file.bytes).map_err(|_| format!("`{path}` is not UTF-8 text"))?;
+                originals
+                    .insert(name.to_owned(), Before { identity: file.identity, content: content.clone() });
+                Ok(Some(content))
+            }
+            Err(WorkspaceError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    };
+    let changes = match patch::plan(&parsed, &mut read) {
+        Ok(changes) => changes,
+        Err(error) => {
+            return ToolOutput::error(format!("the patch does not apply, nothing was changed: {error}"));
+        }
+    };
+    let mut done = Vec::new();
+    let mut summary = Vec::new();
+    let mut diffs = String::new();
+    for change in &changes {
+        match make(shared, change, &originals, &mut done) {
+            Ok((line, diff)) => {
+                summary.push(line);
+                diffs.push_str(&diff);
+            }
+            Err(error) => {
+                let undone = undo(shared, done);
+                return ToolOutput::error(format!("applying the patch failed, {undone}: {error}"));
+            }
+        }
+    }
+    let text = format!("applied the patch:\n{}\n{diffs}", summary.join("\n"));
+    ToolOutput::text(cap(text, shared.limits.max_output_bytes, "diff"))
+}
+
+fn make(
+    shared: &Shared,
+    change: &FileChange,
+    originals: &HashMap<String, Before>,
+    done: &mut Vec<Done>,
+) -> Result<(String, String), WorkspaceError> {
+    let workspace = &shared.workspace;
+    let before =
+        |name: &str| originals.get(name).ok_or_else(|| WorkspaceError::Changed { path: name.to_owned() });
+    match change {
+        FileChange::Write { path: name, content, create: true } => {
+            let path = RelPath::parse(name)?;
+            let report = workspace.write_atomic(&path, content.as_bytes(), &Precondition::Absent)?;
+            shared.ledger.record(&path, report.identity.clone());
+            done.push(Done::Created { path: path.clone(), identity: report.identity });
+            Ok((format!("A {path}"), unified_diff(&path, "", content)))
+        }
+        FileChange::Write { path: name, content, create: false } => {
+            let path = RelPath::parse(name)?;
+            let old = before(name)?;
+            let report = workspace.write_atomic(
+                &path,
+                content.as_bytes(),
+                &Precondition::Unchanged(old.identity.clone()),
+            )?;
+            shared.ledger.record(&path, report.identity.clone());
+            done.push(Done::Replaced {
+                path: path.clone(),
+                identity: report.identity,
+                before: old.content.clone(),
+            });
+            Ok((format!("M {path}"), unified_diff(&path, &old.content, content)))
+        }
+        FileChange::Delete { path: name } => {
+            let path = RelPath::parse(name)?;
+            let old = before(name)?;
+            workspace.delete(&path, &old.identity)?;
+            shared.ledger.forget(&path);
+            done.push(Done::Deleted { path: path.clone(), before: old.content.clone() });
+            Ok((format!("D {path}"), unified_diff(&path, &old.content, "")))
+        }
+        FileChange::Move { from, to, content } => {
+            let (from_path, to_path) = (RelPath::parse(from)?, RelPath::parse(to)?);
+            let old = before(from)?;
+            let report = workspace.write_atomic(&to_path, content.as_bytes(), &Precondition::Absent)?;
+            done.push(Done::Created { path: to_path.clone(), identity: report.identity.clone() });
+            workspace.delete(&from_path, &old.identity)?;
+            shared.ledger.forget(&from_path);
+            shared.ledger.record(&to_path, report.identity);
+            done.push(Done::Deleted { path: from_path.clone(), before: old.content.clone() });
+            Ok((format!("R {from_path} -> {to_path}"), unified_diff(&to_path, &old.content, content)))
+        }
+    }
+}
+
+/// Reverses changes already made, newest first; says how it went.
+fn undo(shared: &Shared, done: Vec<Done>) -> String {
+    if done.is_empty() {
+        return "nothing was changed".to_owned();
+    }
+    let mut failed = Vec::new();
+    for change in done.into_iter().rev() {
+        let result = match &change {
+            Done::Created { path, identity } => shared.workspace.delete(path, identity).map(|()| path),
+            Done::Replaced { path, identity, before } => shared
+                .workspace
+                .write_atomic(path, before.as_bytes(), &Precondition::Unchanged(identity.clone()))
+                .map(|_| path),
+            Done::Deleted { path, before } => {
+                shared.workspace.write_atomic(path, before.as_bytes(), &Precondition::Absent).map(|_| path)
+            }
+        };
+        match result {
+            Ok(path) => shared.ledger.forget(path),
+            Err(error) => failed.push(error.to_string()),
+        }
+    }
+    if failed.is_empty() {
+        "the files already changed were restored".to_owned()
+    } else {
+        format!("and restoring the files already changed failed too ({})", failed.join("; "))
+    }
+}

@@ -1,0 +1,172 @@
+//! `edit_file {path, old_text, new_text, replace_all?}`: an exact
+//! replacement that must match once (or everywhere, when asked), written
+//! atomically, answered with a unified diff.
+
+use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+use similar::TextDiff;
+
+use crate::common::{Context, Shared, blocking, cap, parse_args, refuse};
+use crate::workspace::{Precondition, RelPath, WorkspaceError};
+
+/// Files longer than this get no "nearest lines" hint (it is quadratic).
+const HINT_MAX_LINES: usize = 20_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    old_text: String,
+    new_text: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+/// Replaces exact text in a file.
+#[derive(Debug)]
+pub struct EditFileTool {
+    shared: Shared,
+    definition: ToolDefinition,
+}
+
+impl EditFileTool {
+    pub(crate) fn new(shared: Shared) -> Self {
+        let definition = ToolDefinition::new(
+            "edit_file",
+            "Replace exact text in a file. `old_text` must match the file exactly (including indentation) and \
+             exactly once, unless `replace_all` is true. Include enough surrounding lines to make it unique. \
+             Returns a unified diff of the change.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
+                    "old_text": {"type": "string", "minLength": 1, "description": "The exact text to replace"},
+                    "new_text": {"type": "string", "description": "The replacement text"},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one", "default": false}
+                },
+                "required": ["path", "old_text", "new_text"],
+                "additionalProperties": false
+            }),
+        );
+        Self { shared, definition }
+    }
+}
+
+impl Tool for EditFileTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Write
+    }
+
+    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let args: Args = match parse_args("edit_file", arguments) {
+                Ok(args) => args,
+                Err(output) => return output,
+            };
+            blocking(move || edit(&shared, &args)).await
+        })
+    }
+}
+
+fn edit(shared: &Shared, args: &Args) -> ToolOutput {
+    let path = match RelPath::parse(&args.path) {
+        Ok(path) => path,
+        Err(error) => return refuse(error),
+    };
+    let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
+        Ok(file) => file,
+        Err(error) => return refuse(error),
+    };
+    if let Some(seen) = shared.ledger.get(&path)
+        && seen.hash != file.identity.hash
+    {
+        return refuse(WorkspaceError::Changed { path: path.to_string() });
+    }
+    let Ok(original) = String::from_utf8(file.bytes) else {
+        return ToolOutput::error(format!("`{path}` is not UTF-8 text; edit_file only edits text"));
+    };
+    if args.old_text == args.new_text {
+        return ToolOutput::error("old_text and new_text are the same; nothing to change");
+    }
+    let count = original.matches(args.old_text.as_str()).count();
+    if count == 0 {
+        return ToolOutput::error(not_found_message(&path, &original, &args.old_text));
+    }
+    if count > 1 && !args.replace_all {
+        let lines = match_lines(&original, &args.old_text);
+        return ToolOutput::error(format!(
+            "`old_text` occurs {count} times in `{path}` (at lines {}); include more surrounding lines so it \
+             matches once, or set replace_all",
+            lines.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let updated = if args.replace_all {
+        original.replace(&args.old_text, &args.new_text)
+    } else {
+        original.replacen(&args.old_text, &args.new_text, 1)
+    };
+    let written =
+        shared.workspace.write_atomic(&path, updated.as_bytes(), &Precondition::Unchanged(file.identity));
+    match written {
+        Ok(report) => {
+            shared.ledger.record(&path, report.identity);
+            let diff = unified_diff(&path, &original, &updated);
+            let plural = if count == 1 { "" } else { "s" };
+            let text = format!("edited `{path}`: {count} replacement{plural}\n{diff}");
+            ToolOutput::text(cap(text, shared.limits.max_output_bytes, "diff"))
+        }
+        Err(error) => refuse(error),
+    }
+}
+
+/// A unified diff between two versions of `path`.
+pub(crate) fn unified_diff(path: &RelPath, before: &str, after: &str) -> String {
+    TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+fn match_lines(text: &str, needle: &str) -> Vec<usize> {
+    text.match_indices(needle).take(10).map(|(at, _)| text[..at].matches('\n').count() + 1).collect()
+}
+
+/// Says why nothing matched and where the closest lines are.
+fn not_found_message(path: &RelPath, original: &str, old_text: &str) -> String {
+    let mut message = format!("`old_text` was not found in `{path}`.");
+    let squash = |s: &str| s.lines().map(str::trim).collect::<Vec<_>>().join("\n");
+    if squash(original).contains(&squash(old_text)) {
+        message
+            .push_str(" It matches when leading and trailing whitespace is ignored: check the indentation.");
+        return message;
+    }
+    let Some(first) = old_text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return message;
+    };
+    let lines: Vec<&str> = original.lines().collect();
+    if lines.len() > HINT_MAX_LINES {
+        return message;
+    }
+    let mut scored: Vec<(f32, usize)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (TextDiff::from_chars(first, l.trim()).ratio(), i))
+        .filter(|(score, _)| *score >= 0.5)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    if !scored.is_empty() {
+        message.push_str(" Nearest lines:");
+        for (_, index) in scored.into_iter().take(3) {
+            message.push_str(&format!("\n{:>6}\t{}", index + 1, lines[index]));
+        }
+    }
+    message
+}

@@ -1,0 +1,97 @@
+//! bosun-tools: the workspace tools, implementing [`bosun_core::Tool`].
+//!
+//! A [`Workspace`] holds the root directory open as a handle; every path a
+//! tool receives is resolved beneath that handle, one component at a time,
+//! never following a symlink (MISSION.md invariant 16). Writes are atomic
+//! (invariant 17). The shell runs in its own process group with a cleared
+//! environment and is killed as a group on timeout, cancellation or drop
+//! (invariant 18).
+//!
+//! Not here: permissions (the session decides), configuration files, models.
+
+mod apply_patch;
+mod common;
+mod edit;
+pub mod limits;
+mod list;
+pub mod patch;
+mod read;
+mod search;
+pub mod shell;
+pub mod workspace;
+mod write;
+
+pub use apply_patch::ApplyPatchTool;
+pub use edit::EditFileTool;
+pub use limits::ToolLimits;
+pub use list::ListFilesTool;
+pub use read::ReadFileTool;
+pub use search::SearchTool;
+pub use shell::{ShellConfig, ShellTool};
+pub use workspace::{Workspace, WorkspaceError};
+pub use write::WriteFileTool;
+
+use std::sync::Arc;
+
+use bosun_core::Tool;
+
+use crate::common::{Ledger, Shared};
+
+/// Builds the workspace tools over one [`Workspace`].
+///
+/// ```no_run
+/// # fn main() -> Result<(), bosun_tools::WorkspaceError> {
+/// let workspace = bosun_tools::Workspace::open(".")?;
+/// let tools = bosun_tools::WorkspaceTools::new(workspace).build();
+/// assert_eq!(tools.len(), 7);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct WorkspaceTools {
+    workspace: Workspace,
+    limits: ToolLimits,
+    shell: Option<ShellConfig>,
+}
+
+impl WorkspaceTools {
+    /// All seven tools, the shell with the process's PATH and HOME.
+    pub fn new(workspace: Workspace) -> Self {
+        let shell = ShellConfig::from_process_env(workspace.root_path().to_path_buf());
+        Self { workspace, limits: ToolLimits::default(), shell: Some(shell) }
+    }
+
+    /// Sets the bounds (already clamped by [`ToolLimits`]' setters).
+    pub fn limits(mut self, limits: ToolLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Uses this shell configuration.
+    pub fn shell(mut self, config: ShellConfig) -> Self {
+        self.shell = Some(config);
+        self
+    }
+
+    /// Leaves the shell out; the file tools stay.
+    pub fn without_shell(mut self) -> Self {
+        self.shell = None;
+        self
+    }
+
+    /// The tools, ready for `SessionBuilder::tools`.
+    pub fn build(self) -> Vec<Arc<dyn Tool>> {
+        let shared = Shared { workspace: self.workspace, limits: self.limits, ledger: Ledger::default() };
+        let mut tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(ReadFileTool::new(shared.clone())),
+            Arc::new(WriteFileTool::new(shared.clone())),
+            Arc::new(EditFileTool::new(shared.clone())),
+            Arc::new(ApplyPatchTool::new(shared.clone())),
+            Arc::new(ListFilesTool::new(shared.clone())),
+            Arc::new(SearchTool::new(shared)),
+        ];
+        if let Some(config) = self.shell {
+            tools.push(Arc::new(ShellTool::new(config.with_limits(self.limits))));
+        }
+        tools
+    }
+}

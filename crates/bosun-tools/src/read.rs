@@ -1,0 +1,130 @@
+//! `read_file {path, offset?, limit?}`: numbered lines of a text file, with
+//! a content hash that later edits are checked against.
+
+use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::common::{Context, Shared, blocking, parse_args, refuse};
+use crate::workspace::RelPath;
+
+/// Lines shown when no limit is given.
+const DEFAULT_LINES: usize = 2_000;
+/// Longest line shown; longer ones are cut.
+const MAX_LINE_CHARS: usize = 2_000;
+/// Bytes inspected for NUL when deciding a file is binary.
+const BINARY_SNIFF: usize = 8 * 1024;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// Reads a file.
+#[derive(Debug)]
+pub struct ReadFileTool {
+    shared: Shared,
+    definition: ToolDefinition,
+}
+
+impl ReadFileTool {
+    pub(crate) fn new(shared: Shared) -> Self {
+        let definition = ToolDefinition::new(
+            "read_file",
+            "Read a text file in the workspace. Returns numbered lines (`N<TAB>text`). Use `offset` (first line, \
+             from 1) and `limit` (number of lines) for long files. Paths are relative to the workspace root.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show, from 1"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to show"}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        );
+        Self { shared, definition }
+    }
+}
+
+impl Tool for ReadFileTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Read
+    }
+
+    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let args: Args = match parse_args("read_file", arguments) {
+                Ok(args) => args,
+                Err(output) => return output,
+            };
+            blocking(move || read(&shared, &args)).await
+        })
+    }
+}
+
+fn read(shared: &Shared, args: &Args) -> ToolOutput {
+    let path = match RelPath::parse(&args.path) {
+        Ok(path) => path,
+        Err(error) => return refuse(error),
+    };
+    let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
+        Ok(file) => file,
+        Err(error) => return refuse(error),
+    };
+    shared.ledger.record(&path, file.identity.clone());
+    let sniff = &file.bytes[..file.bytes.len().min(BINARY_SNIFF)];
+    if sniff.contains(&0) {
+        return ToolOutput::text(format!(
+            "`{path}` is a binary file ({} bytes); not shown. sha256 {}",
+            file.bytes.len(),
+            file.identity.hash
+        ));
+    }
+    let text = String::from_utf8_lossy(&file.bytes);
+    let total = text.lines().count();
+    let first = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(DEFAULT_LINES);
+    let mut out = String::new();
+    let mut shown: usize = 0;
+    let mut cut_for_size = false;
+    for (index, line) in text.lines().enumerate().skip(first - 1).take(limit) {
+        let line: String = if line.chars().count() > MAX_LINE_CHARS {
+            let head: String = line.chars().take(MAX_LINE_CHARS).collect();
+            format!("{head}… [line cut]")
+        } else {
+            line.to_owned()
+        };
+        let entry = format!("{:>6}\t{line}\n", index + 1);
+        if out.len() + entry.len() > shared.limits.max_output_bytes {
+            cut_for_size = true;
+            break;
+        }
+        out.push_str(&entry);
+        shown += 1;
+    }
+    if total == 0 {
+        out.push_str("(empty file)\n");
+    } else if shown == 0 {
+        out.push_str(&format!("(no lines: the file has {total} lines, offset was {first})\n"));
+    }
+    let last = first + shown.saturating_sub(1);
+    let mut footer = format!("[{path}: lines {first}-{last} of {total}; sha256 {}", file.identity.hash);
+    if cut_for_size {
+        footer.push_str("; output limit reached, continue with offset");
+    } else if last < total {
+        footer.push_str(&format!("; {} more lines, continue with offset {}", total - last, last + 1));
+    }
+    footer.push(']');
+    out.push_str(&footer);
+    ToolOutput::text(out)
+}

@@ -1,0 +1,107 @@
+//! The shell's child process and its process group, killed as a whole with
+//! `SIGKILL` when the call times out, is cancelled or ends, and when this
+//! guard is dropped (the tool's future dropped mid-run).
+//!
+//! The group is only signalled while its leader has not been reaped: a zombie
+//! leader keeps its pid, and so the group id, from being reused, so a kill can
+//! never reach an unrelated group. [`ProcessGroup::exited`] therefore waits
+//! with `WNOWAIT`, and [`ProcessGroup::reap`] disarms the guard as it reaps.
+//!
+//! Not covered: a process that leaves the group (`setsid`, `setpgid`) escapes
+//! the kill; containing that needs an OS sandbox (MISSION.md invariant 18).
+
+use std::io;
+use std::process::{ExitStatus, Stdio};
+
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+/// A spawned child leading its own process group.
+#[derive(Debug)]
+pub(super) struct ProcessGroup {
+    /// Dropped after [`Drop::drop`] has killed the group; tokio's
+    /// `kill_on_drop` then reaps it in the background.
+    child: Child,
+    /// `None` once the leader is reaped: the id may then be reused.
+    pgid: Option<Pid>,
+    /// `waitid(WNOWAIT)` on the blocking pool; `None` once it has returned.
+    exit_watch: Option<JoinHandle<()>>,
+}
+
+impl ProcessGroup {
+    /// Spawns `command` with stdin null, stdout and stderr piped, as the
+    /// leader of a new process group.
+    pub(super) fn spawn(command: &mut Command) -> io::Result<(Self, ChildStdout, ChildStderr)> {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
+        let pipes = (child.stdout.take(), child.stderr.take());
+        // Started before anything can reap the leader, so the wait can only
+        // ever concern this child.
+        let exit_watch = pgid.map(|pid| {
+            tokio::task::spawn_blocking(move || {
+                let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+                while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(WaitId::Pid(pid), options) {}
+            })
+        });
+        let mut group = Self { child, pgid, exit_watch };
+        match (pgid, pipes) {
+            (Some(_), (Some(stdout), Some(stderr))) => Ok((group, stdout, stderr)),
+            _ => {
+                group.kill();
+                Err(io::Error::other("the child's pid or output pipes are missing"))
+            }
+        }
+    }
+
+    /// Resolves once the leader has exited, without reaping it. Cancel-safe:
+    /// the watch survives a dropped call.
+    pub(super) async fn exited(&mut self) {
+        if let Some(watch) = &mut self.exit_watch {
+            if watch.await.is_err() {
+                tracing::warn!("shell: waiting for the child's exit failed");
+            }
+            self.exit_watch = None;
+        }
+    }
+
+    /// Sends `SIGKILL` to every process of the group (the leader too, if it
+    /// is still running). Falls back to killing the leader alone.
+    pub(super) fn kill(&mut self) {
+        let Some(pgid) = self.pgid else { return };
+        match rustix::process::kill_process_group(pgid, Signal::KILL) {
+            // ESRCH: nothing of the group is left.
+            Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+            Err(error) => {
+                tracing::warn!(%error, "shell: killing the process group failed; killing the leader");
+                if let Err(error) = self.child.start_kill() {
+                    tracing::warn!(%error, "shell: killing the child failed");
+                }
+            }
+        }
+    }
+
+    /// Kills what is left of the group, then reaps the leader and disarms
+    /// the guard.
+    pub(super) async fn reap(&mut self) -> io::Result<ExitStatus> {
+        self.kill();
+        // The watch must be done with the pid before it is released.
+        self.exited().await;
+        let status = self.child.wait().await;
+        // Reaped (or unwaitable): the id is no longer ours to signal.
+        self.pgid = None;
+        status
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

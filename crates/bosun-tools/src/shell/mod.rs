@@ -1,0 +1,293 @@
+//! The `shell` tool: runs `bash -c COMMAND`, or an argv without a shell, in
+//! the workspace root (MISSION.md invariant 18).
+//!
+//! The child leads its own process group, with stdin null and an environment
+//! cleared down to a fixed UTF-8 locale and the PATH and HOME captured when
+//! the tool was built (absolute, non-traversing entries only), so no API key
+//! of the host process reaches it. A timeout (default 120 s, at most 20
+//! minutes) and cancellation kill the whole group, as does dropping the call;
+//! when the command exits on its own the group is killed too, so nothing it
+//! backgrounded outlives the call. Combined output is capped, keeping head and
+//! tail, and returned in every case with the exit code on the first line.
+//!
+//! Approval of a command is not a sandbox: a process that leaves the group
+//! (`setsid`) escapes the kill, and the command sees the whole file system.
+
+mod capture;
+mod group;
+mod run;
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use bosun_core::{
+    CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
+};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use crate::limits::ToolLimits;
+
+/// Searched after the captured PATH, when missing from it.
+const FALLBACK_PATH: [&str; 3] = ["/usr/local/bin", "/usr/bin", "/bin"];
+/// The child's locale, as `LANG` and `LC_ALL`.
+const LOCALE: &str = "C.UTF-8";
+/// Largest `timeout_ms` a call may ask for: 20 minutes.
+const MAX_TIMEOUT_MS: u64 = 20 * 60 * 1000;
+
+/// Where the shell runs and the little it inherits.
+///
+/// `Debug` shows the root, PATH, HOME and limits: nothing else of the host
+/// environment is held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellConfig {
+    root: PathBuf,
+    path: String,
+    home: Option<String>,
+    limits: ToolLimits,
+}
+
+impl ShellConfig {
+    /// A configuration running in `root`, the canonical workspace root, with
+    /// PATH set to `/usr/local/bin:/usr/bin:/bin`, no HOME and default limits.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), path: sanitize_path(""), home: None, limits: ToolLimits::default() }
+    }
+
+    /// Like [`ShellConfig::new`], with PATH and HOME captured from this
+    /// process's environment, once, now. A PATH or HOME that is not UTF-8 is
+    /// ignored.
+    pub fn from_process_env(root: impl Into<PathBuf>) -> Self {
+        let config = Self::new(root).with_home(std::env::var("HOME").ok().as_deref());
+        match std::env::var("PATH") {
+            Ok(path) => config.with_path(&path),
+            Err(_) => config,
+        }
+    }
+
+    /// Sets PATH: entries that are not absolute or contain `..` are dropped,
+    /// then `/usr/local/bin`, `/usr/bin` and `/bin` are appended if missing.
+    pub fn with_path(mut self, path: &str) -> Self {
+        self.path = sanitize_path(path);
+        self
+    }
+
+    /// Sets HOME, kept only if absolute and free of `..`.
+    pub fn with_home(mut self, home: Option<&str>) -> Self {
+        self.home = home.filter(|home| is_clean_absolute(home)).map(str::to_owned);
+        self
+    }
+
+    /// Sets the limits (`max_output_bytes` and `shell_timeout` are used).
+    pub fn with_limits(mut self, limits: ToolLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The directory commands run in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The PATH commands get.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The HOME commands get, if any.
+    pub fn home(&self) -> Option<&str> {
+        self.home.as_deref()
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &ToolLimits {
+        &self.limits
+    }
+
+    fn max_output(&self) -> usize {
+        self.limits.max_output_bytes.clamp(1024, ToolLimits::HARD_MAX_OUTPUT_BYTES)
+    }
+
+    fn default_timeout(&self) -> Duration {
+        self.limits.shell_timeout.clamp(Duration::from_millis(1), ToolLimits::HARD_MAX_SHELL_TIMEOUT)
+    }
+}
+
+/// Absolute, without `..`, without NUL, and usable in a `:`-separated list.
+fn is_clean_absolute(path: &str) -> bool {
+    !path.contains(['\0', ':'])
+        && Path::new(path).is_absolute()
+        && !Path::new(path).components().any(|component| component == Component::ParentDir)
+}
+
+fn sanitize_path(path: &str) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    for entry in path.split(':').chain(FALLBACK_PATH) {
+        if is_clean_absolute(entry) && !kept.contains(&entry) {
+            kept.push(entry);
+        }
+    }
+    kept.join(":")
+}
+
+/// The `shell` tool.
+#[derive(Debug)]
+pub struct ShellTool {
+    config: ShellConfig,
+    definition: ToolDefinition,
+}
+
+impl ShellTool {
+    /// The tool, running commands as `config` says.
+    pub fn new(config: ShellConfig) -> Self {
+        let description = format!(
+            "Runs a command in the workspace root and returns its exit code (first line) and its combined \
+             stdout and stderr. `command` as a string runs with `bash -c`; as an array of strings it runs \
+             that program with those arguments, without a shell. Non-interactive: stdin is empty and the \
+             environment holds only PATH, HOME and a UTF-8 locale. Output over {} bytes is cut in the \
+             middle, keeping the start and the end. Times out after {} unless `timeout_ms` is given (at \
+             most 20 minutes); on timeout the command and everything it started are killed and the output \
+             so far is returned.",
+            config.max_output(),
+            run::seconds(config.default_timeout()),
+        );
+        let parameters = json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "description": "A bash command line, or a program and its arguments.",
+                    "anyOf": [
+                        { "type": "string", "minLength": 1 },
+                        { "type": "array", "items": { "type": "string" }, "minItems": 1 }
+                    ]
+                },
+                "timeout_ms": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Milliseconds before the command is killed."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        });
+        Self { definition: ToolDefinition::new("shell", description, parameters), config }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ShellConfig {
+        &self.config
+    }
+
+    fn command(&self, invocation: Invocation) -> Command {
+        let mut command = match invocation {
+            Invocation::Script(script) => {
+                let mut command = Command::new("bash");
+                command.arg("-c").arg(script);
+                command
+            }
+            Invocation::Argv(program, arguments) => {
+                let mut command = Command::new(program);
+                command.args(arguments);
+                command
+            }
+        };
+        command.current_dir(&self.config.root).env_clear().env("PATH", &self.config.path);
+        if let Some(home) = &self.config.home {
+            command.env("HOME", home);
+        }
+        command.env("LANG", LOCALE).env("LC_ALL", LOCALE);
+        command
+    }
+}
+
+impl Tool for ShellTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Execute
+    }
+
+    /// `FinishOnceStarted`, although dropping the call would be safe (the
+    /// group guard kills everything): the tool watches the cancellation token
+    /// itself, kills the group at once and returns the output so far marked
+    /// `killed: cancelled`, which tells the model more than a dropped call.
+    /// The session's wait is short: the kill plus at most a two-second drain.
+    fn cancellation(&self) -> CancellationPolicy {
+        CancellationPolicy::FinishOnceStarted
+    }
+
+    fn execute<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let Arguments { invocation, timeout } = match Arguments::parse(&arguments) {
+                Ok(arguments) => arguments,
+                Err(error) => return ToolOutput::error(error.to_string()),
+            };
+            if context.cancel.is_cancelled() {
+                return ToolOutput::error("not started: cancelled");
+            }
+            let timeout = timeout.unwrap_or_else(|| self.config.default_timeout());
+            run::run(self.command(invocation), timeout, self.config.max_output(), &context.cancel).await
+        })
+    }
+}
+
+/// What to run.
+#[derive(Debug, PartialEq, Eq)]
+enum Invocation {
+    /// Run with `bash -c`.
+    Script(String),
+    /// A program and its arguments, run without a shell.
+    Argv(String, Vec<String>),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Arguments {
+    invocation: Invocation,
+    timeout: Option<Duration>,
+}
+
+/// Arguments the schema should have refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum ArgumentsError {
+    #[error("`command` must be a non-empty string or a non-empty array of strings")]
+    Command,
+    #[error("`timeout_ms` must be an integer from 1 to {MAX_TIMEOUT_MS}")]
+    Timeout,
+    #[error("unknown argument `{0}`; expected `command` and optionally `timeout_ms`")]
+    Unknown(String),
+}
+
+impl Arguments {
+    fn parse(arguments: &Value) -> Result<Self, ArgumentsError> {
+        let object = arguments.as_object().ok_or(ArgumentsError::Command)?;
+        if let Some(unknown) = object.keys().find(|key| !matches!(key.as_str(), "command" | "timeout_ms")) {
+            return Err(ArgumentsError::Unknown(unknown.clone()));
+        }
+        let invocation = match object.get("command") {
+            Some(Value::String(script)) if !script.is_empty() => Invocation::Script(script.clone()),
+            Some(Value::Array(items)) => {
+                let mut argv = items.iter().map(|item| item.as_str().map(str::to_owned));
+                let program = argv.next().flatten().ok_or(ArgumentsError::Command)?;
+                let rest = argv.collect::<Option<Vec<_>>>().ok_or(ArgumentsError::Command)?;
+                Invocation::Argv(program, rest)
+            }
+            _ => return Err(ArgumentsError::Command),
+        };
+        let timeout = match object.get("timeout_ms") {
+            None | Some(Value::Null) => None,
+            Some(value) => {
+                // The schema's `integer` admits `1000.0`.
+                let whole = value.as_f64().filter(|ms| ms.fract() == 0.0 && *ms >= 0.0).map(|ms| ms as u64);
+                let millis = value.as_u64().or(whole).filter(|ms| (1..=MAX_TIMEOUT_MS).contains(ms));
+                Some(Duration::from_millis(millis.ok_or(ArgumentsError::Timeout)?))
+            }
+        };
+        Ok(Self { invocation, timeout })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! One shell call from spawn to result: output pumped into the capture while
+//! the command runs, then the group killed (on exit, timeout or cancellation
+//! alike), the pipes drained, the leader reaped and the result written.
+
+use std::convert::Infallible;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use bosun_core::ToolOutput;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{ChildStderr, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+
+use super::capture::Capture;
+use super::group::ProcessGroup;
+
+/// How long the pipes are read after the group is killed. Only a process that
+/// left the group can hold them open longer.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Size of each pipe's read buffer.
+const READ_BUFFER: usize = 32 * 1024;
+
+/// Why the command stopped.
+enum Ending {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+/// Runs `command` to its end, its timeout or cancellation, and reports its
+/// exit and output. Output is returned in every case.
+pub(super) async fn run(
+    mut command: Command,
+    timeout: Duration,
+    max_output: usize,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    let (mut group, stdout, stderr) = match ProcessGroup::spawn(&mut command) {
+        Ok(spawned) => spawned,
+        Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
+    };
+    let mut capture = Capture::new(max_output);
+    let mut pipes = Pipes::new(stdout, stderr);
+
+    let ending = {
+        let pumping = async {
+            pipes.pump(&mut capture).await;
+            // Both pipes closed; the command may still run.
+            std::future::pending::<Infallible>().await
+        };
+        tokio::select! {
+            biased;
+            () = group.exited() => Ending::Exited,
+            never = pumping => match never {},
+            () = cancel.cancelled() => Ending::Cancelled,
+            () = tokio::time::sleep(timeout) => Ending::TimedOut,
+        }
+    };
+
+    // Whatever ended the call, nothing the command started outlives it:
+    // backgrounded grandchildren are killed with the group.
+    group.kill();
+    let held_open = tokio::time::timeout(DRAIN_GRACE, pipes.pump(&mut capture)).await.is_err();
+    let status = group.reap().await;
+
+    let (first_line, is_error) = match ending {
+        Ending::Exited => describe_exit(status),
+        Ending::TimedOut => (format!("killed: timed out after {}", seconds(timeout)), true),
+        Ending::Cancelled => ("killed: cancelled".to_owned(), true),
+    };
+    let mut text = first_line;
+    text.push('\n');
+    let output = capture.render();
+    if output.is_empty() {
+        text.push_str("(no output)");
+    } else {
+        text.push_str(&output);
+    }
+    if held_open {
+        text.push_str("\n[stopped reading: the output is held open by a process outside the group]");
+    }
+    ToolOutput::new(vec![bosun_core::ContentPart::text(text)], is_error)
+}
+
+fn describe_exit(status: io::Result<ExitStatus>) -> (String, bool) {
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => (format!("exit code: {code}"), code != 0),
+            (None, Some(signal)) => (format!("killed by signal {signal}"), true),
+            (None, None) => (format!("exit status: {status}"), true),
+        },
+        Err(error) => (format!("exit status unknown: {error}"), true),
+    }
+}
+
+/// `2 s`, `0.25 s`.
+pub(super) fn seconds(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis % 1000 == 0 {
+        format!("{} s", millis / 1000)
+    } else {
+        let text = format!("{:.3}", duration.as_secs_f64());
+        format!("{} s", text.trim_end_matches('0'))
+    }
+}
+
+/// The child's stdout and stderr, read concurrently into one capture.
+struct Pipes {
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    stdout_buffer: Vec<u8>,
+    stderr_buffer: Vec<u8>,
+}
+
+impl Pipes {
+    fn new(stdout: ChildStdout, stderr: ChildStderr) -> Self {
+        Self {
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            stdout_buffer: vec![0; READ_BUFFER],
+            stderr_buffer: vec![0; READ_BUFFER],
+        }
+    }
+
+    /// Reads both pipes into `capture`, in arrival order, until both are at
+    /// end of file. Cancel-safe: no byte read is lost if dropped, and a later
+    /// call carries on.
+    async fn pump(&mut self, capture: &mut Capture) {
+        loop {
+            let Self { stdout, stderr, stdout_buffer, stderr_buffer } = self;
+            if stdout.is_none() && stderr.is_none() {
+                return;
+            }
+            let (read, from_stdout) = tokio::select! {
+                read = read_some(stdout, stdout_buffer) => (read, true),
+                read = read_some(stderr, stderr_buffer) => (read, false),
+            };
+            let buffer = if from_stdout { &self.stdout_buffer } else { &self.stderr_buffer };
+            match read {
+                Ok(0) => self.close(from_stdout),
+                Ok(n) => capture.push(&buffer[..n]),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    tracing::debug!(%error, "shell: reading the command's output failed");
+                    self.close(from_stdout);
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, stdout: bool) {
+        if stdout {
+            self.stdout = None;
+        } else {
+            self.stderr = None;
+        }
+    }
+}
+
+/// Reads from `pipe`, or never resolves if it is closed.
+async fn read_some<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buffer: &mut [u8]) -> io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buffer).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_written_without_trailing_zeros() {
+        assert_eq!(seconds(Duration::from_secs(120)), "120 s");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.25 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(seconds(Duration::from_millis(1)), "0.001 s");
+    }
+}

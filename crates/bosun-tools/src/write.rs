@@ -1,0 +1,96 @@
+//! `write_file {path, content}`: create a file, or replace one the session
+//! has read, atomically (invariant 17).
+
+use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use rustix::fs::FileType;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::common::{Context, Shared, blocking, parse_args, refuse};
+use crate::workspace::{Precondition, RelPath, WorkspaceError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+/// Creates or replaces a file.
+#[derive(Debug)]
+pub struct WriteFileTool {
+    shared: Shared,
+    definition: ToolDefinition,
+}
+
+impl WriteFileTool {
+    pub(crate) fn new(shared: Shared) -> Self {
+        let definition = ToolDefinition::new(
+            "write_file",
+            "Create a file with the given content, or replace a whole file. Missing parent directories are \
+             created. To replace an existing file, read it first with read_file; prefer edit_file or apply_patch \
+             for changes to part of a file.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
+                    "content": {"type": "string", "description": "The complete new content of the file"}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        );
+        Self { shared, definition }
+    }
+}
+
+impl Tool for WriteFileTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Write
+    }
+
+    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let args: Args = match parse_args("write_file", arguments) {
+                Ok(args) => args,
+                Err(output) => return output,
+            };
+            blocking(move || write(&shared, &args)).await
+        })
+    }
+}
+
+fn write(shared: &Shared, args: &Args) -> ToolOutput {
+    let result = RelPath::parse(&args.path).and_then(|path| {
+        let precondition = match shared.workspace.kind(&path)? {
+            None => Precondition::Absent,
+            Some(FileType::RegularFile) => match shared.ledger.get(&path) {
+                Some(identity) => Precondition::Unchanged(identity),
+                None => return Err(WorkspaceError::NotRead { path: path.to_string() }),
+            },
+            Some(FileType::Directory) => {
+                return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "directory" });
+            }
+            Some(FileType::Symlink) => {
+                return Err(WorkspaceError::Symlink { path: path.to_string(), at: path.to_string() });
+            }
+            Some(_) => return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "special file" }),
+        };
+        let report = shared.workspace.write_atomic(&path, args.content.as_bytes(), &precondition)?;
+        shared.ledger.record(&path, report.identity.clone());
+        Ok((path, report.created))
+    });
+    match result {
+        Ok((path, created)) => {
+            let verb = if created { "created" } else { "replaced" };
+            let lines = args.content.lines().count();
+            ToolOutput::text(format!("{verb} `{path}` ({} bytes, {lines} lines)", args.content.len()))
+        }
+        Err(error) => refuse(error),
+    }
+}
