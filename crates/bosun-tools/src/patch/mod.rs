@@ -29,18 +29,20 @@
 //! ```
 //!
 //! - `*** Add File: P` is followed by `+` lines, the new file's content; each
-//!   line gets a `\n`. An empty line among them is an empty content line;
-//!   empty lines after the last `+` line are separators and are dropped.
+//!   line gets a `\n`. A blank line (empty or whitespace only) among them
+//!   is an empty content line; blank lines after the last `+` line are
+//!   separators and are dropped.
 //! - `*** Delete File: P` stands alone.
 //! - `*** Update File: P`, optionally `*** Move to: Q` on the next line, then
 //!   hunks. A hunk starts with `@@`, optionally followed by a header: a line
 //!   of the file to find first (the hunk is searched for after it). The first
 //!   hunk may omit `@@`. Hunk lines start with ` ` (context), `-` (removed)
-//!   or `+` (added); an empty line is an empty context line. `*** End of
-//!   File` after a hunk anchors it to the end of the file. A unified-diff
-//!   range such as `@@ -12,7 +12,8 @@ fn f()` is tolerated: the range is
-//!   dropped and what follows it, if anything, is the header. An update with
-//!   a move and no hunks is a plain rename.
+//!   or `+` (added); a blank line is an empty context line (blank lines
+//!   before the first hunk, or after `*** End of File`, are separators).
+//!   `*** End of File` after a hunk anchors it to the end of the file. A
+//!   unified-diff range such as `@@ -12,7 +12,8 @@ fn f()` is tolerated: the
+//!   range is dropped and what follows it, if anything, is the header. An
+//!   update with a move and no hunks is a plain rename.
 //! - Around the envelope: surrounding whitespace, CRLF line endings and a
 //!   heredoc wrapper (`apply_patch <<'EOF'` … `EOF`) are tolerated.
 //!
@@ -52,8 +54,9 @@
 //! See [`apply_hunks`]: hunks apply in order, each searched for after the
 //! previous one, by exact comparison first, then ignoring trailing
 //! whitespace, then ignoring surrounding whitespace. The first match at the
-//! most exact level wins. Context lines keep the file's own text; the file's
-//! line ending style and its final newline (or lack of one) are preserved.
+//! most exact level wins. Context lines keep the file's own text, added
+//! lines are inserted as written (never re-indented); the file's line ending
+//! style and its final newline (or lack of one) are preserved.
 
 mod parse;
 mod plan;

@@ -268,3 +268,6 @@ fn seek(lines: &[FileLine<'_>], pattern: &[&str], from: usize, at_end: bool) -> 
         })
     })
 }
+
+#[cfg(test)]
+mod tests;
