@@ -48,8 +48,11 @@ pub struct ShellConfig {
 }
 
 impl ShellConfig {
-    /// A configuration running in `root`, the canonical workspace root, with
-    /// PATH set to `/usr/local/bin:/usr/bin:/bin`, no HOME and default limits.
+    /// A configuration running in `root`, with PATH set to
+    /// `/usr/local/bin:/usr/bin:/bin`, no HOME and default limits. `root` is
+    /// used as given: pass the canonical workspace root (the one the
+    /// workspace tools resolve against); a root that does not exist makes
+    /// every call fail to start.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into(), path: sanitize_path(""), home: None, limits: ToolLimits::default() }
     }

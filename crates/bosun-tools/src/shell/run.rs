@@ -98,7 +98,7 @@ fn describe_exit(status: io::Result<ExitStatus>) -> (String, bool) {
 /// `2 s`, `0.25 s`.
 pub(super) fn seconds(duration: Duration) -> String {
     let millis = duration.as_millis();
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         format!("{} s", millis / 1000)
     } else {
         let text = format!("{:.3}", duration.as_secs_f64());

@@ -83,8 +83,7 @@ fn arguments_parse_both_forms_and_the_timeout() {
 
 #[test]
 fn timeouts_are_clamped_to_the_hard_maximum() {
-    let mut limits = ToolLimits::default();
-    limits.shell_timeout = Duration::from_secs(24 * 3600);
+    let limits = ToolLimits { shell_timeout: Duration::from_secs(24 * 3600), ..ToolLimits::default() };
     let config = ShellConfig::new("/w").with_limits(limits);
     assert_eq!(config.default_timeout(), ToolLimits::HARD_MAX_SHELL_TIMEOUT);
 }
