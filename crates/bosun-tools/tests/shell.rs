@@ -271,11 +271,7 @@ async fn invariant_18_a_non_zero_exit_is_reported_with_the_output() {
     let (_dir, root) = workspace();
     let (text, is_error) = call(&tool(&root), json!({"command": "echo out; echo err >&2; exit 3"})).await;
     assert!(is_error);
-    // stdout and stderr are separate pipes: their relative order is not fixed.
-    assert!(text.starts_with("exit code: 3\n"), "{text}");
-    let mut lines: Vec<&str> = text.lines().skip(1).collect();
-    lines.sort_unstable();
-    assert_eq!(lines, ["err", "out"], "{text}");
+    assert_eq!(text, "exit code: 3\nout\nerr\n");
 }
 
 #[tokio::test]
@@ -322,4 +318,13 @@ async fn an_already_cancelled_call_does_not_start() {
     assert!(is_error);
     assert!(text.contains("cancelled"), "{text}");
     assert!(!root.join("ran").exists());
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_arrive_in_the_order_they_were_written() {
+    let (_dir, root) = workspace();
+    let (text, is_error) =
+        call(&tool(&root), json!({"command": "echo out1; echo err1 >&2; echo out2; echo err2 >&2"})).await;
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with("out1\nerr1\nout2\nerr2\n"), "{text}");
 }

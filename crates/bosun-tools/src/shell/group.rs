@@ -14,7 +14,8 @@ use std::io;
 use std::process::{ExitStatus, Stdio};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::net::unix::pipe::Receiver;
+use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 /// A spawned child leading its own process group.
@@ -30,18 +31,23 @@ pub(super) struct ProcessGroup {
 }
 
 impl ProcessGroup {
-    /// Spawns `command` with stdin null, stdout and stderr piped, as the
-    /// leader of a new process group.
-    pub(super) fn spawn(command: &mut Command) -> io::Result<(Self, ChildStdout, ChildStderr)> {
+    /// Spawns `command` with stdin null and stdout and stderr both writing
+    /// into one pipe (so the output keeps the order a terminal would show),
+    /// as the leader of a new process group.
+    pub(super) fn spawn(command: &mut Command) -> io::Result<(Self, Receiver)> {
+        let (reader, writer) = std::io::pipe()?;
         command
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(writer.try_clone()?)
+            .stderr(writer)
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command.spawn()?;
+        let spawned = command.spawn();
+        // The command keeps its copies of the write end until told otherwise;
+        // while any stays open here, the pipe never reaches end of file.
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        let child = spawned?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
-        let pipes = (child.stdout.take(), child.stderr.take());
         // Started before anything can reap the leader, so the wait can only
         // ever concern this child.
         let exit_watch = pgid.map(|pid| {
@@ -51,11 +57,16 @@ impl ProcessGroup {
             })
         });
         let mut group = Self { child, pgid, exit_watch };
-        match (pgid, pipes) {
-            (Some(_), (Some(stdout), Some(stderr))) => Ok((group, stdout, stderr)),
-            _ => {
+        let output = Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader));
+        match (pgid, output) {
+            (Some(_), Ok(output)) => Ok((group, output)),
+            (_, Err(error)) => {
                 group.kill();
-                Err(io::Error::other("the child's pid or output pipes are missing"))
+                Err(error)
+            }
+            (None, _) => {
+                group.kill();
+                Err(io::Error::other("the child has no pid"))
             }
         }
     }

@@ -9,8 +9,9 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use bosun_core::ToolOutput;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{ChildStderr, ChildStdout, Command};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe::Receiver;
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::Capture;
@@ -37,17 +38,17 @@ pub(super) async fn run(
     max_output: usize,
     cancel: &CancellationToken,
 ) -> ToolOutput {
-    let (mut group, stdout, stderr) = match ProcessGroup::spawn(&mut command) {
+    let (mut group, output) = match ProcessGroup::spawn(&mut command) {
         Ok(spawned) => spawned,
         Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
     };
     let mut capture = Capture::new(max_output);
-    let mut pipes = Pipes::new(stdout, stderr);
+    let mut pipes = Pipes::new(output);
 
     let ending = {
         let pumping = async {
             pipes.pump(&mut capture).await;
-            // Both pipes closed; the command may still run.
+            // The pipe is closed; the command may still run.
             std::future::pending::<Infallible>().await
         };
         tokio::select! {
@@ -106,64 +107,31 @@ pub(super) fn seconds(duration: Duration) -> String {
     }
 }
 
-/// The child's stdout and stderr, read concurrently into one capture.
+/// The pipe the child's stdout and stderr both write to.
 struct Pipes {
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
-    stdout_buffer: Vec<u8>,
-    stderr_buffer: Vec<u8>,
+    output: Option<Receiver>,
+    buffer: Vec<u8>,
 }
 
 impl Pipes {
-    fn new(stdout: ChildStdout, stderr: ChildStderr) -> Self {
-        Self {
-            stdout: Some(stdout),
-            stderr: Some(stderr),
-            stdout_buffer: vec![0; READ_BUFFER],
-            stderr_buffer: vec![0; READ_BUFFER],
-        }
+    fn new(output: Receiver) -> Self {
+        Self { output: Some(output), buffer: vec![0; READ_BUFFER] }
     }
 
-    /// Reads both pipes into `capture`, in arrival order, until both are at
-    /// end of file. Cancel-safe: no byte read is lost if dropped, and a later
-    /// call carries on.
+    /// Reads the pipe into `capture` until end of file. Cancel-safe: no
+    /// byte read is lost if dropped, and a later call carries on.
     async fn pump(&mut self, capture: &mut Capture) {
-        loop {
-            let Self { stdout, stderr, stdout_buffer, stderr_buffer } = self;
-            if stdout.is_none() && stderr.is_none() {
-                return;
-            }
-            let (read, from_stdout) = tokio::select! {
-                read = read_some(stdout, stdout_buffer) => (read, true),
-                read = read_some(stderr, stderr_buffer) => (read, false),
-            };
-            let buffer = if from_stdout { &self.stdout_buffer } else { &self.stderr_buffer };
-            match read {
-                Ok(0) => self.close(from_stdout),
-                Ok(n) => capture.push(&buffer[..n]),
+        while let Some(output) = &mut self.output {
+            match output.read(&mut self.buffer).await {
+                Ok(0) => self.output = None,
+                Ok(n) => capture.push(&self.buffer[..n]),
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => {
                     tracing::debug!(%error, "shell: reading the command's output failed");
-                    self.close(from_stdout);
+                    self.output = None;
                 }
             }
         }
-    }
-
-    fn close(&mut self, stdout: bool) {
-        if stdout {
-            self.stdout = None;
-        } else {
-            self.stderr = None;
-        }
-    }
-}
-
-/// Reads from `pipe`, or never resolves if it is closed.
-async fn read_some<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buffer: &mut [u8]) -> io::Result<usize> {
-    match pipe {
-        Some(pipe) => pipe.read(buffer).await,
-        None => std::future::pending().await,
     }
 }
 
