@@ -72,13 +72,14 @@ impl Tool for ApplyPatchTool {
 struct Before {
     identity: FileIdentity,
     content: String,
+    mode: u32,
 }
 
 /// A change already made, and how to undo it.
 enum Done {
     Created { path: RelPath, identity: FileIdentity },
     Replaced { path: RelPath, identity: FileIdentity, before: String },
-    Deleted { path: RelPath, before: String },
+    Deleted { path: RelPath, before: String, mode: u32 },
 }
 
 fn apply(shared: &Shared, text: &str) -> ToolOutput {
@@ -95,8 +96,10 @@ fn apply(shared: &Shared, text: &str) -> ToolOutput {
             Ok(file) => {
                 let content =
                     String::from_utf8(file.bytes).map_err(|_| format!("`{path}` is not UTF-8 text"))?;
-                originals
-                    .insert(name.to_owned(), Before { identity: file.identity, content: content.clone() });
+                originals.insert(
+                    name.to_owned(),
+                    Before { identity: file.identity, content: content.clone(), mode: file.mode },
+                );
                 Ok(Some(content))
             }
             Err(WorkspaceError::NotFound { .. }) => Ok(None),
@@ -166,18 +169,18 @@ fn make(
             let old = before(name)?;
             workspace.delete(&path, &old.identity)?;
             shared.ledger.forget(&path);
-            done.push(Done::Deleted { path: path.clone(), before: old.content.clone() });
+            done.push(Done::Deleted { path: path.clone(), before: old.content.clone(), mode: old.mode });
             Ok((format!("D {path}"), unified_diff(&path, &old.content, "")))
         }
         FileChange::Move { from, to, content } => {
             let (from_path, to_path) = (RelPath::parse(from)?, RelPath::parse(to)?);
             let old = before(from)?;
-            let report = workspace.write_atomic(&to_path, content.as_bytes(), &Precondition::Absent)?;
+            let report = workspace.create_with_mode(&to_path, content.as_bytes(), old.mode)?;
             done.push(Done::Created { path: to_path.clone(), identity: report.identity.clone() });
             workspace.delete(&from_path, &old.identity)?;
             shared.ledger.forget(&from_path);
             shared.ledger.record(&to_path, report.identity);
-            done.push(Done::Deleted { path: from_path.clone(), before: old.content.clone() });
+            done.push(Done::Deleted { path: from_path.clone(), before: old.content.clone(), mode: old.mode });
             Ok((format!("R {from_path} -> {to_path}"), unified_diff(&to_path, &old.content, content)))
         }
     }
@@ -196,8 +199,8 @@ fn undo(shared: &Shared, done: Vec<Done>) -> String {
                 .workspace
                 .write_atomic(path, before.as_bytes(), &Precondition::Unchanged(identity.clone()))
                 .map(|_| path),
-            Done::Deleted { path, before } => {
-                shared.workspace.write_atomic(path, before.as_bytes(), &Precondition::Absent).map(|_| path)
+            Done::Deleted { path, before, mode } => {
+                shared.workspace.create_with_mode(path, before.as_bytes(), *mode).map(|_| path)
             }
         };
         match result {

@@ -4,12 +4,11 @@
 use std::time::{Duration, Instant};
 
 use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
-use ignore::WalkBuilder;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::common::{Context, Shared, blocking, cap, parse_args, refuse};
-use crate::workspace::RelPath;
+use crate::workspace::{EntryKind, Flow, RelPath};
 
 const DEFAULT_DEPTH: usize = 3;
 const MAX_DEPTH: usize = 32;
@@ -70,58 +69,39 @@ impl Tool for ListFilesTool {
     }
 }
 
-/// A gitignore-aware walker over `dir`, as list and search both use it.
-pub(crate) fn walker(root: &std::path::Path, dir: &RelPath) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(root.join(dir.as_string()));
-    builder
-        .hidden(false)
-        .follow_links(false)
-        .git_global(false)
-        .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
-    builder
-}
-
 fn list(shared: &Shared, args: &Args) -> ToolOutput {
     let dir = match RelPath::parse(args.path.as_deref().unwrap_or("")) {
         Ok(dir) => dir,
         Err(error) => return refuse(error),
     };
-    // Resolve through handles first: refuses a symlink anywhere in the path.
-    if let Err(error) = shared.workspace.open_dir(&dir, false) {
-        return refuse(error);
-    }
-    let root = shared.workspace.root_path();
     let depth = args.depth.unwrap_or(DEFAULT_DEPTH).clamp(1, MAX_DEPTH);
-    let mut builder = walker(root, &dir);
-    builder.max_depth(Some(depth)).sort_by_file_name(|a, b| a.cmp(b));
     let started = Instant::now();
+    let max_entries = shared.limits.max_entries;
     let mut entries = Vec::new();
     let mut truncated = None;
-    for entry in builder.build() {
-        let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 {
-            continue;
-        }
-        if entries.len() >= shared.limits.max_entries {
+    let walked = shared.workspace.walk(&dir, depth, &mut |entry| {
+        if entries.len() >= max_entries {
             truncated = Some(format!(
-                "[listing stopped at {} entries; list a subdirectory or lower depth]",
-                entries.len()
+                "[listing stopped at {max_entries} entries; list a subdirectory or lower depth]"
             ));
-            break;
+            return Flow::Stop;
         }
         if started.elapsed() > TIME_BUDGET {
             truncated = Some(format!("[listing stopped after {} s]", TIME_BUDGET.as_secs()));
-            break;
+            return Flow::Stop;
         }
-        let Ok(relative) = entry.path().strip_prefix(root) else { continue };
-        let mut line = relative.display().to_string();
-        if entry.path_is_symlink() {
-            line.push_str(" (symlink, not followed)");
-        } else if entry.file_type().is_some_and(|t| t.is_dir()) {
-            line.push('/');
+        let mut line = entry.path.to_owned();
+        match entry.kind {
+            EntryKind::Dir => line.push('/'),
+            EntryKind::Symlink => line.push_str(" (symlink, not followed)"),
+            EntryKind::Other => line.push_str(" (special file)"),
+            EntryKind::File => {}
         }
         entries.push(line);
+        Flow::Continue
+    });
+    if let Err(error) = walked {
+        return refuse(error);
     }
     let mut text = if entries.is_empty() { format!("`{dir}` is empty") } else { entries.join("\n") };
     if let Some(note) = truncated {

@@ -3,25 +3,25 @@
 //! file opened through the workspace handle.
 
 use std::io;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use globset::GlobBuilder;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::WalkState;
-use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::common::{Context, Shared, blocking, cap, parse_args, refuse};
-use crate::list::walker;
-use crate::workspace::RelPath;
+use crate::workspace::{EntryKind, Flow, RelPath, WalkEntry};
 
 const MAX_CONTEXT: usize = 10;
 const TIME_BUDGET: Duration = Duration::from_secs(30);
 const MAX_LINE_CHARS: usize = 500;
+/// Most worker threads a search uses.
+const MAX_THREADS: usize = 8;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,82 +107,62 @@ fn search(shared: &Shared, args: &Args) -> ToolOutput {
         Ok(scope) => scope,
         Err(error) => return refuse(error),
     };
-    let root = shared.workspace.root_path().to_path_buf();
     let context = args.context.unwrap_or(0).min(MAX_CONTEXT);
     let max_results = shared.limits.max_results;
     // A single file: search it directly.
     if matches!(shared.workspace.kind(&scope), Ok(Some(rustix::fs::FileType::RegularFile))) {
         let hits = match shared.workspace.open_file(&scope) {
-            Ok((file, _)) => search_one(&matcher, context, &scope.as_string(), &file, max_results),
+            Ok((file, _)) => {
+                search_one(&mut searcher(context), &matcher, &scope.as_string(), &file, max_results)
+            }
             Err(error) => return refuse(error),
         };
         return render(shared, vec![hits], false, None);
     }
-    if let Err(error) = shared.workspace.open_dir(&scope, false) {
-        return refuse(error);
-    }
-    let mut builder = walker(&root, &scope);
-    if let Some(glob) = &args.glob {
-        let mut overrides = OverrideBuilder::new(root.join(scope.as_string()));
-        let built = overrides.add(glob).and_then(|o| o.build());
-        match built {
-            Ok(overrides) => {
-                builder.overrides(overrides);
-            }
-            Err(error) => return ToolOutput::error(format!("invalid glob `{glob}`: {error}")),
-        }
-    }
-    let found = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let hits: Arc<Mutex<Vec<FileHits>>> = Arc::default();
+    let glob = match args.glob.as_deref().map(|g| GlobBuilder::new(g).literal_separator(false).build()) {
+        None => None,
+        Some(Ok(glob)) => Some(glob.compile_matcher()),
+        Some(Err(error)) => return ToolOutput::error(format!("invalid glob: {error}")),
+    };
+    let found = AtomicUsize::new(0);
+    let timed_out = AtomicBool::new(false);
+    let hits: Mutex<Vec<FileHits>> = Mutex::default();
     let started = Instant::now();
-    builder.build_parallel().run(|| {
-        let (matcher, root, found, stop, timed_out, hits) = (
-            matcher.clone(),
-            root.clone(),
-            Arc::clone(&found),
-            Arc::clone(&stop),
-            Arc::clone(&timed_out),
-            Arc::clone(&hits),
-        );
-        let workspace = shared.workspace.clone();
-        Box::new(move |entry| {
-            if stop.load(Ordering::Relaxed) {
-                return WalkState::Quit;
-            }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_THREADS);
+    let make_visitor = || -> Box<dyn FnMut(&WalkEntry<'_>) -> Flow + Send + '_> {
+        let mut searcher = searcher(context);
+        let (matcher, glob, found, timed_out, hits) = (&matcher, &glob, &found, &timed_out, &hits);
+        Box::new(move |entry: &WalkEntry<'_>| {
             if started.elapsed() > TIME_BUDGET {
                 timed_out.store(true, Ordering::Relaxed);
-                stop.store(true, Ordering::Relaxed);
-                return WalkState::Quit;
+                return Flow::Stop;
             }
-            let Ok(entry) = entry else { return WalkState::Continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
+            if entry.kind != EntryKind::File {
+                return Flow::Continue;
             }
-            let Ok(relative) = entry.path().strip_prefix(&root) else { return WalkState::Continue };
-            let Some(text) = relative.to_str() else { return WalkState::Continue };
-            let Ok(path) = RelPath::parse(text) else { return WalkState::Continue };
-            let Ok(file) = workspace.open_walked_file(&path) else { return WalkState::Continue };
+            if let Some(glob) = glob {
+                let name = entry.path.rsplit('/').next().unwrap_or(entry.path);
+                if !glob.is_match(entry.path) && !glob.is_match(name) {
+                    return Flow::Continue;
+                }
+            }
+            let Ok(file) = entry.open_file() else { return Flow::Continue };
             let remaining = max_results.saturating_sub(found.load(Ordering::Relaxed));
-            let file_hits = search_one(&matcher, context, text, &file, remaining);
-            if file_hits.matches > 0 {
-                let total = found.fetch_add(file_hits.matches, Ordering::Relaxed) + file_hits.matches;
-                if let Ok(mut all) = hits.lock() {
-                    all.push(file_hits);
-                }
-                if total >= max_results {
-                    stop.store(true, Ordering::Relaxed);
-                    return WalkState::Quit;
-                }
+            let file_hits = search_one(&mut searcher, matcher, entry.path, &file, remaining);
+            if file_hits.matches == 0 {
+                return Flow::Continue;
             }
-            WalkState::Continue
+            let total = found.fetch_add(file_hits.matches, Ordering::Relaxed) + file_hits.matches;
+            if let Ok(mut all) = hits.lock() {
+                all.push(file_hits);
+            }
+            if total >= max_results { Flow::Stop } else { Flow::Continue }
         })
-    });
-    let mut all = match Arc::try_unwrap(hits).map(|m| m.into_inner()) {
-        Ok(Ok(all)) => all,
-        _ => return ToolOutput::error("search failed to collect its results"),
     };
+    if let Err(error) = shared.workspace.walk_parallel(&scope, threads, &make_visitor) {
+        return refuse(error);
+    }
+    let mut all = hits.into_inner().unwrap_or_default();
     all.sort_by(|a, b| a.path.cmp(&b.path));
     let truncated = found.load(Ordering::Relaxed) >= max_results;
     let note = timed_out
@@ -191,19 +171,23 @@ fn search(shared: &Shared, args: &Args) -> ToolOutput {
     render(shared, all, truncated, note)
 }
 
-fn search_one(
-    matcher: &RegexMatcher,
-    context: usize,
-    path: &str,
-    file: &std::fs::File,
-    max: usize,
-) -> FileHits {
-    let mut searcher = SearcherBuilder::new()
+/// A searcher per worker: building one allocates and zeroes its buffer.
+fn searcher(context: usize) -> Searcher {
+    SearcherBuilder::new()
         .line_number(true)
         .before_context(context)
         .after_context(context)
         .binary_detection(BinaryDetection::quit(0))
-        .build();
+        .build()
+}
+
+fn search_one(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &str,
+    file: &std::fs::File,
+    max: usize,
+) -> FileHits {
     let mut sink = Collect { hits: FileHits { path: path.to_owned(), lines: Vec::new(), matches: 0 }, max };
     // A read error ends this file's search; what was found stays.
     let _ = searcher.search_file(matcher, file, &mut sink);

@@ -42,13 +42,38 @@ impl Workspace {
         bytes: &[u8],
         precondition: &Precondition,
     ) -> Result<WriteReport, WorkspaceError> {
+        self.write_with_mode(path, bytes, precondition, None)
+    }
+
+    /// Creates `path` (which must not exist) with the given permission bits,
+    /// as a moved or restored file keeps its mode.
+    pub fn create_with_mode(
+        &self,
+        path: &RelPath,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<WriteReport, WorkspaceError> {
+        self.write_with_mode(path, bytes, &Precondition::Absent, Some(mode))
+    }
+
+    fn write_with_mode(
+        &self,
+        path: &RelPath,
+        bytes: &[u8],
+        precondition: &Precondition,
+        new_mode: Option<u32>,
+    ) -> Result<WriteReport, WorkspaceError> {
         let (parent, name) = self.parent(path, matches!(precondition, Precondition::Absent))?;
         let mode = self.check(&parent, name, path, precondition)?;
+        let mode = match precondition {
+            Precondition::Absent => new_mode.unwrap_or(mode) & 0o7777,
+            Precondition::Unchanged(_) => mode,
+        };
         let temp =
             format!(".{}.bosun-{}.tmp", name.chars().take(100).collect::<String>(), uuid::Uuid::now_v7());
         let fd = rustix::fs::openat(&parent, temp.as_str(), TEMP_FLAGS, Mode::from_raw_mode(mode))
             .map_err(|e| WorkspaceError::io(path, "create a temporary file", e))?;
-        let written = write_and_sync(fd, bytes, path).and_then(|stat| {
+        let written = write_and_sync(fd, bytes, mode, path).and_then(|stat| {
             // Re-check just before the swap: the target may have changed
             // while the new version was written.
             if let Precondition::Unchanged(expected) = precondition {
@@ -115,11 +140,19 @@ impl Workspace {
     }
 }
 
-fn write_and_sync(fd: OwnedFd, bytes: &[u8], path: &RelPath) -> Result<rustix::fs::Stat, WorkspaceError> {
+fn write_and_sync(
+    fd: OwnedFd,
+    bytes: &[u8],
+    mode: u32,
+    path: &RelPath,
+) -> Result<rustix::fs::Stat, WorkspaceError> {
     let stat = rustix::fs::fstat(&fd).map_err(|e| WorkspaceError::io(path, "stat", e))?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "special file" });
     }
+    // The umask trimmed the bits at creation; a replaced or moved file keeps
+    // exactly the bits it had.
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(|e| WorkspaceError::io(path, "chmod", e))?;
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes).map_err(|source| WorkspaceError::Io {
         path: path.to_string(),

@@ -13,6 +13,7 @@
 
 mod atomic;
 pub mod path;
+mod walk;
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -28,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 pub use atomic::{Precondition, WriteReport};
 pub use path::RelPath;
+pub use walk::{EntryKind, Flow, WalkEntry};
 
 /// Why a workspace operation was refused or failed. Every variant names the
 /// path as the tool received it.
@@ -307,20 +309,6 @@ impl Workspace {
         rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)
             .map_err(|e| WorkspaceError::io(path, "fcntl", e))?;
         Ok((File::from(fd), stat))
-    }
-
-    /// Opens a file a directory walk reported as a regular file: one
-    /// `openat2` beneath the root (no symlink anywhere) and a type check of
-    /// what was opened. Falls back to [`Workspace::open_file`].
-    pub fn open_walked_file(&self, path: &RelPath) -> Result<File, WorkspaceError> {
-        if self.inner.openat2.load(Ordering::Relaxed)
-            && let Some(Ok(fd)) = self.openat2(path, FILE_FLAGS)
-        {
-            let stat = rustix::fs::fstat(&fd).map_err(|e| WorkspaceError::io(path, "stat", e))?;
-            check_regular(path, stat)?;
-            return Ok(File::from(fd));
-        }
-        self.open_file(path).map(|(file, _)| file)
     }
 
     /// Reads a whole regular file of at most `limit` bytes.

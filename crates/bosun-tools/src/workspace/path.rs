@@ -73,6 +73,11 @@ impl RelPath {
         self.components.split_last().map(|(last, parent)| (parent, last.as_str()))
     }
 
+    /// This path with `name` (one plain component) appended.
+    pub fn join(&self, name: &str) -> String {
+        if self.is_root() { name.to_owned() } else { format!("{}/{name}", self.as_string()) }
+    }
+
     /// The path as `a/b/c` (empty for the root).
     pub fn as_string(&self) -> String {
         self.components.join("/")
