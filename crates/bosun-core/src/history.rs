@@ -89,7 +89,12 @@ mod tests {
 
     fn call(id: CallId) -> Message {
         Message::Assistant {
-            content: vec![ContentPart::ToolCall { id, name: "t".into(), arguments: json!({}) }],
+            content: vec![ContentPart::ToolCall {
+                id,
+                name: "t".into(),
+                arguments: json!({}),
+                provider_data: None,
+            }],
             usage: Usage::default(),
             stop_reason: StopReason::ToolUse,
         }

@@ -134,7 +134,7 @@ impl Message {
             _ => &[],
         };
         parts.iter().filter_map(|part| match part {
-            ContentPart::ToolCall { id, name, arguments } => Some(ToolCall { id: *id, name, arguments }),
+            ContentPart::ToolCall { id, name, arguments, .. } => Some(ToolCall { id: *id, name, arguments }),
             _ => None,
         })
     }
@@ -222,6 +222,11 @@ pub enum ContentPart {
         name: String,
         /// The argument object, as the model gave it.
         arguments: serde_json::Value,
+        /// Opaque provider state tied to this call (a Gemini thought
+        /// signature, a Responses item id), tagged with its API so it is only
+        /// replayed there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_data: Option<ProviderData>,
     },
 }
 
@@ -256,11 +261,12 @@ impl fmt::Debug for ContentPart {
                 .field("signature", &signature.as_ref().map(|_| "<signed>"))
                 .field("provider_data", provider_data)
                 .finish(),
-            Self::ToolCall { id, name, arguments } => f
+            Self::ToolCall { id, name, arguments, provider_data } => f
                 .debug_struct("ToolCall")
                 .field("id", id)
                 .field("name", name)
                 .field("arguments", arguments)
+                .field("provider_data", provider_data)
                 .finish(),
         }
     }
@@ -393,7 +399,12 @@ mod serde_form {
                             )),
                         },
                         ContentPart::text("ok"),
-                        ContentPart::ToolCall { id, name: "read".into(), arguments: json!({"path": "a"}) },
+                        ContentPart::ToolCall {
+                            id,
+                            name: "read".into(),
+                            arguments: json!({"path": "a"}),
+                            provider_data: None,
+                        },
                     ],
                     usage: Usage { input: 1, output: 2, cache_read: 3, cache_write: 4, reasoning: 5 },
                     stop_reason: StopReason::ToolUse,

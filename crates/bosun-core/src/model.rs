@@ -114,6 +114,8 @@ pub enum ResponsePart {
         /// parse the arguments pass the raw text as a JSON string, which then
         /// fails validation with a clear message.
         arguments: serde_json::Value,
+        /// Opaque provider state tied to the call, kept with it in history.
+        provider_data: Option<crate::message::ProviderData>,
     },
 }
 
@@ -123,13 +125,21 @@ impl ResponsePart {
         Self::Content(ContentPart::text(text))
     }
 
+    /// Attaches provider state to a tool call (no effect on other parts).
+    pub fn with_provider_data(mut self, data: crate::message::ProviderData) -> Self {
+        if let Self::ToolCall { provider_data, .. } = &mut self {
+            *provider_data = Some(data);
+        }
+        self
+    }
+
     /// A tool call.
     pub fn tool_call(
         provider_id: impl Into<String>,
         name: impl Into<String>,
         arguments: serde_json::Value,
     ) -> Self {
-        Self::ToolCall { provider_id: provider_id.into(), name: name.into(), arguments }
+        Self::ToolCall { provider_id: provider_id.into(), name: name.into(), arguments, provider_data: None }
     }
 }
 

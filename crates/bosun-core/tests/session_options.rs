@@ -150,7 +150,12 @@ async fn resumed_history_must_be_well_formed() {
     let broken = vec![
         Message::user("hi"),
         Message::Assistant {
-            content: vec![ContentPart::ToolCall { id, name: "read".into(), arguments: json!({}) }],
+            content: vec![ContentPart::ToolCall {
+                id,
+                name: "read".into(),
+                arguments: json!({}),
+                provider_data: None,
+            }],
             usage: Default::default(),
             stop_reason: bosun_core::StopReason::ToolUse,
         },

@@ -255,11 +255,21 @@ impl Session {
             .content
             .into_iter()
             .map(|part| match part {
-                ResponsePart::ToolCall { provider_id, name, arguments } => {
-                    ContentPart::ToolCall { id: self.call_ids.mint(&provider_id), name, arguments }
+                ResponsePart::ToolCall { provider_id, name, arguments, provider_data } => {
+                    ContentPart::ToolCall {
+                        id: self.call_ids.mint(&provider_id),
+                        name,
+                        arguments,
+                        provider_data,
+                    }
                 }
-                ResponsePart::Content(ContentPart::ToolCall { id, name, arguments }) => {
-                    ContentPart::ToolCall { id: self.call_ids.mint(&id.to_string()), name, arguments }
+                ResponsePart::Content(ContentPart::ToolCall { id, name, arguments, provider_data }) => {
+                    ContentPart::ToolCall {
+                        id: self.call_ids.mint(&id.to_string()),
+                        name,
+                        arguments,
+                        provider_data,
+                    }
                 }
                 ResponsePart::Content(part) => part,
             })
