@@ -43,6 +43,19 @@ pub struct ModelRequest<'a> {
     pub options: GenerationOptions,
 }
 
+impl<'a> ModelRequest<'a> {
+    /// A request (for adapters' tests and for programs that call a model
+    /// without a session).
+    pub fn new(
+        system: Option<&'a str>,
+        messages: impl Into<Cow<'a, [Message]>>,
+        tools: impl Into<Cow<'a, [ToolDefinition]>>,
+        options: GenerationOptions,
+    ) -> Self {
+        Self { system, messages: messages.into(), tools: tools.into(), options }
+    }
+}
+
 /// One item of a model's response stream.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

@@ -1,0 +1,268 @@
+//! Provider configuration as data: which wire API, where, which key, which
+//! quirks. Deployments (Ollama, vLLM, OpenRouter, …) are presets over the
+//! four protocols, never code of their own.
+
+use std::time::Duration;
+
+use crate::secret::ApiKey;
+
+/// The wire API a provider speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST {base}/chat/completions`).
+    OpenAiChat,
+    /// Anthropic Messages (`POST {base}/v1/messages`).
+    AnthropicMessages,
+    /// OpenAI Responses (`POST {base}/responses`).
+    OpenAiResponses,
+    /// Google Gemini (`POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`).
+    Gemini,
+}
+
+impl Api {
+    /// The tag stored with provider data (reasoning signatures, encrypted
+    /// reasoning, thought signatures) so it is only replayed to this API.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::OpenAiChat => "openai-chat",
+            Self::AnthropicMessages => "anthropic-messages",
+            Self::OpenAiResponses => "openai-responses",
+            Self::Gemini => "gemini",
+        }
+    }
+}
+
+/// How an OpenAI-compatible server differs from OpenAI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Quirks {
+    /// The request field for the output token limit (`max_completion_tokens`
+    /// for OpenAI, `max_tokens` for most compatible servers).
+    pub max_tokens_field: &'static str,
+    /// Where reasoning arrives in Chat Completions deltas.
+    pub reasoning: ReasoningFormat,
+    /// Whether to ask for a final usage chunk (`stream_options.include_usage`).
+    pub stream_usage: bool,
+}
+
+/// Where a Chat Completions server puts reasoning text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReasoningFormat {
+    /// `delta.reasoning_content` (DeepSeek, xAI, vLLM, llama.cpp).
+    ReasoningContent,
+    /// `delta.reasoning` (OpenRouter, Ollama).
+    Reasoning,
+    /// No reasoning field.
+    None,
+}
+
+impl Default for Quirks {
+    fn default() -> Self {
+        Self {
+            max_tokens_field: "max_tokens",
+            reasoning: ReasoningFormat::ReasoningContent,
+            stream_usage: true,
+        }
+    }
+}
+
+/// Everything needed to reach one provider.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ProviderConfig {
+    /// A short name for messages (`openai`, `ollama`, …).
+    pub name: String,
+    /// The wire API.
+    pub api: Api,
+    /// The base URL, as the provider's official SDK takes it: ending in `/v1`
+    /// for OpenAI-style APIs, the root for Anthropic and Gemini.
+    pub base_url: String,
+    /// The key, if the provider needs one.
+    pub api_key: Option<ApiKey>,
+    /// The environment variable a key conventionally comes from, named in
+    /// authentication errors (the key itself never is).
+    pub key_env: Option<String>,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// Compatible-server differences.
+    pub quirks: Quirks,
+    /// Longest silence (no `data:` line) before a stream is abandoned.
+    pub idle_timeout: Duration,
+    /// Retries of rate-limited and network failures.
+    pub retry: RetryPolicy,
+}
+
+/// Exponential backoff with jitter, for rate limits and network errors only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts in all (1 means no retry).
+    pub max_attempts: u32,
+    /// First delay.
+    pub base_delay: Duration,
+    /// Largest delay, also the cap on a server's `Retry-After`.
+    pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        Self { max_attempts: 1, ..Self::default() }
+    }
+
+    /// Sets the number of attempts (at least 1).
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Sets the base and maximum delays.
+    pub fn with_delays(mut self, base: Duration, max: Duration) -> Self {
+        self.base_delay = base;
+        self.max_delay = max.max(base);
+        self
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { max_attempts: 4, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(60) }
+    }
+}
+
+/// Default idle-stream watchdog.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl ProviderConfig {
+    /// A configuration for `api` at `base_url`, no key, default quirks.
+    pub fn new(name: impl Into<String>, api: Api, base_url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            api,
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key: None,
+            key_env: None,
+            headers: Vec::new(),
+            quirks: Quirks::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Sets the key.
+    pub fn with_key(mut self, key: ApiKey) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+
+    /// Overrides the base URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into().trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the idle watchdog.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the quirks.
+    pub fn with_quirks(mut self, quirks: Quirks) -> Self {
+        self.quirks = quirks;
+        self
+    }
+
+    fn key_env(mut self, env: &str) -> Self {
+        self.key_env = Some(env.to_owned());
+        self
+    }
+
+    /// The preset for a provider name, or `None`: `openai`,
+    /// `openai-responses`, `anthropic`, `gemini`, `ollama`, `openrouter`,
+    /// `groq`, `deepseek`, `mistral`, `xai`, `vllm`, `llamacpp`.
+    /// (`openai-compatible` needs a base URL: [`ProviderConfig::openai_compatible`].)
+    pub fn preset(name: &str) -> Option<Self> {
+        let chat = |base: &str| Self::new(name, Api::OpenAiChat, base);
+        let reasoning = |format| Quirks { reasoning: format, ..Quirks::default() };
+        Some(match name {
+            "openai" => chat("https://api.openai.com/v1").key_env("OPENAI_API_KEY").with_quirks(Quirks {
+                max_tokens_field: "max_completion_tokens",
+                reasoning: ReasoningFormat::None,
+                stream_usage: true,
+            }),
+            "openai-responses" => {
+                Self::new(name, Api::OpenAiResponses, "https://api.openai.com/v1").key_env("OPENAI_API_KEY")
+            }
+            "anthropic" => Self::new(name, Api::AnthropicMessages, "https://api.anthropic.com")
+                .key_env("ANTHROPIC_API_KEY"),
+            "gemini" => Self::new(name, Api::Gemini, "https://generativelanguage.googleapis.com")
+                .key_env("GEMINI_API_KEY"),
+            "ollama" => chat("http://127.0.0.1:11434/v1").with_quirks(reasoning(ReasoningFormat::Reasoning)),
+            "openrouter" => chat("https://openrouter.ai/api/v1")
+                .key_env("OPENROUTER_API_KEY")
+                .with_quirks(reasoning(ReasoningFormat::Reasoning)),
+            "groq" => chat("https://api.groq.com/openai/v1").key_env("GROQ_API_KEY"),
+            "deepseek" => chat("https://api.deepseek.com/v1").key_env("DEEPSEEK_API_KEY"),
+            "mistral" => chat("https://api.mistral.ai/v1").key_env("MISTRAL_API_KEY"),
+            "xai" => chat("https://api.x.ai/v1").key_env("XAI_API_KEY"),
+            "vllm" => chat("http://127.0.0.1:8000/v1"),
+            "llamacpp" => chat("http://127.0.0.1:8080/v1"),
+            _ => return None,
+        })
+    }
+
+    /// A generic OpenAI-compatible server at `base_url`.
+    pub fn openai_compatible(base_url: impl Into<String>) -> Self {
+        Self::new("openai-compatible", Api::OpenAiChat, base_url)
+    }
+
+    /// Names of all presets.
+    pub const PRESETS: &'static [&'static str] = &[
+        "openai",
+        "openai-responses",
+        "anthropic",
+        "gemini",
+        "ollama",
+        "openrouter",
+        "groq",
+        "deepseek",
+        "mistral",
+        "xai",
+        "vllm",
+        "llamacpp",
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_exists_and_keys_are_named_not_held() {
+        for name in ProviderConfig::PRESETS {
+            let config = ProviderConfig::preset(name).unwrap();
+            assert!(config.api_key.is_none());
+            assert!(!config.base_url.ends_with('/'));
+        }
+        assert_eq!(ProviderConfig::preset("gemini").unwrap().key_env.as_deref(), Some("GEMINI_API_KEY"));
+        assert!(ProviderConfig::preset("nope").is_none());
+        let debug =
+            format!("{:?}", ProviderConfig::preset("openai").unwrap().with_key(ApiKey::new("sk-live-1")));
+        assert!(!debug.contains("sk-live-1"), "{debug}");
+    }
+}

@@ -1,0 +1,72 @@
+//! The four wire protocols. Each turns a `ModelRequest` into a request body
+//! and an SSE stream into model events; the transport (`hosted.rs`) does the
+//! HTTP, retries and watchdog for all of them.
+
+pub(crate) mod anthropic;
+pub(crate) mod chat;
+pub(crate) mod gemini;
+pub(crate) mod responses;
+
+use bosun_core::{Capabilities, ModelError, ModelEvent, ModelRequest, ModelResponse};
+
+use crate::config::{Api, ProviderConfig};
+use crate::sse::SseEvent;
+
+/// One wire API.
+pub(crate) trait Protocol: Send + Sync {
+    /// What models behind this API support.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The full request URL for `model`.
+    fn url(&self, config: &ProviderConfig, model: &str) -> String;
+
+    /// Authentication and protocol headers (name, value). The key is only
+    /// ever put here.
+    fn headers(&self, config: &ProviderConfig) -> Vec<(String, String)>;
+
+    /// The JSON request body.
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        model: &str,
+        request: &ModelRequest<'_>,
+    ) -> Result<serde_json::Value, ModelError>;
+
+    /// A fresh decoder for one response stream.
+    fn decoder(&self, config: &ProviderConfig) -> Box<dyn Decoder>;
+}
+
+/// Turns one response's SSE events into model events.
+pub(crate) trait Decoder: Send {
+    /// Handles one event, pushing what it produced (deltas, usage) to `out`.
+    /// An error payload in the stream becomes a classified `Err`.
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
+
+    /// Whether the API's terminal event has arrived (reading can stop).
+    fn done(&self) -> bool;
+
+    /// The complete response once the stream has ended. An `Err` when the
+    /// stream ended before the API's terminal event (or its equivalent).
+    fn finish(&mut self) -> Result<ModelResponse, ModelError>;
+}
+
+/// The protocol for an API.
+pub(crate) fn for_api(api: Api) -> Box<dyn Protocol> {
+    match api {
+        Api::OpenAiChat => Box::new(chat::Chat),
+        Api::AnthropicMessages => Box::new(anthropic::Anthropic),
+        Api::OpenAiResponses => Box::new(responses::Responses),
+        Api::Gemini => Box::new(gemini::Gemini),
+    }
+}
+
+/// The error for a stream that ended before the API's terminal event.
+pub(crate) fn ended_early(config: &ProviderConfig, what: &str) -> ModelError {
+    ModelError::Network(format!("{}: the stream ended before {what}", config.name))
+}
+
+/// The error for an event whose JSON does not parse.
+pub(crate) fn bad_json(config: &ProviderConfig, error: &serde_json::Error, data: &str) -> ModelError {
+    let head: String = data.chars().take(200).collect();
+    ModelError::Protocol(format!("{}: an event is not valid JSON ({error}): {head}", config.name))
+}
