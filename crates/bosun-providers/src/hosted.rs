@@ -208,6 +208,28 @@ impl<'a> Run<'a> {
             };
             return self.fail(classify_http(status.as_u16(), retry_after, &body, config)).await;
         }
+        // A success that is not an event stream (a proxy's page, a broken
+        // server) is a protocol error, not an empty stream to retry.
+        let content_type =
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_lowercase();
+        if !content_type.is_empty() && !content_type.contains("event-stream") {
+            let body = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Step::Stop,
+                body = read_limited(response) => body,
+            };
+            let error = match serde_json::from_str::<serde_json::Value>(&body) {
+                Ok(value) if value.get("error").is_some() => crate::classify::classify_stream_error(&value, config),
+                _ => {
+                    let head: String = body.chars().take(200).collect();
+                    ModelError::Protocol(format!(
+                        "{}: expected an event stream, got `{content_type}`: {head}",
+                        config.name
+                    ))
+                }
+            };
+            return self.fail(error).await;
+        }
         self.phase = Phase::Read(Box::new(Reading {
             body: Box::pin(response.bytes_stream()),
             parser: SseParser::new(),
@@ -228,7 +250,7 @@ impl<'a> Run<'a> {
         let mut events = Vec::new();
         let ended = match chunk {
             Err(_) => {
-                let stalled = format!("no data for {} s: the stream stalled", config.idle_timeout.as_secs());
+                let stalled = format!("no data for {}: the stream stalled", span(config.idle_timeout));
                 return self.fail(network(config, &stalled)).await;
             }
             Ok(Some(Err(error))) => return self.fail(network(config, &error.to_string())).await,
@@ -291,6 +313,11 @@ impl<'a> Run<'a> {
         self.phase = Phase::Finished;
         Step::Continue
     }
+}
+
+/// `300 s`, `0.1 s`.
+fn span(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
 }
 
 fn network(config: &ProviderConfig, what: &str) -> ModelError {
