@@ -1,0 +1,167 @@
+//! The Chat Completions request body: the conversation as `messages`, the
+//! tools as `function` tools, and the generation options under the names
+//! the server's quirks ask for.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bosun_core::message::concat_text;
+use bosun_core::{ContentPart, GenerationOptions, Message, ModelRequest, Thinking};
+use serde_json::{Map, Value, json};
+
+use crate::config::ProviderConfig;
+
+/// Thinking budgets below this many tokens ask for `"low"` effort.
+const LOW_EFFORT_BUDGET: u32 = 8192;
+
+/// The JSON body for `request`.
+pub(super) fn body(config: &ProviderConfig, model: &str, request: &ModelRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages(request)));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("stream".into(), json!(true));
+    if config.quirks.stream_usage {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    options(config, &request.options, &mut body);
+    Value::Object(body)
+}
+
+fn options(config: &ProviderConfig, options: &GenerationOptions, body: &mut Map<String, Value>) {
+    if let Some(max_tokens) = options.max_tokens {
+        body.insert(config.quirks.max_tokens_field.into(), json!(max_tokens));
+    }
+    if let Some(temperature) = options.temperature.and_then(float) {
+        body.insert("temperature".into(), temperature);
+    }
+    if let Some(top_p) = options.top_p.and_then(float) {
+        body.insert("top_p".into(), top_p);
+    }
+    if let Some(stop) = options.stop.as_ref().filter(|s| !s.is_empty()) {
+        body.insert("stop".into(), json!(stop));
+    }
+    if let Some(Thinking::On { budget }) = options.thinking {
+        let effort = match budget {
+            Some(budget) if budget < LOW_EFFORT_BUDGET => "low",
+            _ => "high",
+        };
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
+}
+
+/// An `f32` as the JSON number it was written as (0.2, not 0.20000000298…);
+/// `None` for NaN and infinities, which JSON cannot carry.
+fn float(value: f32) -> Option<Value> {
+    value.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number)
+}
+
+/// The conversation, system prompt first.
+fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(system) = request.system {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    // Tool messages carry text only; images a tool returned follow the run
+    // of tool messages as one user message.
+    let mut tool_images: Vec<Value> = Vec::new();
+    for message in request.messages.iter() {
+        if !matches!(message, Message::ToolResult { .. }) {
+            flush_tool_images(&mut tool_images, &mut out);
+        }
+        match message {
+            Message::System { text } => out.push(json!({"role": "system", "content": text})),
+            Message::User { content } => out.push(json!({"role": "user", "content": user_content(content)})),
+            Message::Assistant { content, .. } => out.extend(assistant(content)),
+            Message::ToolResult { call_id, content, .. } => {
+                let images: Vec<Value> = content.iter().filter_map(image).collect();
+                let mut text = concat_text(content);
+                if !images.is_empty() {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&format!("[{} image(s) follow in the next message]", images.len()));
+                    tool_images
+                        .push(json!({"type": "text", "text": format!("Images from tool call {call_id}:")}));
+                    tool_images.extend(images);
+                }
+                out.push(json!({"role": "tool", "tool_call_id": call_id.to_string(), "content": text}));
+            }
+            _ => {}
+        }
+    }
+    flush_tool_images(&mut tool_images, &mut out);
+    out
+}
+
+fn flush_tool_images(images: &mut Vec<Value>, out: &mut Vec<Value>) {
+    if !images.is_empty() {
+        out.push(json!({"role": "user", "content": std::mem::take(images)}));
+    }
+}
+
+/// Text alone as a plain string (what every compatible server accepts);
+/// with images, an array of `text` and `image_url` parts.
+fn user_content(content: &[ContentPart]) -> Value {
+    if !content.iter().any(|part| matches!(part, ContentPart::Image { .. })) {
+        return json!(concat_text(content));
+    }
+    let parts = content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+            other => image(other),
+        })
+        .collect();
+    Value::Array(parts)
+}
+
+/// An image part as an `image_url` with a `data:` URL.
+fn image(part: &ContentPart) -> Option<Value> {
+    match part {
+        ContentPart::Image { media_type, data } => Some(json!({
+            "type": "image_url",
+            "image_url": {"url": format!("data:{media_type};base64,{}", STANDARD.encode(data))},
+        })),
+        _ => None,
+    }
+}
+
+/// An assistant message: its text and tool calls. Reasoning is dropped (no
+/// replay in Chat Completions); a message with nothing else is left out.
+fn assistant(content: &[ContentPart]) -> Option<Value> {
+    let text = concat_text(content);
+    let calls: Vec<Value> = content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::ToolCall { id, name, arguments, .. } => Some(json!({
+                "id": id.to_string(),
+                "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()},
+            })),
+            _ => None,
+        })
+        .collect();
+    if text.is_empty() && calls.is_empty() {
+        return None;
+    }
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), if text.is_empty() { Value::Null } else { json!(text) });
+    if !calls.is_empty() {
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Some(Value::Object(message))
+}
