@@ -210,8 +210,12 @@ impl<'a> Run<'a> {
         }
         // A success that is not an event stream (a proxy's page, a broken
         // server) is a protocol error, not an empty stream to retry.
-        let content_type =
-            response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_lowercase();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_lowercase();
         if !content_type.is_empty() && !content_type.contains("event-stream") {
             let body = tokio::select! {
                 biased;
@@ -219,7 +223,9 @@ impl<'a> Run<'a> {
                 body = read_limited(response) => body,
             };
             let error = match serde_json::from_str::<serde_json::Value>(&body) {
-                Ok(value) if value.get("error").is_some() => crate::classify::classify_stream_error(&value, config),
+                Ok(value) if value.get("error").is_some() => {
+                    crate::classify::classify_stream_error(&value, config)
+                }
                 _ => {
                     let head: String = body.chars().take(200).collect();
                     ModelError::Protocol(format!(
