@@ -145,7 +145,8 @@ struct Run<'a> {
     attempt: u32,
     phase: Phase,
     queue: VecDeque<Result<ModelEvent, ModelError>>,
-    /// Whether anything of this attempt reached the session.
+    /// Whether content (text, reasoning, a tool call) of this attempt
+    /// reached the caller.
     yielded: bool,
 }
 
@@ -158,7 +159,11 @@ impl<'a> Run<'a> {
     async fn step(mut self) -> Option<(Result<ModelEvent, ModelError>, Self)> {
         loop {
             if let Some(item) = self.queue.pop_front() {
-                self.yielded = true;
+                // Usage is bookkeeping, not content: an attempt that only
+                // reported usage can still be retried without splicing.
+                if !matches!(item, Ok(ModelEvent::Usage(_))) {
+                    self.yielded = true;
+                }
                 return Some((item, self));
             }
             let next = match std::mem::replace(&mut self.phase, Phase::Finished) {

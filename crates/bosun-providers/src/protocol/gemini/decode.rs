@@ -1,0 +1,254 @@
+//! Decoding a Gemini stream. Every `data:` event is a whole
+//! `GenerateContentResponse`; only candidate 0 is read (one is asked for).
+//!
+//! - `{text}` parts are answer text, `{text, thought: true}` parts reasoning;
+//!   empty text is skipped.
+//! - `{functionCall: {name, args}}` arrives whole, `args` already an object,
+//!   usually without an id: the call gets `call_<n>` (its position), and is
+//!   reported as a start, one fragment holding the whole JSON, and an end.
+//! - A `thoughtSignature` on a function call is kept in the call's provider
+//!   data as `{"thoughtSignature": …}` tagged `gemini`. A signature on a
+//!   thought part is kept in that `Reasoning` part's provider data; one on a
+//!   visible text part becomes a `Reasoning` part with no text placed just
+//!   before that text, so the request builder can put it back on the text.
+//!   (The `Reasoning` part's own `signature` field is left empty: it is what
+//!   other APIs replay, and this signature is for Gemini only.)
+//! - `finishReason` ends the response: `STOP` is a normal stop, or a tool
+//!   call stop when the response holds function calls (Gemini says `STOP`
+//!   for those too); `MAX_TOKENS` is the length limit; the safety family
+//!   (`SAFETY`, `RECITATION`, `BLOCKLIST`, `PROHIBITED_CONTENT`, `SPII`,
+//!   `LANGUAGE`, `IMAGE_*` blocks) is a refusal; `MALFORMED_FUNCTION_CALL`
+//!   and other broken tool calls are a server error,
+//!   `MISSING_THOUGHT_SIGNATURE` an invalid request; `OTHER` and reasons
+//!   not known here end the response with the `Error` stop reason.
+//! - `promptFeedback.blockReason` (the prompt itself was blocked; no
+//!   candidate follows) ends the response as a refusal.
+//! - `usageMetadata` is repeated in every chunk, each time the total so far:
+//!   the last one is kept, never summed. `input` is `promptTokenCount` (plus
+//!   `toolUsePromptTokenCount`) minus `cachedContentTokenCount`, which is
+//!   `cache_read`; `reasoning` is `thoughtsTokenCount`; `output` is
+//!   `candidatesTokenCount + thoughtsTokenCount`, since thoughts are billed
+//!   as output and `output` counts reasoning wherever a provider bills it so
+//!   (`candidatesTokenCount` alone excludes them).
+//! - `{"error": …}` in the stream is classified like an HTTP error body.
+//!
+//! Gemini sends no terminal event: the stream is complete when it ends
+//! after a `finishReason` (or a blocked prompt), and ended early otherwise.
+
+use bosun_core::message::ProviderData;
+use bosun_core::{ContentPart, ModelError, ModelEvent, ModelResponse, ResponsePart, StopReason, Usage};
+use serde_json::{Value, json};
+
+use super::{SIGNATURE, tag};
+use crate::classify::classify_stream_error;
+use crate::config::ProviderConfig;
+use crate::protocol::{Decoder, bad_json, ended_early};
+use crate::sse::SseEvent;
+
+/// Which part the next delta of the same kind extends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Text,
+    Reasoning,
+}
+
+/// Decodes one Gemini response stream.
+pub(super) struct GeminiDecoder {
+    config: ProviderConfig,
+    parts: Vec<ResponsePart>,
+    open: Open,
+    calls: u32,
+    usage: Usage,
+    reported: Option<Usage>,
+    finish: Option<StopReason>,
+}
+
+impl GeminiDecoder {
+    pub(super) fn new(config: ProviderConfig) -> Self {
+        Self {
+            config,
+            parts: Vec::new(),
+            open: Open::None,
+            calls: 0,
+            usage: Usage::default(),
+            reported: None,
+            finish: None,
+        }
+    }
+
+    fn response(&mut self, value: &Value, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        if value.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(classify_stream_error(value, &self.config));
+        }
+        if let Some(candidate) = candidate(value) {
+            let parts = candidate.pointer("/content/parts").and_then(Value::as_array);
+            for part in parts.into_iter().flatten() {
+                self.part(part, out);
+            }
+            if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
+                self.finish = Some(self.stop_reason(reason, candidate)?);
+            }
+        }
+        if let Some(block) = value.pointer("/promptFeedback/blockReason").and_then(Value::as_str)
+            && block != "BLOCK_REASON_UNSPECIFIED"
+        {
+            self.finish = Some(StopReason::Refusal);
+        }
+        if let Some(metadata) = value.get("usageMetadata") {
+            self.usage = usage(metadata);
+            if self.reported != Some(self.usage) {
+                self.reported = Some(self.usage);
+                out.push(ModelEvent::Usage(self.usage));
+            }
+        }
+        Ok(())
+    }
+
+    fn part(&mut self, part: &Value, out: &mut Vec<ModelEvent>) {
+        let signature = part.get(SIGNATURE).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let signed = |sig: &str| ProviderData::new(tag(), json!({SIGNATURE: sig}));
+        if let Some(call) = part.get("functionCall") {
+            let index = self.calls;
+            self.calls += 1;
+            let name = call.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let arguments = call.get("args").filter(|a| !a.is_null()).cloned().unwrap_or_else(|| json!({}));
+            let id = match call.get("id").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => id.to_owned(),
+                _ => format!("call_{index}"),
+            };
+            out.push(ModelEvent::ToolCallStart { index, id: id.clone(), name: name.clone() });
+            out.push(ModelEvent::ToolCallArgs { index, fragment: arguments.to_string() });
+            out.push(ModelEvent::ToolCallEnd { index });
+            let mut call = ResponsePart::tool_call(id, name, arguments);
+            if let Some(sig) = signature {
+                call = call.with_provider_data(signed(sig));
+            }
+            self.parts.push(call);
+            self.open = Open::None;
+            return;
+        }
+        // Other parts (inline data, code execution) are not asked for.
+        let Some(text) = part.get("text").and_then(Value::as_str) else { return };
+        if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            if !text.is_empty() {
+                out.push(ModelEvent::ReasoningDelta(text.to_owned()));
+                self.extend(Open::Reasoning, text);
+            }
+            if let Some(sig) = signature {
+                if self.open != Open::Reasoning {
+                    self.extend(Open::Reasoning, "");
+                }
+                if let Some(ResponsePart::Content(ContentPart::Reasoning { provider_data, .. })) =
+                    self.parts.last_mut()
+                {
+                    *provider_data = Some(signed(sig));
+                }
+                self.open = Open::None; // a signed part is closed: more thoughts start a new one
+            }
+            return;
+        }
+        if let Some(sig) = signature {
+            self.parts.push(ResponsePart::Content(ContentPart::Reasoning {
+                text: String::new(),
+                signature: None,
+                provider_data: Some(signed(sig)),
+            }));
+            self.open = Open::None;
+        }
+        if !text.is_empty() {
+            out.push(ModelEvent::TextDelta(text.to_owned()));
+            self.extend(Open::Text, text);
+        }
+    }
+
+    /// Appends to the open part of `kind`, or starts one.
+    fn extend(&mut self, kind: Open, delta: &str) {
+        if self.open == kind
+            && let Some(ResponsePart::Content(
+                ContentPart::Text { text } | ContentPart::Reasoning { text, .. },
+            )) = self.parts.last_mut()
+        {
+            text.push_str(delta);
+            return;
+        }
+        self.parts.push(ResponsePart::Content(match kind {
+            Open::Reasoning => ContentPart::reasoning(delta),
+            _ => ContentPart::text(delta),
+        }));
+        self.open = kind;
+    }
+
+    fn stop_reason(&self, reason: &str, candidate: &Value) -> Result<StopReason, ModelError> {
+        let described = || {
+            let message = candidate.get("finishMessage").and_then(Value::as_str).unwrap_or_default();
+            format!("{} ended the response with {reason}: {message}", self.config.name)
+        };
+        Ok(match reason {
+            "STOP" => StopReason::Stop,
+            // Not sent by Google, but by compatible servers (and aimock).
+            "FUNCTION_CALL" | "TOOL_CALL" => StopReason::ToolUse,
+            "MAX_TOKENS" => StopReason::Length,
+            "SAFETY"
+            | "RECITATION"
+            | "BLOCKLIST"
+            | "PROHIBITED_CONTENT"
+            | "SPII"
+            | "LANGUAGE"
+            | "IMAGE_SAFETY"
+            | "IMAGE_PROHIBITED_CONTENT"
+            | "IMAGE_RECITATION" => StopReason::Refusal,
+            "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS" => {
+                return Err(ModelError::Server(described()));
+            }
+            "MISSING_THOUGHT_SIGNATURE" => return Err(ModelError::InvalidRequest(described())),
+            _ => StopReason::Error,
+        })
+    }
+}
+
+/// Candidate 0 of a response.
+fn candidate(value: &Value) -> Option<&Value> {
+    let candidates = value.get("candidates")?.as_array()?;
+    candidates.iter().find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+}
+
+fn usage(metadata: &Value) -> Usage {
+    let count = |key: &str| metadata.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let prompt = count("promptTokenCount").saturating_add(count("toolUsePromptTokenCount"));
+    let cached = count("cachedContentTokenCount").min(prompt);
+    let thoughts = count("thoughtsTokenCount");
+    let mut usage = Usage::new(prompt - cached, count("candidatesTokenCount").saturating_add(thoughts));
+    usage.cache_read = cached;
+    usage.reasoning = thoughts;
+    usage
+}
+
+impl Decoder for GeminiDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(data).map_err(|e| bad_json(&self.config, &e, data))?;
+        match &value {
+            // The JSON-array form of the stream, should a server send it as one event.
+            Value::Array(items) => items.iter().try_for_each(|item| self.response(item, out)),
+            one => self.response(one, out),
+        }
+    }
+
+    /// Gemini has no terminal event: the stream is read to its end, since
+    /// usage may follow the chunk with the finish reason.
+    fn done(&self) -> bool {
+        false
+    }
+
+    fn finish(&mut self) -> Result<ModelResponse, ModelError> {
+        let Some(reason) = self.finish else {
+            return Err(ended_early(&self.config, "a finishReason"));
+        };
+        let stop = if reason == StopReason::Stop && self.calls > 0 { StopReason::ToolUse } else { reason };
+        Ok(ModelResponse::new(std::mem::take(&mut self.parts), self.usage, stop))
+    }
+}
