@@ -196,9 +196,9 @@ impl<'a> Run<'a> {
         };
         let response = match sent {
             Err(_) => {
-                return self
-                    .fail(network(config, &format!("no response within {} s", config.idle_timeout.as_secs())))
-                    .await;
+                let stalled =
+                    format!("no response within {}: the connection stalled", span(config.idle_timeout));
+                return self.fail(network(config, &stalled)).await;
             }
             Ok(Err(error)) => return self.fail(network(config, &error.to_string())).await,
             Ok(Ok(response)) => response,
@@ -259,6 +259,7 @@ impl<'a> Run<'a> {
             chunk = tokio::time::timeout_at(deadline, reading.body.next()) => chunk,
         };
         let mut events = Vec::new();
+        let mut cut = false;
         let ended = match chunk {
             Err(_) => {
                 let stalled = format!("no data for {}: the stream stalled", span(config.idle_timeout));
@@ -273,15 +274,15 @@ impl<'a> Run<'a> {
                 false
             }
             Ok(None) => {
-                reading.parser.finish(&mut events);
+                cut = reading.parser.finish(&mut events);
                 true
             }
         };
         let mut out = Vec::new();
-        for event in &events {
+        for (index, event) in events.iter().enumerate() {
             if let Err(error) = reading.decoder.event(event, &mut out) {
                 self.queue.extend(out.into_iter().map(Ok));
-                return self.fail(error).await;
+                return self.fail(cut_short(config, cut && index + 1 == events.len(), error)).await;
             }
             if reading.decoder.done() {
                 break;
@@ -326,6 +327,15 @@ impl<'a> Run<'a> {
     }
 }
 
+/// An event the stream ended in the middle of fails as a network error (the
+/// connection broke), not as the protocol error its half JSON would give.
+fn cut_short(config: &ProviderConfig, was_cut: bool, error: ModelError) -> ModelError {
+    if was_cut && matches!(error, ModelError::Protocol(_)) {
+        return network(config, "the stream ended in the middle of an event");
+    }
+    error
+}
+
 /// `300 s`, `0.1 s`.
 fn span(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
@@ -358,14 +368,14 @@ pub fn decode_recorded(config: &ProviderConfig, chunks: &[&[u8]]) -> Vec<Result<
     for chunk in chunks {
         parser.push(chunk, &mut events);
     }
-    parser.finish(&mut events);
+    let cut = parser.finish(&mut events);
     let mut results = Vec::new();
-    for event in &events {
+    for (index, event) in events.iter().enumerate() {
         let mut out = Vec::new();
         let step = decoder.event(event, &mut out);
         results.extend(out.into_iter().map(Ok));
         if let Err(error) = step {
-            results.push(Err(error));
+            results.push(Err(cut_short(config, cut && index + 1 == events.len(), error)));
             return results;
         }
         if decoder.done() {

@@ -56,12 +56,15 @@ impl SseParser {
 
     /// Ends the stream: a final event without its blank line is still
     /// dispatched (some servers close right after the last `data:` line).
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    /// Returns whether it did so: such an event may be cut short.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> bool {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.line_done(&line, out);
         }
+        let unterminated = self.has_data;
         self.dispatch(out);
+        unterminated
     }
 
     /// Whether a `data:` line arrived since the last call.

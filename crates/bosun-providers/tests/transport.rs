@@ -217,3 +217,20 @@ async fn a_success_that_is_not_an_event_stream_is_a_protocol_error() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_stream_cut_in_the_middle_of_an_event_is_a_network_failure_and_retried() {
+    let cut = Canned::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi");
+    let server = TestServer::start(vec![cut.clone(), good_stream()]).await;
+    let model = HostedModel::new(config(&server), "m").unwrap();
+    let (_, outcome) = run(&model, CancellationToken::new()).await;
+    assert_eq!(outcome.unwrap(), "Hello", "the half event was a broken connection, so it was retried");
+    assert_eq!(server.requests().len(), 2);
+    let server = TestServer::start(vec![cut]).await;
+    let model = HostedModel::new(config(&server).with_retry(RetryPolicy::none()), "m").unwrap();
+    let (_, outcome) = run(&model, CancellationToken::new()).await;
+    assert!(
+        matches!(&outcome, Err(ModelError::Network(m)) if m.contains("middle of an event")),
+        "{outcome:?}"
+    );
+}

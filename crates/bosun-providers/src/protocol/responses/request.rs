@@ -1,0 +1,210 @@
+//! The Responses request body: instructions, input items, tools, options.
+//!
+//! Input items, in history order:
+//! - user text and images: `{type:message, role:user, content:[{type:input_text},
+//!   {type:input_image, image_url:"data:…;base64,…"}]}`;
+//! - assistant text: `{type:message, role:assistant, content:[{type:output_text}]}`
+//!   (the output-message form without an `id`, which stateless requests accept);
+//! - reasoning: `{type:reasoning, id, summary, encrypted_content}`, only for
+//!   reasoning this API produced (`provider_data.api == "openai-responses"`)
+//!   and that carries encrypted content — with `store: false` an item without
+//!   it cannot be resolved. Other APIs' reasoning and plain reasoning text are
+//!   dropped;
+//! - function calls: `{type:function_call, call_id, name, arguments}` with the
+//!   session's call id and the arguments as a JSON string. The original `fc_…`
+//!   item id is sent as `id` only when a reasoning item of the same assistant
+//!   message was replayed before the call: the API pairs a reasoning item with
+//!   the item after it, and an item id whose reasoning is absent is rejected;
+//! - tool results: `{type:function_call_output, call_id, output}`, the output a
+//!   string, or a list of `input_text`/`input_image` parts when the result
+//!   holds images. The API has no error flag; the result text says so.
+//!
+//! Tools are sent with `strict: false`: the Responses API defaults function
+//! tools to strict mode, which rejects schemas with optional properties.
+//! Stop sequences are not supported by the Responses API and are not sent.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bosun_core::message::ProviderData;
+use bosun_core::{ContentPart, Message, ModelError, ModelRequest, Thinking};
+use serde_json::{Map, Value, json};
+
+use super::tag;
+
+/// The request body for `model`.
+pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, ModelError> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    if let Some(system) = request.system.filter(|s| !s.is_empty()) {
+        body.insert("instructions".into(), json!(system));
+    }
+    body.insert("input".into(), Value::Array(input(&request.messages)));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "strict": false,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("stream".into(), json!(true));
+    body.insert("store".into(), json!(false));
+    let options = &request.options;
+    if let Some(Thinking::On { budget }) = options.thinking {
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        body.insert("reasoning".into(), json!({"effort": effort(budget), "summary": "auto"}));
+    }
+    if let Some(max) = options.max_tokens {
+        body.insert("max_output_tokens".into(), json!(max));
+    }
+    if let Some(temperature) = options.temperature {
+        body.insert("temperature".into(), float(temperature));
+    }
+    if let Some(top_p) = options.top_p {
+        body.insert("top_p".into(), float(top_p));
+    }
+    Ok(Value::Object(body))
+}
+
+/// The reasoning effort for a thinking budget: `low` up to 4096 tokens,
+/// `medium` up to 16384 (and when no budget is given), `high` above. These
+/// three are the levels every reasoning model accepts.
+fn effort(budget: Option<u32>) -> &'static str {
+    match budget {
+        None => "medium",
+        Some(b) if b <= 4096 => "low",
+        Some(b) if b <= 16384 => "medium",
+        Some(_) => "high",
+    }
+}
+
+/// An `f32` option as the decimal it was written as (0.2, not 0.2000000029…).
+fn float(value: f32) -> Value {
+    value.to_string().parse::<f64>().map_or(Value::Null, Value::from)
+}
+
+fn input(messages: &[Message]) -> Vec<Value> {
+    let mut items = Vec::new();
+    for message in messages {
+        match message {
+            Message::System { text } => items.push(json!({
+                "type": "message",
+                "role": "system",
+                "content": [{"type": "input_text", "text": text}],
+            })),
+            Message::User { content } => {
+                let parts = user_content(content);
+                if !parts.is_empty() {
+                    items.push(json!({"type": "message", "role": "user", "content": parts}));
+                }
+            }
+            Message::Assistant { content, .. } => assistant(content, &mut items),
+            Message::ToolResult { call_id, content, .. } => items.push(json!({
+                "type": "function_call_output",
+                "call_id": call_id.to_string(),
+                "output": tool_output(content),
+            })),
+            _ => {}
+        }
+    }
+    items
+}
+
+fn image_url(media_type: &str, data: &[u8]) -> String {
+    format!("data:{media_type};base64,{}", STANDARD.encode(data))
+}
+
+fn user_content(content: &[ContentPart]) -> Vec<Value> {
+    content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
+            ContentPart::Image { media_type, data } => {
+                Some(json!({"type": "input_image", "image_url": image_url(media_type, data)}))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool result's `output`: its text, or text and image parts.
+fn tool_output(content: &[ContentPart]) -> Value {
+    if !content.iter().any(|p| matches!(p, ContentPart::Image { .. })) {
+        return json!(bosun_core::message::concat_text(content));
+    }
+    Value::Array(user_content(content))
+}
+
+/// An assistant message's items: reasoning, text messages and function
+/// calls, in the order of its parts.
+fn assistant(content: &[ContentPart], items: &mut Vec<Value>) {
+    let mut text: Vec<Value> = Vec::new();
+    let mut reasoning_replayed = false;
+    for part in content {
+        match part {
+            ContentPart::Text { text: t } if !t.is_empty() => {
+                text.push(json!({"type": "output_text", "text": t}));
+            }
+            ContentPart::Reasoning { text: summary, provider_data, .. } => {
+                if let Some(item) = reasoning_item(summary, provider_data.as_ref()) {
+                    flush_text(&mut text, items);
+                    items.push(item);
+                    reasoning_replayed = true;
+                }
+            }
+            ContentPart::ToolCall { id, name, arguments, provider_data } => {
+                flush_text(&mut text, items);
+                let arguments = match arguments {
+                    // Arguments that did not parse are kept as their raw text.
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                let mut call = Map::new();
+                call.insert("type".into(), json!("function_call"));
+                if reasoning_replayed && let Some(item_id) = call_item_id(provider_data.as_ref()) {
+                    call.insert("id".into(), json!(item_id));
+                }
+                call.insert("call_id".into(), json!(id.to_string()));
+                call.insert("name".into(), json!(name));
+                call.insert("arguments".into(), json!(arguments));
+                items.push(Value::Object(call));
+            }
+            _ => {}
+        }
+    }
+    flush_text(&mut text, items);
+}
+
+fn flush_text(text: &mut Vec<Value>, items: &mut Vec<Value>) {
+    if !text.is_empty() {
+        items.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(text)}));
+    }
+}
+
+/// The replayed reasoning item, when the part came from this API with an id
+/// and encrypted content.
+fn reasoning_item(text: &str, data: Option<&ProviderData>) -> Option<Value> {
+    let data = &data.filter(|d| d.api == tag())?.data;
+    let id = data.get("id").and_then(Value::as_str).filter(|id| !id.is_empty())?;
+    let encrypted = data.get("encrypted_content").and_then(Value::as_str)?;
+    let summary = match data.get("summary") {
+        Some(Value::Array(parts)) => parts.clone(),
+        _ if text.is_empty() => Vec::new(),
+        _ => vec![json!({"type": "summary_text", "text": text})],
+    };
+    Some(json!({"type": "reasoning", "id": id, "summary": summary, "encrypted_content": encrypted}))
+}
+
+/// The `fc_…` item id a call from this API carries.
+fn call_item_id(data: Option<&ProviderData>) -> Option<&str> {
+    let data = &data.filter(|d| d.api == tag())?.data;
+    data.get("id").and_then(Value::as_str).filter(|id| !id.is_empty())
+}

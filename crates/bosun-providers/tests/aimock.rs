@@ -1,0 +1,235 @@
+//! Against a real mock LLM server: npm `@copilotkit/aimock`, installed by
+//! `scripts/test` into `test-peers/`, started here on 127.0.0.1 with a
+//! fixture file. A multi-turn, tool-using session on each of the four APIs,
+//! and the server's fault modes: each ends in the classified error or a
+//! successful retry, never a panic or a hang.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use bosun_core::{Message, ModelError, Session, ToolCategory, TurnErrorKind};
+use bosun_providers::{Api, HostedModel, ProviderConfig, RetryPolicy};
+use bosun_testing::FnTool;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// No scenario may take longer than this: a hang fails the test.
+const NO_HANG: Duration = Duration::from_secs(60);
+
+const FIXTURES: &str = r#"{"fixtures":[
+  {"match":{"userMessage":"thanks"},"response":{"content":"You're welcome."}},
+  {"match":{"hasToolResult":true},"response":{"content":"It is sunny in Paris."}},
+  {"match":{"userMessage":"weather"},"response":{"reasoning":"The user wants the weather; I should call the tool.","content":"Let me check.","toolCalls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}}
+]}"#;
+
+fn cli() -> Option<PathBuf> {
+    let path = std::env::var_os("BOSUN_AIMOCK_CLI").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../test-peers/node_modules/@copilotkit/aimock/dist/cli.js")
+    });
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
+        panic!("aimock is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
+    }
+    eprintln!(
+        "\n!!! SKIPPED: aimock is not installed ({}); run scripts/test to install it !!!\n",
+        path.display()
+    );
+    None
+}
+
+/// A running aimock, killed on drop.
+struct Aimock {
+    url: String,
+    _child: Child,
+    _fixtures: tempfile::NamedTempFile,
+}
+
+impl Aimock {
+    async fn start(args: &[&str]) -> Option<Self> {
+        let cli = cli()?;
+        let fixtures = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+        std::fs::write(fixtures.path(), FIXTURES).unwrap();
+        let mut child = Command::new("node")
+            .arg(cli)
+            .args(["-p", "0", "-h", "127.0.0.1", "--log-level", "info", "-f"])
+            .arg(fixtures.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(at) = line.find("listening on ") {
+                    return line[at + "listening on ".len()..].trim().to_owned();
+                }
+            }
+            panic!("aimock exited before listening");
+        })
+        .await
+        .expect("aimock starts within 30 s");
+        // Keep draining its output so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Some(Self { url, _child: child, _fixtures: fixtures })
+    }
+
+    fn config(&self, api: Api) -> ProviderConfig {
+        let config = match api {
+            Api::OpenAiChat => ProviderConfig::openai_compatible(format!("{}/v1", self.url)),
+            Api::OpenAiResponses => ProviderConfig::new("openai-responses", api, format!("{}/v1", self.url)),
+            _ => ProviderConfig::new(format!("{api:?}"), api, self.url.clone()),
+        };
+        config
+            .with_retry(
+                RetryPolicy::default()
+                    .with_attempts(3)
+                    .with_delays(Duration::from_millis(1), Duration::from_millis(20)),
+            )
+            .with_idle_timeout(Duration::from_secs(10))
+    }
+}
+
+const APIS: [Api; 4] = [Api::OpenAiChat, Api::AnthropicMessages, Api::OpenAiResponses, Api::Gemini];
+
+fn weather_tool() -> FnTool {
+    FnTool::text("get_weather", ToolCategory::Read, |args| {
+        format!("{} is sunny, 24 °C", args["city"].as_str().unwrap_or("?"))
+    })
+    .description("Current weather for a city.")
+    .schema(json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": false
+    }))
+}
+
+#[tokio::test]
+async fn a_multi_turn_tool_conversation_works_on_all_four_apis() {
+    let Some(mock) = Aimock::start(&[]).await else { return };
+    for api in APIS {
+        let tool = weather_tool();
+        let model = HostedModel::new(mock.config(api), "mock-model").unwrap();
+        let mut session = Session::builder(model)
+            .system_prompt("You are a weather assistant.")
+            .tool(tool.clone())
+            .build()
+            .await
+            .unwrap();
+        let first =
+            tokio::time::timeout(NO_HANG, session.run("What's the weather in Paris?", &mut Vec::new()))
+                .await
+                .expect("no hang")
+                .unwrap_or_else(|e| panic!("{api:?}: {e}"));
+        assert_eq!(first.answer, "It is sunny in Paris.", "{api:?}");
+        assert_eq!(tool.calls(), vec![json!({"city": "Paris"})], "{api:?}");
+        let second = tokio::time::timeout(NO_HANG, session.run("thanks", &mut Vec::new()))
+            .await
+            .expect("no hang")
+            .unwrap_or_else(|e| panic!("{api:?}: {e}"));
+        assert_eq!(second.answer, "You're welcome.", "{api:?}");
+        let roles: Vec<&str> = session
+            .history()
+            .iter()
+            .map(|m| match m {
+                Message::User { .. } => "user",
+                Message::Assistant { .. } => "assistant",
+                Message::ToolResult { .. } => "tool",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "assistant", "user", "assistant"], "{api:?}");
+    }
+}
+
+/// Runs one turn on each API against a server in a fault mode and returns
+/// the errors (a success is `None`).
+async fn faults(args: &[&str]) -> Option<Vec<(Api, Option<TurnErrorKind>)>> {
+    let mock = Aimock::start(args).await?;
+    let mut outcomes = Vec::new();
+    for api in APIS {
+        let model = HostedModel::new(mock.config(api), "mock-model").unwrap();
+        let mut session = Session::builder(model).tool(weather_tool()).build().await.unwrap();
+        let result =
+            tokio::time::timeout(NO_HANG, session.run("What's the weather in Paris?", &mut Vec::new()))
+                .await
+                .unwrap_or_else(|_| panic!("{api:?} hung with {args:?}"));
+        outcomes.push((api, result.err().map(|e| e.kind)));
+    }
+    Some(outcomes)
+}
+
+#[tokio::test]
+async fn dropped_requests_end_in_a_server_error() {
+    let Some(outcomes) = faults(&["--chaos-drop", "1"]).await else { return };
+    for (api, error) in outcomes {
+        assert!(matches!(error, Some(TurnErrorKind::Model(ModelError::Server(_)))), "{api:?}: {error:?}");
+    }
+}
+
+#[tokio::test]
+async fn malformed_responses_end_in_a_protocol_error() {
+    let Some(outcomes) = faults(&["--chaos-malformed", "1"]).await else { return };
+    for (api, error) in outcomes {
+        assert!(matches!(error, Some(TurnErrorKind::Model(ModelError::Protocol(_)))), "{api:?}: {error:?}");
+    }
+}
+
+#[tokio::test]
+async fn disconnects_end_in_a_network_error_after_retries() {
+    let Some(outcomes) = faults(&["--chaos-disconnect", "1"]).await else { return };
+    for (api, error) in outcomes {
+        assert!(matches!(error, Some(TurnErrorKind::Model(ModelError::Network(_)))), "{api:?}: {error:?}");
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_with_retry_after_end_rate_limited_after_retries() {
+    let Some(outcomes) = faults(&["--chaos-ratelimit", "1"]).await else { return };
+    for (api, error) in outcomes {
+        assert!(
+            matches!(error, Some(TurnErrorKind::Model(ModelError::RateLimited { .. }))),
+            "{api:?}: {error:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn latency_slows_but_does_not_break_a_turn() {
+    let Some(outcomes) = faults(&["--chaos-latency", "150", "--latency", "5"]).await else { return };
+    for (api, error) in outcomes {
+        assert!(error.is_none(), "{api:?}: {error:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_slower_than_the_watchdog_ends_in_a_network_error() {
+    let Some(mock) = Aimock::start(&["--latency", "400"]).await else { return };
+    for api in APIS {
+        let config =
+            mock.config(api).with_idle_timeout(Duration::from_millis(100)).with_retry(RetryPolicy::none());
+        let mut session = Session::builder(HostedModel::new(config, "m").unwrap())
+            .tool(weather_tool())
+            .build()
+            .await
+            .unwrap();
+        let error =
+            tokio::time::timeout(NO_HANG, session.run("What's the weather in Paris?", &mut Vec::new()))
+                .await
+                .expect("no hang")
+                .unwrap_err();
+        assert!(
+            matches!(&error.kind, TurnErrorKind::Model(ModelError::Network(m)) if m.contains("stalled")),
+            "{api:?}: {error}"
+        );
+    }
+}
