@@ -1,0 +1,335 @@
+//! [`StoreJournal`]: `bosun_core::Journal` on the store. Each record is one
+//! SQLite transaction, synced before `append` returns (invariant 15); a
+//! committed batch also enters the message tree in the same transaction.
+
+use bosun_core::journal::JournalFuture;
+use bosun_core::{Journal, JournalError, JournalRecord, Message, TurnRecordOutcome, Usage};
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use crate::error::StoreError;
+use crate::lease::{self, LeaseError};
+use crate::store::{Store, now_ms};
+
+/// Longest title kept from the first user message, in characters.
+const TITLE_CHARS: usize = 80;
+
+/// The journal of one branch of one session, holding its lease.
+pub struct StoreJournal {
+    store: Store,
+    session: String,
+    branch: String,
+    token: String,
+    next_seq: i64,
+    head: Option<i64>,
+    /// The user message of the open turn, until its first commit.
+    pending_user: Option<Message>,
+    /// Where the open turn began, and the messages it added (for a roll back).
+    turn_entry: Option<i64>,
+    turn_messages: Vec<i64>,
+    leased: bool,
+}
+
+impl std::fmt::Debug for StoreJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreJournal").field("session", &self.session).field("branch", &self.branch).finish()
+    }
+}
+
+impl Store {
+    /// A journal for a new session; the session exists (and is leased) once
+    /// its first record is written.
+    pub fn new_session(&self) -> StoreJournal {
+        StoreJournal {
+            store: self.clone(),
+            session: uuid::Uuid::now_v7().to_string(),
+            branch: uuid::Uuid::now_v7().to_string(),
+            token: uuid::Uuid::now_v7().to_string(),
+            next_seq: 0,
+            head: None,
+            pending_user: None,
+            turn_entry: None,
+            turn_messages: Vec::new(),
+            leased: false,
+        }
+    }
+
+    /// The journal of an existing session's head branch, for resuming it.
+    /// Fails with [`StoreError::Leased`] while another live process runs it.
+    pub fn open_session(&self, session: &str) -> Result<StoreJournal, StoreError> {
+        let token = uuid::Uuid::now_v7().to_string();
+        let mut connection = self.lock()?;
+        let transaction =
+            connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
+        let branch: Option<String> = transaction
+            .query_row("SELECT head_branch FROM sessions WHERE id = ?1", [session], |r| r.get(0))
+            .map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => {
+                    StoreError::NotFound { what: "session", id: session.into() }
+                }
+                e => self.sql(e),
+            })?;
+        let branch = branch.unwrap_or_default();
+        lease::acquire(&transaction, session, &token).map_err(|e| lease_error(self, e))?;
+        transaction.commit().map_err(|e| self.sql(e))?;
+        drop(connection);
+        Ok(StoreJournal {
+            store: self.clone(),
+            session: session.to_owned(),
+            branch,
+            token,
+            next_seq: 0,
+            head: None,
+            pending_user: None,
+            turn_entry: None,
+            turn_messages: Vec::new(),
+            leased: true,
+        })
+    }
+}
+
+fn lease_error(store: &Store, error: LeaseError) -> StoreError {
+    match error {
+        LeaseError::Held(error) => error,
+        LeaseError::Sql(e) => store.sql(e),
+    }
+}
+
+impl StoreJournal {
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
+    /// The branch id.
+    pub fn branch_id(&self) -> &str {
+        &self.branch
+    }
+
+    fn write(&mut self, record: &JournalRecord) -> Result<(), StoreError> {
+        let store = self.store.clone();
+        let mut connection = store.lock()?;
+        let transaction =
+            connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| store.sql(e))?;
+        let now = now_ms();
+        let mut head = self.head;
+        let mut pending_user = self.pending_user.clone();
+        let mut turn_entry = self.turn_entry;
+        let mut turn_messages = self.turn_messages.clone();
+        let mut leased = self.leased;
+        match record {
+            JournalRecord::SessionStarted { authority, .. } if self.next_seq == 0 => {
+                let workspace = authority.workspace.as_ref().map(|w| w.path.clone());
+                let authority_json =
+                    serde_json::to_string(authority).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                transaction
+                    .execute(
+                        "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, workspace, title, authority,
+                         authority_digest, head_branch) VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6)",
+                        params![self.session, now, workspace, authority_json, authority.digest().as_str(), self.branch],
+                    )
+                    .map_err(|e| store.sql(e))?;
+                transaction
+                    .execute(
+                        "INSERT OR IGNORE INTO branches (id, session_id, parent_branch, fork_message, head_message,
+                         created_at) VALUES (?1, ?2, NULL, NULL, NULL, ?3)",
+                        params![self.branch, self.session, now],
+                    )
+                    .map_err(|e| store.sql(e))?;
+                lease::acquire(&transaction, &self.session, &self.token)
+                    .map_err(|e| lease_error(&store, e))?;
+                leased = true;
+            }
+            JournalRecord::TurnStarted { message, .. } => {
+                pending_user = Some(message.clone());
+                turn_entry = head;
+                turn_messages.clear();
+            }
+            JournalRecord::Committed { messages, .. } => {
+                let user = pending_user.take();
+                let mut usage = Usage::default();
+                let mut title = None;
+                for message in user.iter().chain(messages.iter()) {
+                    let body =
+                        serde_json::to_string(message).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                    transaction
+                        .execute(
+                            "INSERT INTO messages (session_id, branch_id, parent_id, body) VALUES (?1, ?2, ?3, ?4)",
+                            params![self.session, self.branch, head, body],
+                        )
+                        .map_err(|e| store.sql(e))?;
+                    let id = transaction.last_insert_rowid();
+                    head = Some(id);
+                    turn_messages.push(id);
+                    match message {
+                        Message::Assistant { usage: used, .. } => usage += *used,
+                        Message::User { .. } if title.is_none() => title = Some(title_of(message)),
+                        _ => {}
+                    }
+                }
+                let count = (user.is_some() as i64) + messages.len() as i64;
+                update_session(
+                    &transaction,
+                    &self.session,
+                    &self.branch,
+                    head,
+                    count,
+                    usage,
+                    title.as_deref(),
+                    now,
+                )
+                .map_err(|e| store.sql(e))?;
+            }
+            JournalRecord::TurnEnded { outcome: TurnRecordOutcome::RolledBack, .. } => {
+                for id in turn_messages.iter().rev() {
+                    transaction
+                        .execute("DELETE FROM messages WHERE id = ?1", [id])
+                        .map_err(|e| store.sql(e))?;
+                }
+                head = turn_entry;
+                let removed = -(turn_messages.len() as i64);
+                update_session(
+                    &transaction,
+                    &self.session,
+                    &self.branch,
+                    head,
+                    removed,
+                    Usage::default(),
+                    None,
+                    now,
+                )
+                .map_err(|e| store.sql(e))?;
+                pending_user = None;
+                turn_messages.clear();
+            }
+            JournalRecord::TurnEnded { .. } => {
+                pending_user = None;
+                turn_messages.clear();
+            }
+            _ => {}
+        }
+        insert_record(&transaction, &self.branch, self.next_seq, record).map_err(|e| store.sql(e))?;
+        transaction.commit().map_err(|e| store.sql(e))?;
+        // Only what is on disk changes the journal's view of itself.
+        self.next_seq += 1;
+        self.head = head;
+        self.pending_user = pending_user;
+        self.turn_entry = turn_entry;
+        self.turn_messages = turn_messages;
+        self.leased = leased;
+        Ok(())
+    }
+
+    fn read(&mut self) -> Result<Vec<JournalRecord>, StoreError> {
+        let store = self.store.clone();
+        let connection = store.lock()?;
+        let mut statement = connection
+            .prepare_cached("SELECT seq, body FROM records WHERE branch_id = ?1 ORDER BY seq")
+            .map_err(|e| store.sql(e))?;
+        let rows = statement
+            .query_map([&self.branch], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+            .map_err(|e| store.sql(e))?;
+        let mut records = Vec::new();
+        for row in rows {
+            let (seq, body) = row.map_err(|e| store.sql(e))?;
+            let record: JournalRecord = serde_json::from_str(&body).map_err(|e| {
+                StoreError::Invalid(format!("record {seq} of branch {} is unreadable: {e}", self.branch))
+            })?;
+            records.push(record);
+        }
+        let head: Option<i64> = connection
+            .query_row("SELECT head_message FROM branches WHERE id = ?1", [&self.branch], |r| r.get(0))
+            .map_err(|e| store.sql(e))?;
+        self.next_seq = records.len() as i64;
+        self.head = head;
+        // A turn left open by a crash: its user message is still to be
+        // committed with the turn's first batch.
+        self.pending_user = None;
+        for record in &records {
+            match record {
+                JournalRecord::TurnStarted { message, .. } => self.pending_user = Some(message.clone()),
+                JournalRecord::Committed { .. } | JournalRecord::TurnEnded { .. } => self.pending_user = None,
+                _ => {}
+            }
+        }
+        self.turn_entry = head;
+        self.turn_messages.clear();
+        Ok(records)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn update_session(
+    connection: &Connection,
+    session: &str,
+    branch: &str,
+    head: Option<i64>,
+    added: i64,
+    usage: Usage,
+    title: Option<&str>,
+    now: i64,
+) -> rusqlite::Result<()> {
+    connection.execute("UPDATE branches SET head_message = ?1 WHERE id = ?2", params![head, branch])?;
+    let current: String =
+        connection.query_row("SELECT usage FROM sessions WHERE id = ?1", [session], |r| r.get(0))?;
+    let mut total: Usage = serde_json::from_str(&current).unwrap_or_default();
+    total += usage;
+    let total = serde_json::to_string(&total).unwrap_or_else(|_| "{}".into());
+    connection.execute(
+        "UPDATE sessions SET message_count = message_count + ?1, usage = ?2, updated_at = ?3,
+         title = COALESCE(title, ?4) WHERE id = ?5",
+        params![added, total, now, title, session],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn insert_record(
+    connection: &Connection,
+    branch: &str,
+    seq: i64,
+    record: &JournalRecord,
+) -> rusqlite::Result<()> {
+    let body =
+        serde_json::to_string(record).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let kind = serde_json::to_value(record)
+        .ok()
+        .and_then(|v| v.get("record").and_then(|k| k.as_str()).map(str::to_owned))
+        .unwrap_or_default();
+    connection.execute(
+        "INSERT INTO records (branch_id, seq, kind, body) VALUES (?1, ?2, ?3, ?4)",
+        params![branch, seq, kind, body],
+    )?;
+    Ok(())
+}
+
+fn title_of(message: &Message) -> String {
+    let text = message.text();
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > TITLE_CHARS {
+        format!("{}…", line.chars().take(TITLE_CHARS).collect::<String>())
+    } else {
+        line
+    }
+}
+
+impl Journal for StoreJournal {
+    fn append<'a>(&'a mut self, record: &'a JournalRecord) -> JournalFuture<'a, ()> {
+        let result = self.write(record).map_err(JournalError::from);
+        Box::pin(std::future::ready(result))
+    }
+
+    fn load(&mut self) -> JournalFuture<'_, Vec<JournalRecord>> {
+        let result = self.read().map_err(JournalError::from);
+        Box::pin(std::future::ready(result))
+    }
+}
+
+impl Drop for StoreJournal {
+    fn drop(&mut self) {
+        if self.leased
+            && let Ok(connection) = self.store.lock()
+            && let Err(error) = lease::release(&connection, &self.session, &self.token)
+        {
+            tracing::warn!(%error, session = %self.session, "could not release the session lease");
+        }
+    }
+}

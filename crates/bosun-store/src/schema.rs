@@ -1,0 +1,74 @@
+//! Versioned schema migrations, kept in `PRAGMA user_version`. Each step is
+//! applied in its own transaction; a database newer than this build is
+//! refused without being touched.
+
+use rusqlite::Connection;
+
+/// Migrations in order; index + 1 is the version each one produces.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: sessions, branches, the per-branch record log, messages as a tree.
+    "CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        workspace TEXT,
+        title TEXT,
+        authority TEXT NOT NULL,
+        authority_digest TEXT NOT NULL,
+        head_branch TEXT NOT NULL
+    );
+    CREATE TABLE branches (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        parent_branch TEXT,
+        fork_message INTEGER,
+        head_message INTEGER,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE records (
+        branch_id TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (branch_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        branch_id TEXT NOT NULL,
+        parent_id INTEGER REFERENCES messages(id),
+        body TEXT NOT NULL
+    );
+    CREATE TABLE leases (
+        session_id TEXT PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        token TEXT NOT NULL,
+        acquired_at INTEGER NOT NULL
+    );",
+    // 2: per-session counters for fast listing, and indexes.
+    "ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN usage TEXT NOT NULL DEFAULT '{}';
+    UPDATE sessions SET message_count = (SELECT count(*) FROM messages m WHERE m.session_id = sessions.id);
+    CREATE INDEX sessions_by_update ON sessions(updated_at DESC);
+    CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at DESC);
+    CREATE INDEX messages_by_session ON messages(session_id);
+    CREATE INDEX branches_by_session ON branches(session_id);",
+];
+
+/// The newest version this build writes.
+pub(crate) fn latest() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Brings `connection` up to `target` (normally [`latest`]).
+pub(crate) fn migrate_to(connection: &mut Connection, target: i64) -> rusqlite::Result<()> {
+    let current: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    for version in current..target {
+        let transaction = connection.transaction()?;
+        transaction.execute_batch(MIGRATIONS[version as usize])?;
+        transaction.pragma_update(None, "user_version", version + 1)?;
+        transaction.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,368 @@
+//! [`Store`]: one SQLite database of sessions. Opening checks the file and
+//! its schema (never overwriting or deleting a file it cannot read);
+//! queries list, show, delete and fork sessions.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bosun_core::{JournalRecord, Message, TurnRecordOutcome, Usage, validate_history};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::error::StoreError;
+use crate::schema;
+
+/// How long a writer waits for another process's transaction.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) struct Inner {
+    pub(crate) path: PathBuf,
+    pub(crate) connection: Mutex<Connection>,
+}
+
+/// An open session database. Clones share one connection.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.inner.path).finish()
+    }
+}
+
+/// One line of a session listing.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// The workspace's canonical path, if the session had one.
+    pub workspace: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// Milliseconds since the Unix epoch.
+    pub updated_at: i64,
+    /// The first user message, shortened.
+    pub title: Option<String>,
+    /// Committed messages, all branches.
+    pub message_count: i64,
+    /// Tokens used, all turns.
+    pub usage: Usage,
+}
+
+/// A branch of a session's tree.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct BranchInfo {
+    /// The branch id.
+    pub id: String,
+    /// The branch it was forked from.
+    pub parent_branch: Option<String>,
+    /// The message it was forked at.
+    pub fork_message: Option<i64>,
+    /// Its newest message.
+    pub head_message: Option<i64>,
+}
+
+/// A session in full: its summary, branches, and the history of its head.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SessionDetail {
+    /// The listing line.
+    pub summary: SessionSummary,
+    /// The branch new turns go to.
+    pub head_branch: String,
+    /// Every branch.
+    pub branches: Vec<BranchInfo>,
+    /// The head branch's messages, oldest first, with their ids.
+    pub history: Vec<(i64, Message)>,
+}
+
+/// Which sessions to list.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ListFilter {
+    /// Only sessions of this workspace path.
+    pub workspace: Option<String>,
+    /// At most this many (newest first).
+    pub limit: Option<usize>,
+}
+
+impl ListFilter {
+    /// Sessions of one workspace.
+    pub fn workspace(path: impl Into<String>) -> Self {
+        Self { workspace: Some(path.into()), limit: None }
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`. A file that is not a
+    /// readable bosun database, or one from a newer bosun, is refused and
+    /// left untouched.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        let existed = path.exists();
+        let open_error = |detail: String| StoreError::Open { path: path.clone(), detail };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.is_dir()
+        {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| open_error(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut connection =
+            Connection::open_with_flags(&path, flags).map_err(|e| StoreError::from_sqlite(&path, e))?;
+        let sql = |e| StoreError::from_sqlite(&path, e);
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        // Reading the schema version is the first real read: garbage and
+        // truncated files fail here, before anything is written.
+        let version: i64 = connection.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
+        if existed {
+            connection
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+                .map_err(sql)?;
+        }
+        if version > schema::latest() {
+            return Err(StoreError::NewerSchema { path, found: version, supported: schema::latest() });
+        }
+        // WAL: readers never block the writer; FULL: each commit is synced,
+        // so a journal write is durable when `append` returns.
+        connection.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        connection.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
+        connection.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        schema::migrate_to(&mut connection, schema::latest()).map_err(sql)?;
+        Ok(Self { inner: Arc::new(Inner { path, connection: Mutex::new(connection) }) })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub(crate) fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.inner.connection.lock().map_err(|_| StoreError::Sqlite("the connection lock is poisoned".into()))
+    }
+
+    pub(crate) fn sql(&self, error: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.inner.path, error)
+    }
+
+    /// Sessions, newest first.
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<SessionSummary>, StoreError> {
+        let connection = self.lock()?;
+        let limit = filter.limit.map_or(-1, |l| l as i64);
+        let mut statement = connection
+            .prepare_cached(
+                "SELECT id, workspace, created_at, updated_at, title, message_count, usage FROM sessions
+                 WHERE (?1 IS NULL OR workspace = ?1) ORDER BY updated_at DESC, id DESC LIMIT ?2",
+            )
+            .map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map(params![filter.workspace, limit], summary_from_row)
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
+    }
+
+    /// One session in full.
+    pub fn show(&self, session: &str) -> Result<SessionDetail, StoreError> {
+        let connection = self.lock()?;
+        let (summary, head_branch): (SessionSummary, String) = connection
+            .query_row(
+                "SELECT id, workspace, created_at, updated_at, title, message_count, usage, head_branch
+                 FROM sessions WHERE id = ?1",
+                [session],
+                |row| Ok((summary_from_row(row)?, row.get(7)?)),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or_else(|| not_found("session", session))?;
+        let branches = branches(&connection, session).map_err(|e| self.sql(e))?;
+        let head = branches.iter().find(|b| b.id == head_branch).and_then(|b| b.head_message);
+        let history = chain(&connection, head).map_err(|e| self.sql(e))?;
+        Ok(SessionDetail { summary, head_branch, branches, history })
+    }
+
+    /// Deletes a session and everything of it. Refused while another live
+    /// process holds it.
+    pub fn delete(&self, session: &str) -> Result<(), StoreError> {
+        let mut connection = self.lock()?;
+        let transaction = connection.transaction().map_err(|e| self.sql(e))?;
+        crate::lease::check_free(&transaction, session, None).map_err(|e| match e {
+            crate::lease::LeaseError::Held(error) => error,
+            crate::lease::LeaseError::Sql(e) => self.sql(e),
+        })?;
+        let deleted =
+            transaction.execute("DELETE FROM sessions WHERE id = ?1", [session]).map_err(|e| self.sql(e))?;
+        transaction
+            .execute("DELETE FROM leases WHERE session_id = ?1", [session])
+            .map_err(|e| self.sql(e))?;
+        transaction.commit().map_err(|e| self.sql(e))?;
+        if deleted == 0 {
+            return Err(not_found("session", session));
+        }
+        Ok(())
+    }
+
+    /// Starts a branch of `session` at `message` (an assistant answer or the
+    /// last result of a tool batch) and makes it the head. Returns its id.
+    pub fn fork(&self, session: &str, message: i64) -> Result<String, StoreError> {
+        let mut connection = self.lock()?;
+        let transaction = connection.transaction().map_err(|e| self.sql(e))?;
+        let owner: Option<String> = transaction
+            .query_row("SELECT session_id FROM messages WHERE id = ?1", [message], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        if owner.as_deref() != Some(session) {
+            return Err(not_found("message of this session", &message.to_string()));
+        }
+        let history = chain(&transaction, Some(message)).map_err(|e| self.sql(e))?;
+        let messages: Vec<Message> = history.iter().map(|(_, m)| m.clone()).collect();
+        let ends_a_unit = match messages.last() {
+            Some(Message::Assistant { .. }) => {
+                messages.last().is_some_and(|m| m.tool_calls().next().is_none())
+            }
+            Some(Message::ToolResult { .. }) => true,
+            _ => false,
+        };
+        if !ends_a_unit || validate_history(&messages).is_err() {
+            return Err(StoreError::Invalid(format!(
+                "cannot fork at message {message}: a fork must end at an assistant answer or at the last result of a tool batch"
+            )));
+        }
+        let first: String = transaction
+            .query_row(
+                "SELECT r.body FROM records r JOIN branches b ON b.id = r.branch_id
+                 WHERE b.session_id = ?1 AND b.parent_branch IS NULL AND r.seq = 0",
+                [session],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql(e))?;
+        let started: JournalRecord = serde_json::from_str(&first).map_err(|e| {
+            StoreError::Invalid(format!("session {session} has an unreadable first record: {e}"))
+        })?;
+        let (parent_branch,): (String,) = transaction
+            .query_row("SELECT branch_id FROM messages WHERE id = ?1", [message], |r| Ok((r.get(0)?,)))
+            .map_err(|e| self.sql(e))?;
+        let branch = uuid::Uuid::now_v7().to_string();
+        let now = now_ms();
+        transaction
+            .execute(
+                "INSERT INTO branches (id, session_id, parent_branch, fork_message, head_message, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                params![branch, session, parent_branch, message, now],
+            )
+            .map_err(|e| self.sql(e))?;
+        let mut records = vec![started];
+        records.extend(records_for(&messages));
+        for (seq, record) in records.iter().enumerate() {
+            crate::journal::insert_record(&transaction, &branch, seq as i64, record)
+                .map_err(|e| self.sql(e))?;
+        }
+        transaction
+            .execute(
+                "UPDATE sessions SET head_branch = ?1, updated_at = ?2 WHERE id = ?3",
+                params![branch, now, session],
+            )
+            .map_err(|e| self.sql(e))?;
+        transaction.commit().map_err(|e| self.sql(e))?;
+        Ok(branch)
+    }
+}
+
+/// Journal records that replay to exactly `messages` (a valid history of
+/// complete turns), one turn per user message.
+pub(crate) fn records_for(messages: &[Message]) -> Vec<JournalRecord> {
+    let mut records = Vec::new();
+    let mut turn = 0;
+    let mut last_was_answer = false;
+    let mut index = 0;
+    let close = |records: &mut Vec<JournalRecord>, turn: u64, answered: bool| {
+        if turn > 0 {
+            let outcome =
+                if answered { TurnRecordOutcome::Completed } else { TurnRecordOutcome::Checkpointed };
+            records.push(JournalRecord::TurnEnded { turn, outcome });
+        }
+    };
+    while index < messages.len() {
+        match &messages[index] {
+            user @ Message::User { .. } => {
+                close(&mut records, turn, last_was_answer);
+                turn += 1;
+                records.push(JournalRecord::TurnStarted { turn, message: user.clone() });
+                index += 1;
+            }
+            assistant @ Message::Assistant { .. } => {
+                let calls = assistant.tool_calls().count();
+                let unit: Vec<Message> = messages[index..(index + 1 + calls).min(messages.len())].to_vec();
+                last_was_answer = calls == 0;
+                index += unit.len();
+                records.push(JournalRecord::Committed { turn, messages: unit });
+            }
+            _ => index += 1,
+        }
+    }
+    close(&mut records, turn, last_was_answer);
+    records
+}
+
+fn not_found(what: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound { what, id: id.to_owned() }
+}
+
+fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
+    let usage: String = row.get(6)?;
+    Ok(SessionSummary {
+        id: row.get(0)?,
+        workspace: row.get(1)?,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        title: row.get(4)?,
+        message_count: row.get(5)?,
+        usage: serde_json::from_str(&usage).unwrap_or_default(),
+    })
+}
+
+pub(crate) fn branches(connection: &Connection, session: &str) -> rusqlite::Result<Vec<BranchInfo>> {
+    let mut statement = connection.prepare_cached(
+        "SELECT id, parent_branch, fork_message, head_message FROM branches WHERE session_id = ?1
+         ORDER BY created_at, id",
+    )?;
+    let rows = statement.query_map([session], |row| {
+        Ok(BranchInfo {
+            id: row.get(0)?,
+            parent_branch: row.get(1)?,
+            fork_message: row.get(2)?,
+            head_message: row.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The messages from the root to `head`, following parent links.
+pub(crate) fn chain(connection: &Connection, head: Option<i64>) -> rusqlite::Result<Vec<(i64, Message)>> {
+    let Some(head) = head else { return Ok(Vec::new()) };
+    let mut statement = connection.prepare_cached(
+        "WITH RECURSIVE up(id, parent_id, body, depth) AS (
+            SELECT id, parent_id, body, 0 FROM messages WHERE id = ?1
+            UNION ALL
+            SELECT m.id, m.parent_id, m.body, up.depth + 1 FROM messages m JOIN up ON m.id = up.parent_id
+         ) SELECT id, body FROM up ORDER BY depth DESC",
+    )?;
+    let rows = statement.query_map([head], |row| {
+        let body: String = row.get(1)?;
+        let message: Message = serde_json::from_str(&body).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+        })?;
+        Ok((row.get(0)?, message))
+    })?;
+    rows.collect()
+}

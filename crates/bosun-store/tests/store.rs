@@ -1,0 +1,112 @@
+//! The store as a journal: sessions written, resumed, listed, shown, forked
+//! and deleted through a real SQLite file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use bosun_core::{Message, Session, ToolCategory, WorkspaceIdentity};
+use bosun_store::{ListFilter, Store, StoreError};
+use bosun_testing::{FnTool, Reply, ScriptedModel};
+use serde_json::json;
+
+fn model() -> ScriptedModel {
+    ScriptedModel::new()
+        .reply(Reply::new().text("Looking.").tool_call("read", json!({"path": "a"})))
+        .answer("It says hello.")
+        .answer("You're welcome.")
+}
+
+fn builder(model: ScriptedModel) -> bosun_core::SessionBuilder {
+    Session::builder(model)
+        .tool(FnTool::text("read", ToolCategory::Read, |_| "hello".into()))
+        .workspace(WorkspaceIdentity::new("/work/project", 1, 2))
+}
+
+#[tokio::test]
+async fn invariant_15_a_session_resumes_from_the_file_in_a_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = Store::open(&path).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let mut session = builder(model()).system_prompt("be brief").journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    session.run("thanks", &mut Vec::new()).await.unwrap();
+    let history = session.history().to_vec();
+    drop(session);
+    drop(store);
+
+    let store = Store::open(&path).unwrap();
+    let resumed = builder(ScriptedModel::new()).resume(store.open_session(&id).unwrap()).await.unwrap();
+    assert_eq!(resumed.history(), history.as_slice());
+    assert_eq!(resumed.system_prompt(), Some("be brief"));
+    let listed = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, id);
+    assert_eq!(listed[0].title.as_deref(), Some("What does a say?"));
+    assert_eq!(listed[0].message_count, 6);
+    assert_eq!(listed[0].workspace.as_deref(), Some("/work/project"));
+    let detail = store.show(&id).unwrap();
+    let shown: Vec<Message> = detail.history.iter().map(|(_, m)| m.clone()).collect();
+    assert_eq!(shown, history);
+}
+
+#[tokio::test]
+async fn a_second_holder_is_refused_naming_the_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let mut session = builder(model()).journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    let err = store.open_session(&id).unwrap_err();
+    assert!(matches!(err, StoreError::Leased { pid, .. } if pid == i64::from(std::process::id())), "{err}");
+    assert!(err.to_string().contains(&std::process::id().to_string()));
+    drop(session);
+    store.open_session(&id).unwrap();
+}
+
+#[tokio::test]
+async fn a_fork_starts_a_branch_at_a_message_and_becomes_the_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let mut session = builder(model()).journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    session.run("thanks", &mut Vec::new()).await.unwrap();
+    drop(session);
+    let detail = store.show(&id).unwrap();
+    // Message 4 is the first answer: fork there and take another path.
+    let (answer_id, answer) = detail.history[3].clone();
+    assert_eq!(answer.text(), "It says hello.");
+    let inside_batch = detail.history[1].0;
+    assert!(matches!(store.fork(&id, inside_batch), Err(StoreError::Invalid(_))));
+    let branch = store.fork(&id, answer_id).unwrap();
+    let mut forked = builder(ScriptedModel::new().answer("Another path."))
+        .resume(store.open_session(&id).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(forked.history().len(), 4);
+    forked.run("something else", &mut Vec::new()).await.unwrap();
+    drop(forked);
+    let detail = store.show(&id).unwrap();
+    assert_eq!(detail.head_branch, branch);
+    assert_eq!(detail.branches.len(), 2);
+    let texts: Vec<String> = detail.history.iter().map(|(_, m)| m.text()).collect();
+    assert_eq!(texts[3..], ["It says hello.", "something else", "Another path."]);
+    assert_eq!(detail.summary.message_count, 8, "6 on the first branch, 2 on the fork");
+}
+
+#[tokio::test]
+async fn delete_removes_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let mut session = builder(model()).journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    assert!(matches!(store.delete(&id), Err(StoreError::Leased { .. })), "not while it runs");
+    drop(session);
+    store.delete(&id).unwrap();
+    assert!(store.list(&ListFilter::default()).unwrap().is_empty());
+    assert!(matches!(store.show(&id), Err(StoreError::NotFound { .. })));
+}
