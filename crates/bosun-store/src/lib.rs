@@ -18,6 +18,7 @@ mod schema;
 mod store;
 
 pub use error::StoreError;
+pub use export::EXPORT_VERSION;
 pub use journal::StoreJournal;
 pub use paths::default_path;
 pub use store::{BUSY_TIMEOUT, BranchInfo, ListFilter, SessionDetail, SessionSummary, Store};

@@ -110,3 +110,35 @@ async fn delete_removes_a_session() {
     assert!(store.list(&ListFilter::default()).unwrap().is_empty());
     assert!(matches!(store.show(&id), Err(StoreError::NotFound { .. })));
 }
+
+#[tokio::test]
+async fn export_and_import_round_trip_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("a.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let mut session = builder(model()).system_prompt("be brief").journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    session.run("thanks", &mut Vec::new()).await.unwrap();
+    drop(session);
+    let answer = store.show(&id).unwrap().history[3].0;
+    store.fork(&id, answer).unwrap();
+    let mut first = Vec::new();
+    store.export(&id, &mut first).unwrap();
+
+    let other = Store::open(dir.path().join("b.db")).unwrap();
+    let imported = other.import(&mut first.as_slice()).unwrap();
+    assert_eq!(imported, id);
+    let mut second = Vec::new();
+    other.export(&id, &mut second).unwrap();
+    assert_eq!(String::from_utf8(second).unwrap(), String::from_utf8(first.clone()).unwrap());
+    // The imported copy is a working session.
+    let shown = other.show(&id).unwrap();
+    assert_eq!(shown.branches.len(), 2);
+    let resumed = builder(ScriptedModel::new()).resume(other.open_session(&id).unwrap()).await.unwrap();
+    assert_eq!(resumed.history().len(), 4, "the head is the fork");
+    let again = other.import(&mut first.as_slice()).unwrap_err();
+    assert!(matches!(again, StoreError::Invalid(ref m) if m.contains("already exists")), "{again}");
+    let garbage = other.import(&mut "{\"nope\":1}\n".as_bytes()).unwrap_err();
+    assert!(matches!(garbage, StoreError::Import { line: 1, .. }), "{garbage}");
+}
