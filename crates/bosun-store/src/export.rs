@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 use crate::error::StoreError;
 use crate::store::Store;
 
+/// A branch row: id, parent branch, fork message, head message, created.
+type BranchRow = (String, Option<String>, Option<i64>, Option<i64>, i64);
+
 /// The export format's version.
 pub const EXPORT_VERSION: u64 = 1;
 
@@ -70,7 +73,7 @@ impl Store {
                  WHERE session_id = ?1 ORDER BY created_at, id",
             )
             .map_err(sql)?;
-        let branches: Vec<(String, Option<String>, Option<i64>, Option<i64>, i64)> = statement
+        let branches: Vec<BranchRow> = statement
             .query_map([session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             .map_err(sql)?
             .collect::<Result<_, _>>()
