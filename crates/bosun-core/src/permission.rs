@@ -117,18 +117,29 @@ pub enum Matcher {
     /// Equal, or the prefix followed by a space. Word-bounded so that
     /// `git status` does not match `git statusx`.
     Prefix(String),
+    /// Like `Prefix`, for shell commands: also refuses any command holding a
+    /// shell control character (`;` `&` `|` `<` `>` `` ` `` `$` `(` `)`, a
+    /// newline), so `git status && rm -rf ~` is not `git status`.
+    CommandPrefix(String),
 }
+
+/// Characters that let one shell command run another.
+const SHELL_CONTROL: &[char] = &[';', '&', '|', '<', '>', '`', '$', '(', ')', '\n', '\r'];
 
 impl Matcher {
     fn matches(&self, value: &str) -> bool {
         match self {
             Self::Exact(exact) => value == exact,
-            Self::Prefix(prefix) => {
-                value == prefix
-                    || value.strip_prefix(prefix.as_str()).is_some_and(|rest| rest.starts_with(' '))
+            Self::Prefix(prefix) => word_prefix(value, prefix),
+            Self::CommandPrefix(prefix) => {
+                !value.contains(SHELL_CONTROL) && word_prefix(value.trim(), prefix)
             }
         }
     }
+}
+
+fn word_prefix(value: &str, prefix: &str) -> bool {
+    value == prefix || value.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(' '))
 }
 
 /// The mode's answer for a category before rules apply.
@@ -386,6 +397,25 @@ mod tests {
         assert_eq!(d(Mode::Propose, args("rm -rf x")), Permission::Deny);
         assert_eq!(d(Mode::Propose, args("rmdir x")), Permission::Allow, "prefix is word-bounded");
         assert_eq!(d(Mode::ReadOnly, args("ls")), Permission::Deny);
+    }
+
+    #[test]
+    fn command_prefix_refuses_chained_commands() {
+        let pattern = ArgumentPattern::command_prefix("/command", "git status");
+        let matches = |c: &str| pattern.matches(&json!({ "command": c }));
+        assert!(matches("git status"));
+        assert!(matches("git status --short"));
+        for chained in [
+            "git status && rm -rf ~",
+            "git status; rm x",
+            "git status | sh",
+            "git status $(rm x)",
+            "git status\nrm x",
+            "git status > /etc/x",
+        ] {
+            assert!(!matches(chained), "{chained}");
+        }
+        assert!(!matches("git statusx"));
     }
 
     #[test]
