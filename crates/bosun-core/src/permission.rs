@@ -99,6 +99,12 @@ impl ArgumentPattern {
         Self { pointer: pointer.into(), matcher: Matcher::Prefix(words.into()) }
     }
 
+    /// A shell command at `pointer` that starts with `words` and chains
+    /// nothing else (see [`Matcher::CommandPrefix`]).
+    pub fn command_prefix(pointer: impl Into<String>, words: impl Into<String>) -> Self {
+        Self { pointer: pointer.into(), matcher: Matcher::CommandPrefix(words.into()) }
+    }
+
     fn matches(&self, arguments: &serde_json::Value) -> bool {
         match arguments.pointer(&self.pointer).and_then(|v| v.as_str()) {
             Some(value) => self.matcher.matches(value),
