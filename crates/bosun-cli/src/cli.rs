@@ -1,0 +1,159 @@
+//! The command line, as clap parses it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// bosun: a coding agent that reads, searches, edits and runs commands in a
+/// workspace, under permissions you control, and never loses or repeats work.
+#[derive(Debug, Parser)]
+#[command(name = "bosun", version, propagate_version = true)]
+pub struct Cli {
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "cd", global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Use the named profile from the configuration files.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one task in the workspace and exit.
+    Exec(ExecArgs),
+    /// Continue a session, optionally with a new prompt.
+    Resume(ResumeArgs),
+    /// Start a new branch of a session at a message.
+    Fork {
+        /// The session.
+        id: String,
+        /// The message to branch at (default: the newest).
+        #[arg(long, value_name = "MESSAGE")]
+        at: Option<i64>,
+    },
+    /// List, show, remove, export and import sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Show the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print shell completions.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Options shared by commands that run a turn.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunOptions {
+    /// The model, as PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5).
+    #[arg(short, long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// The provider's base URL, as its SDK takes it (`…/v1` for OpenAI-style APIs).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// How much the agent may do without asking.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Print one JSON event per line on stdout, and nothing else.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the final answer to FILE as well.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Approve every call without asking (for sandboxes and CI).
+    #[arg(long)]
+    pub dangerously_approve_all: bool,
+    /// Do not add AGENTS.md / CLAUDE.md project instructions.
+    #[arg(long)]
+    pub no_project_docs: bool,
+}
+
+/// `bosun exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The task; `-` reads it from stdin. Piped stdin with a task is extra context.
+    pub prompt: Option<String>,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+/// `bosun resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The session id (see `bosun sessions list`).
+    #[arg(conflicts_with = "last")]
+    pub id: Option<String>,
+    /// Resume this workspace's most recent session.
+    #[arg(long)]
+    pub last: bool,
+    /// A prompt to continue with.
+    #[arg(last = true)]
+    pub prompt: Vec<String>,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+/// The permission modes.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ModeArg {
+    /// Read and search only.
+    ReadOnly,
+    /// Reads run; writes and commands ask (the default).
+    Propose,
+    /// Reads and edits run; commands ask.
+    Write,
+    /// Everything runs unless a rule denies it; network asks.
+    Autonomous,
+}
+
+/// `bosun sessions …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, newest first.
+    List {
+        /// Sessions of every workspace, not only this one.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's messages.
+    Show {
+        /// The session id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session.
+    Rm {
+        /// The session id.
+        id: String,
+    },
+    /// Write a session as JSON Lines to stdout (or FILE).
+    Export {
+        /// The session id.
+        id: String,
+        /// Where to write.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Read a session exported by `bosun sessions export`.
+    Import {
+        /// The export file (`-` for stdin).
+        file: PathBuf,
+    },
+}
+
+/// `bosun config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the resolved configuration and where each value came from.
+    Show,
+}

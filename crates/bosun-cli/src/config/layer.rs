@@ -1,0 +1,236 @@
+//! One configuration layer as written in TOML, checked strictly: unknown
+//! keys are errors naming their path, and API keys are refused (they belong
+//! in environment variables).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use bosun_core::{ArgumentPattern, Permission, PermissionRule};
+use serde::Deserialize;
+
+use super::Env;
+
+/// A layer: a file, a profile, the environment or the flags.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    /// `PROVIDER/MODEL`.
+    pub model: Option<String>,
+    /// The provider's base URL.
+    pub base_url: Option<String>,
+    /// `read-only`, `propose`, `write` or `autonomous`.
+    pub mode: Option<String>,
+    /// Add AGENTS.md instructions.
+    pub project_docs: Option<bool>,
+    /// The session database.
+    pub sessions_db: Option<PathBuf>,
+    /// Model rounds per turn.
+    pub max_rounds: Option<u32>,
+    /// Tool timeout, seconds.
+    pub tool_timeout_secs: Option<u64>,
+    /// Per-tool permission rules.
+    #[serde(default)]
+    pub permissions: BTreeMap<String, ToolRule>,
+    /// Extra headers sent to the provider.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Named profiles (files only).
+    #[serde(default)]
+    pub profiles: BTreeMap<String, Layer>,
+}
+
+/// A tool's rule: one answer for every call, or answers by command prefix.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ToolRule {
+    /// `shell = "ask"`.
+    Always(Answer),
+    /// `shell = { allow = ["git status"], deny = ["rm"] }`.
+    Prefixes(Prefixes),
+}
+
+/// allow / ask / deny.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// Run it.
+    Allow,
+    /// Ask.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+/// Answers by command prefix (for the shell tool: the `command` argument).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prefixes {
+    /// Commands that run without asking.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Commands that ask.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Commands that are refused.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl Answer {
+    fn permission(self) -> Permission {
+        match self {
+            Self::Allow => Permission::Allow,
+            Self::Ask => Permission::Ask,
+            Self::Deny => Permission::Deny,
+        }
+    }
+}
+
+impl ToolRule {
+    /// The core rules this stands for. Prefixes match the `command`
+    /// argument, and never a command that chains another.
+    pub fn rules(&self, tool: &str) -> Vec<PermissionRule> {
+        match self {
+            Self::Always(answer) => vec![PermissionRule::tool(tool, answer.permission())],
+            Self::Prefixes(prefixes) => [
+                (Answer::Allow, &prefixes.allow),
+                (Answer::Ask, &prefixes.ask),
+                (Answer::Deny, &prefixes.deny),
+            ]
+            .into_iter()
+            .flat_map(|(answer, list)| {
+                list.iter().map(move |prefix| {
+                    let pattern = match answer {
+                        // Deny and ask also catch chained commands.
+                        Answer::Allow => ArgumentPattern::command_prefix("/command", prefix.clone()),
+                        _ => ArgumentPattern::prefix("/command", prefix.clone()),
+                    };
+                    PermissionRule::matching(tool, pattern, answer.permission())
+                })
+            })
+            .collect(),
+        }
+    }
+}
+
+impl fmt::Display for ToolRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Always(answer) => write!(f, "\"{}\"", format!("{answer:?}").to_lowercase()),
+            Self::Prefixes(p) => {
+                write!(f, "{{ allow = {:?}, ask = {:?}, deny = {:?} }}", p.allow, p.ask, p.deny)
+            }
+        }
+    }
+}
+
+/// Key names that hold secrets; refused in files.
+const SECRET_KEYS: &[&str] = &["api_key", "apikey", "key", "token", "secret", "password", "authorization"];
+/// How well-known API keys begin.
+const KEY_PREFIXES: &[&str] = &["sk-", "sk-ant-", "AIza", "gsk_", "xai-", "ghp_", "github_pat_"];
+
+impl Layer {
+    /// Environment variables and the setting each sets.
+    pub const ENV_VARS: &'static [(&'static str, &'static str)] = &[
+        ("model", "BOSUN_MODEL"),
+        ("base_url", "BOSUN_BASE_URL"),
+        ("mode", "BOSUN_MODE"),
+        ("project_docs", "BOSUN_PROJECT_DOCS"),
+        ("sessions_db", "BOSUN_SESSIONS_DB"),
+        ("max_rounds", "BOSUN_MAX_ROUNDS"),
+    ];
+
+    /// Reads and checks a file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let table: toml::Table =
+            toml::from_str(&text).with_context(|| format!("{} is not valid TOML", path.display()))?;
+        refuse_secrets(&toml::Value::Table(table.clone()), "", path)?;
+        let layer: Layer = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let at = e.path().to_string();
+            anyhow::anyhow!("{}: at `{at}`: {}", path.display(), e.inner())
+        })?;
+        for (name, profile) in &layer.profiles {
+            if !profile.profiles.is_empty() {
+                bail!("{}: profile `{name}` may not hold profiles", path.display());
+            }
+        }
+        Ok(layer)
+    }
+
+    /// The `BOSUN_*` variables as a layer.
+    pub fn from_env(env: &Env) -> Result<Self> {
+        let number = |var: &str| -> Result<Option<u32>> {
+            env.get(var).map(|v| v.parse().with_context(|| format!("{var}={v} is not a number"))).transpose()
+        };
+        let flag = |var: &str| -> Result<Option<bool>> {
+            env.get(var)
+                .map(|v| match v {
+                    "1" | "true" | "yes" => Ok(true),
+                    "0" | "false" | "no" => Ok(false),
+                    other => bail!("{var}={other}: use true or false"),
+                })
+                .transpose()
+        };
+        Ok(Self {
+            model: env.get("BOSUN_MODEL").map(str::to_owned),
+            base_url: env.get("BOSUN_BASE_URL").map(str::to_owned),
+            mode: env.get("BOSUN_MODE").map(str::to_owned),
+            project_docs: flag("BOSUN_PROJECT_DOCS")?,
+            sessions_db: env.get("BOSUN_SESSIONS_DB").map(PathBuf::from),
+            max_rounds: number("BOSUN_MAX_ROUNDS")?,
+            ..Self::default()
+        })
+    }
+
+    /// Copies one setting into `into` (so each variable gets its own source).
+    pub fn copy_key(&self, key: &str, into: &mut Layer) {
+        match key {
+            "model" => into.model = self.model.clone(),
+            "base_url" => into.base_url = self.base_url.clone(),
+            "mode" => into.mode = self.mode.clone(),
+            "project_docs" => into.project_docs = self.project_docs,
+            "sessions_db" => into.sessions_db = self.sessions_db.clone(),
+            "max_rounds" => into.max_rounds = self.max_rounds,
+            _ => {}
+        }
+    }
+}
+
+fn refuse_secrets(value: &toml::Value, at: &str, path: &Path) -> Result<()> {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, inner) in table {
+                let here = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
+                let lower = key.to_lowercase();
+                let secret_name =
+                    SECRET_KEYS.iter().any(|s| lower == *s || lower.ends_with(&format!("_{s}")));
+                if secret_name && !at.starts_with("permissions") {
+                    bail!(
+                        "{}: `{here}` looks like a secret; API keys are not read from config files. Set the \
+                         provider's environment variable instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, …)",
+                        path.display()
+                    );
+                }
+                refuse_secrets(inner, &here, path)?;
+            }
+        }
+        toml::Value::String(text) if KEY_PREFIXES.iter().any(|p| text.starts_with(p) && text.len() > 20) => {
+            bail!(
+                "{}: the value of `{at}` looks like an API key; keys are not read from config files. Set the \
+                 provider's environment variable instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, …)",
+                path.display()
+            );
+        }
+        toml::Value::Array(items) => {
+            for item in items {
+                refuse_secrets(item, at, path)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,263 @@
+//! Configuration: TOML layered as built-in defaults < user file < project
+//! file < `--profile` < `BOSUN_*` environment variables < flags, each value
+//! remembering where it came from. The one place bosun reads files and the
+//! environment for settings.
+
+mod layer;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use bosun_core::{Mode, PermissionRule};
+
+use crate::cli::{ModeArg, RunOptions};
+pub use layer::Layer;
+
+/// The process environment, read once in `main`.
+#[derive(Clone, Debug, Default)]
+pub struct Env(BTreeMap<String, String>);
+
+impl Env {
+    /// The current process's environment.
+    pub fn capture() -> Self {
+        Self(std::env::vars().collect())
+    }
+
+    /// One variable, if set and not empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+
+    /// For tests and embedding: an environment from pairs.
+    #[cfg(test)]
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Self(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+    }
+}
+
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Built in.
+    Default,
+    /// A configuration file.
+    File(PathBuf),
+    /// A profile in a configuration file.
+    Profile(String, PathBuf),
+    /// An environment variable.
+    Env(&'static str),
+    /// A command-line flag.
+    Flag(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Profile(name, path) => write!(f, "profile `{name}` in {}", path.display()),
+            Self::Env(name) => write!(f, "environment {name}"),
+            Self::Flag(name) => write!(f, "flag {name}"),
+        }
+    }
+}
+
+/// The resolved settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `PROVIDER/MODEL`, if any is configured.
+    pub model: Option<String>,
+    /// A base URL override for the provider.
+    pub base_url: Option<String>,
+    /// The permission mode.
+    pub mode: Mode,
+    /// Whether AGENTS.md instructions are added.
+    pub project_docs: bool,
+    /// The session database.
+    pub sessions_db: Option<PathBuf>,
+    /// Model rounds per turn.
+    pub max_rounds: Option<u32>,
+    /// Tool timeout in seconds.
+    pub tool_timeout_secs: Option<u64>,
+    /// Permission rules, from every layer.
+    pub rules: Vec<PermissionRule>,
+    /// Extra provider headers.
+    pub headers: Vec<(String, String)>,
+    /// Each setting, its shown value and its source, for `config show`.
+    pub sources: BTreeMap<String, (String, Source)>,
+}
+
+impl Settings {
+    fn defaults() -> Self {
+        let mut settings = Self {
+            model: None,
+            base_url: None,
+            mode: Mode::Propose,
+            project_docs: true,
+            sessions_db: None,
+            max_rounds: None,
+            tool_timeout_secs: None,
+            rules: Vec::new(),
+            headers: Vec::new(),
+            sources: BTreeMap::new(),
+        };
+        settings.note("mode", "propose", Source::Default);
+        settings.note("project_docs", "true", Source::Default);
+        settings
+    }
+
+    fn note(&mut self, key: &str, value: impl fmt::Display, source: Source) {
+        self.sources.insert(key.to_owned(), (value.to_string(), source));
+    }
+
+    fn apply(&mut self, layer: &Layer, source: &Source) -> Result<()> {
+        if let Some(model) = &layer.model {
+            self.model = Some(model.clone());
+            self.note("model", model, source.clone());
+        }
+        if let Some(url) = &layer.base_url {
+            self.base_url = Some(url.clone());
+            self.note("base_url", url, source.clone());
+        }
+        if let Some(mode) = &layer.mode {
+            self.mode = parse_mode(mode).with_context(|| format!("mode, from {source}"))?;
+            self.note("mode", mode, source.clone());
+        }
+        if let Some(docs) = layer.project_docs {
+            self.project_docs = docs;
+            self.note("project_docs", docs, source.clone());
+        }
+        if let Some(db) = &layer.sessions_db {
+            self.sessions_db = Some(db.clone());
+            self.note("sessions_db", db.display(), source.clone());
+        }
+        if let Some(rounds) = layer.max_rounds {
+            self.max_rounds = Some(rounds);
+            self.note("max_rounds", rounds, source.clone());
+        }
+        if let Some(secs) = layer.tool_timeout_secs {
+            self.tool_timeout_secs = Some(secs);
+            self.note("tool_timeout_secs", secs, source.clone());
+        }
+        for (tool, rule) in &layer.permissions {
+            // A later layer's rules for a tool replace the earlier ones.
+            self.rules.retain(|r| &r.tool != tool);
+            self.rules.extend(rule.rules(tool));
+            self.note(&format!("permissions.{tool}"), rule, source.clone());
+        }
+        for (name, value) in &layer.headers {
+            self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            self.headers.push((name.clone(), value.clone()));
+            self.note(&format!("headers.{name}"), value, source.clone());
+        }
+        Ok(())
+    }
+}
+
+fn parse_mode(text: &str) -> Result<Mode> {
+    Ok(match text {
+        "read-only" => Mode::ReadOnly,
+        "propose" => Mode::Propose,
+        "write" => Mode::Write,
+        "autonomous" => Mode::Autonomous,
+        other => bail!("unknown mode `{other}`: use read-only, propose, write or autonomous"),
+    })
+}
+
+/// Where the user configuration file lives.
+pub fn user_file(env: &Env) -> Option<PathBuf> {
+    if let Some(dir) = env.get("XDG_CONFIG_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+        return Some(dir.join("bosun/config.toml"));
+    }
+    env.get("HOME").map(|home| PathBuf::from(home).join(".config/bosun/config.toml"))
+}
+
+/// The nearest `.bosun/config.toml` from `dir` up to the project root (the
+/// nearest directory holding `.git`).
+pub fn project_file(dir: &Path) -> Option<PathBuf> {
+    for ancestor in dir.ancestors() {
+        let candidate = ancestor.join(".bosun/config.toml");
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        if ancestor.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Resolves the settings for a command run in `dir`.
+pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions) -> Result<Settings> {
+    let mut settings = Settings::defaults();
+    let mut files = Vec::new();
+    for path in [user_file(env), project_file(dir)].into_iter().flatten() {
+        if path.is_file() {
+            let layer = Layer::load(&path)?;
+            settings.apply(&layer, &Source::File(path.clone()))?;
+            files.push((path, layer));
+        }
+    }
+    let profile = profile.map(str::to_owned).or_else(|| env.get("BOSUN_PROFILE").map(str::to_owned));
+    if let Some(name) = profile {
+        let found = files.iter().rev().find_map(|(path, layer)| layer.profiles.get(&name).map(|p| (path, p)));
+        let Some((path, layer)) = found else {
+            bail!("no profile `{name}` in the configuration files ({})", describe_files(&files));
+        };
+        settings.apply(layer, &Source::Profile(name.clone(), path.clone()))?;
+    }
+    let from_env = Layer::from_env(env)?;
+    for (key, var) in Layer::ENV_VARS {
+        if env.get(var).is_some() {
+            let mut one = Layer::default();
+            from_env.copy_key(key, &mut one);
+            settings.apply(&one, &Source::Env(var))?;
+        }
+    }
+    let mut flag = |layer: Layer, name: &'static str| settings.apply(&layer, &Source::Flag(name));
+    if let Some(model) = &flags.model {
+        flag(Layer { model: Some(model.clone()), ..Layer::default() }, "--model")?;
+    }
+    if let Some(url) = &flags.base_url {
+        flag(Layer { base_url: Some(url.clone()), ..Layer::default() }, "--base-url")?;
+    }
+    if let Some(mode) = flags.mode {
+        let text = match mode {
+            ModeArg::ReadOnly => "read-only",
+            ModeArg::Propose => "propose",
+            ModeArg::Write => "write",
+            ModeArg::Autonomous => "autonomous",
+        };
+        flag(Layer { mode: Some(text.to_owned()), ..Layer::default() }, "--mode")?;
+    }
+    if flags.no_project_docs {
+        flag(Layer { project_docs: Some(false), ..Layer::default() }, "--no-project-docs")?;
+    }
+    Ok(settings)
+}
+
+fn describe_files(files: &[(PathBuf, Layer)]) -> String {
+    if files.is_empty() {
+        return "none found".to_owned();
+    }
+    files.iter().map(|(p, _)| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// `bosun config show`.
+pub fn show(settings: &Settings) -> String {
+    let mut out = String::new();
+    for (key, (value, source)) in &settings.sources {
+        out.push_str(&format!("{key} = {value}    # {source}\n"));
+    }
+    if settings.model.is_none() {
+        out.push_str(
+            "# model: not set (the local model arrives in a later release; use --model PROVIDER/MODEL)\n",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+//! Running turns: `bosun exec` and `bosun resume` build a session, drive one
+//! turn with the chosen output, and map the result to an exit code.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use bosun_core::{ApprovalHandler, EventSink, Session, TurnOptions, UserInput};
+use tokio_util::sync::CancellationToken;
+
+use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
+use crate::cli::{ExecArgs, ResumeArgs, RunOptions};
+use crate::config::{self, Env};
+use crate::output::{HumanSink, JsonSink, style};
+use crate::wire;
+
+/// How a command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done.
+    Success,
+    /// The turn failed (model error, limit reached, …).
+    TurnFailed,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+impl Outcome {
+    /// The process exit code: 0, 1 or 130.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::TurnFailed => 1,
+            Self::Interrupted => 130,
+        }
+    }
+}
+
+/// The working directory: `-C DIR` or the current one.
+pub fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = match dir {
+        Some(dir) => dir.to_owned(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    std::fs::canonicalize(&dir).with_context(|| format!("cannot use {} as the workspace", dir.display()))
+}
+
+fn approver(run: &RunOptions) -> Arc<dyn ApprovalHandler> {
+    if run.dangerously_approve_all {
+        Arc::new(ApproveAll)
+    } else if std::fs::File::open("/dev/tty").is_ok() && std::io::stderr().is_terminal() {
+        Arc::new(TerminalPrompt)
+    } else {
+        Arc::new(NoTerminal)
+    }
+}
+
+/// The prompt: the argument, stdin (`-` or no argument), or the argument
+/// with piped stdin as extra context.
+fn read_prompt(arg: Option<String>) -> Result<String> {
+    let stdin_piped = !std::io::stdin().is_terminal();
+    let read_stdin = || -> Result<String> {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("cannot read stdin")?;
+        Ok(text)
+    };
+    let prompt = match arg.as_deref() {
+        Some("-") => read_stdin()?,
+        Some(text) if stdin_piped => {
+            let context = read_stdin()?;
+            if context.trim().is_empty() {
+                text.to_owned()
+            } else {
+                format!("{text}\n\n<stdin>\n{}\n</stdin>", context.trim_end())
+            }
+        }
+        Some(text) => text.to_owned(),
+        None if stdin_piped => read_stdin()?,
+        None => bail!("no task given: `bosun exec \"TASK\"`, or pipe it on stdin with `bosun exec -`"),
+    };
+    if prompt.trim().is_empty() {
+        bail!("the task is empty");
+    }
+    Ok(prompt)
+}
+
+/// `bosun exec`.
+pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env: &Env) -> Result<Outcome> {
+    let dir = workdir(dir)?;
+    let settings = config::resolve(&dir, env, profile, &args.run)?;
+    let prompt = read_prompt(args.prompt)?;
+    let model = wire::model(&settings, env)?;
+    let (workspace, tools) = wire::tools(&dir, env)?;
+    let store = wire::store(&settings, env)?;
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let (system, warning) = wire::system_prompt(&dir, &settings);
+    if let Some(warning) = warning {
+        eprintln!("{}", style::red(&format!("warning: {warning}")));
+    }
+    let mut session = wire::builder(model, &workspace, tools, &settings)
+        .system_prompt(system)
+        .journal(journal)
+        .shared_approver(approver(&args.run))
+        .build()
+        .await?;
+    drive(&mut session, prompt.into(), &args.run, &id).await
+}
+
+/// `bosun resume`.
+pub async fn resume(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    args: ResumeArgs,
+    env: &Env,
+) -> Result<Outcome> {
+    let dir = workdir(dir)?;
+    let settings = config::resolve(&dir, env, profile, &args.run)?;
+    let model = wire::model(&settings, env)?;
+    let (workspace, tools) = wire::tools(&dir, env)?;
+    let store = wire::store(&settings, env)?;
+    let id = match (args.id, args.last) {
+        (Some(id), _) => id,
+        (None, true) => {
+            let filter = bosun_store::ListFilter::workspace(workspace.identity().path.clone());
+            let latest = store.list(&filter)?.into_iter().next();
+            latest.map(|s| s.id).context("no session of this workspace to resume")?
+        }
+        (None, false) => bail!("name the session to resume (`bosun sessions list`), or use --last"),
+    };
+    let journal = store.open_session(&id)?;
+    let mut session = wire::builder(model, &workspace, tools, &settings)
+        .shared_approver(approver(&args.run))
+        .resume(journal)
+        .await
+        .with_context(|| format!("cannot resume session {id}"))?;
+    let prompt: UserInput = if !args.prompt.is_empty() {
+        args.prompt.join(" ").into()
+    } else if let Some(interrupted) = session.interrupted_prompt().cloned() {
+        interrupted.into()
+    } else {
+        "Continue where you left off.".into()
+    };
+    if !args.run.json {
+        eprintln!("{}", style::dim(&format!("resumed session {id} ({} messages)", session.history().len())));
+    }
+    drive(&mut session, prompt, &args.run, &id).await
+}
+
+/// Runs one turn with Ctrl-C wired to cancellation.
+async fn drive(session: &mut Session, prompt: UserInput, run: &RunOptions, id: &str) -> Result<Outcome> {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let mut human;
+    let mut json;
+    let sink: &mut dyn EventSink = if run.json {
+        json = JsonSink::new(id);
+        &mut json
+    } else {
+        human = HumanSink::new();
+        &mut human
+    };
+    let result = session.run_with(prompt, TurnOptions::cancel_on(cancel), sink).await;
+    watcher.abort();
+    match result {
+        Ok(outcome) => {
+            if let Some(path) = &run.output {
+                std::fs::write(path, &outcome.answer)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            if !run.json {
+                eprintln!("{}", style::dim(&format!("session {id}")));
+            }
+            Ok(Outcome::Success)
+        }
+        Err(error) if error.is_cancelled() => {
+            if !run.json {
+                eprintln!("\ninterrupted; continue with `bosun resume {id}` (or `bosun resume --last`)");
+            }
+            Ok(Outcome::Interrupted)
+        }
+        Err(error) => {
+            if !run.json {
+                eprintln!("{}", style::dim(&format!("the turn failed ({error}); session {id}")));
+            }
+            Ok(Outcome::TurnFailed)
+        }
+    }
+}

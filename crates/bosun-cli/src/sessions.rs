@@ -1,0 +1,150 @@
+//! `bosun sessions …` and `bosun fork`.
+
+use std::io::{BufReader, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use bosun_core::Message;
+use bosun_store::ListFilter;
+
+use crate::cli::SessionsCommand;
+use crate::config::{self, Env};
+use crate::exec::workdir;
+use crate::output::style;
+use crate::wire;
+
+fn store(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    env: &Env,
+) -> Result<(bosun_store::Store, std::path::PathBuf)> {
+    let dir = workdir(dir)?;
+    let settings = config::resolve(&dir, env, profile, &Default::default())?;
+    Ok((wire::store(&settings, env)?, dir))
+}
+
+fn time(ms: i64) -> String {
+    // Minutes precision, UTC, without a date library: days since the epoch.
+    let secs = ms / 1000;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = civil(days);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", rest / 3600, rest % 3600 / 60)
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// Runs a `sessions` subcommand.
+pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, env: &Env) -> Result<()> {
+    let (store, dir) = store(dir, profile, env)?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        SessionsCommand::List { all, json } => {
+            let filter = if all {
+                ListFilter::default()
+            } else {
+                let root = bosun_tools::Workspace::open(&dir)?.identity().path.clone();
+                ListFilter::workspace(root)
+            };
+            let sessions = store.list(&filter)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string(&sessions)?)?;
+            } else if sessions.is_empty() {
+                eprintln!(
+                    "no sessions{}",
+                    if all { "" } else { " in this workspace (--all for every workspace)" }
+                );
+            } else {
+                for s in sessions {
+                    let title = s.title.unwrap_or_default();
+                    writeln!(
+                        out,
+                        "{}  {}  {:>4} msgs  {}",
+                        s.id,
+                        time(s.updated_at),
+                        s.message_count,
+                        title
+                    )?;
+                }
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let detail = store.show(&id)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string(&detail)?)?;
+            } else {
+                writeln!(out, "session {}  ({} branches)", detail.summary.id, detail.branches.len())?;
+                for (message_id, message) in &detail.history {
+                    let (role, text) = match message {
+                        Message::User { .. } => ("user", message.text()),
+                        Message::Assistant { .. } => {
+                            let calls: Vec<String> = message
+                                .tool_calls()
+                                .map(|c| format!("{}({})", c.name, c.arguments))
+                                .collect();
+                            ("assistant", [message.text(), calls.join(" ")].join(" ").trim().to_owned())
+                        }
+                        Message::ToolResult { tool_name, .. } => {
+                            ("tool", format!("{tool_name}: {}", message.text()))
+                        }
+                        _ => ("system", message.text()),
+                    };
+                    let first = text.lines().next().unwrap_or_default();
+                    writeln!(out, "{} {:>9}  {first}", style::dim(&format!("#{message_id:<5}")), role)?;
+                }
+            }
+        }
+        SessionsCommand::Rm { id } => {
+            store.delete(&id)?;
+            eprintln!("deleted session {id}");
+        }
+        SessionsCommand::Export { id, output } => match output {
+            Some(path) => {
+                let mut file = std::fs::File::create(&path)
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                store.export(&id, &mut file)?;
+            }
+            None => store.export(&id, &mut out)?,
+        },
+        SessionsCommand::Import { file } => {
+            let id = if file.as_os_str() == "-" {
+                store.import(&mut std::io::stdin().lock())?
+            } else {
+                let reader =
+                    std::fs::File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
+                store.import(&mut BufReader::new(reader))?
+            };
+            writeln!(out, "{id}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `bosun fork ID [--at MESSAGE]`.
+pub fn fork(dir: Option<&Path>, profile: Option<&str>, id: &str, at: Option<i64>, env: &Env) -> Result<()> {
+    let (store, _) = store(dir, profile, env)?;
+    let at = match at {
+        Some(at) => at,
+        None => store
+            .show(id)?
+            .history
+            .last()
+            .map(|(m, _)| *m)
+            .context("the session has no messages to fork at")?,
+    };
+    let branch = store.fork(id, at)?;
+    eprintln!(
+        "forked session {id} at message {at}: branch {branch} is now its head (continue with `bosun resume {id}`)"
+    );
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! Builds what a session needs from the resolved settings: the model with
+//! its key, the workspace tools, the store, the system prompt, the rules.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use bosun_core::{Session, SessionBuilder, Tool};
+use bosun_providers::{ApiKey, HostedModel, ProviderConfig};
+use bosun_store::Store;
+use bosun_tools::{Workspace, WorkspaceTools};
+
+use crate::config::{Env, Settings};
+use crate::instructions;
+
+/// The variables a provider's key is read from, first found wins.
+pub fn key_vars(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "openai" | "openai-responses" => &["OPENAI_API_KEY"],
+        "anthropic" => &["ANTHROPIC_API_KEY"],
+        "gemini" => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        // Local and generic servers may take a key but need none.
+        "openai-compatible" | "vllm" | "llamacpp" | "ollama" => &["OPENAI_API_KEY"],
+        _ => &[],
+    }
+}
+
+/// The model the settings name.
+pub fn model(settings: &Settings, env: &Env) -> Result<HostedModel> {
+    let Some(spec) = settings.model.as_deref() else {
+        bail!(
+            "no model is configured. The embedded local model arrives in a later release; until then name a \
+             hosted one: `--model anthropic/claude-sonnet-4-5` (with ANTHROPIC_API_KEY set), \
+             `--model openai/gpt-5` (OPENAI_API_KEY), `--model ollama/llama3.2` (a local Ollama), or \
+             `model = \"…\"` in ~/.config/bosun/config.toml"
+        );
+    };
+    let Some((provider, name)) = spec.split_once('/') else {
+        bail!("`{spec}` is not PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5)");
+    };
+    if provider == "local" {
+        bail!("the local model (`local/PATH.gguf`) is not available yet; use a hosted provider for now");
+    }
+    let mut config = match (provider, settings.base_url.as_deref()) {
+        ("openai-compatible", Some(url)) => ProviderConfig::openai_compatible(url),
+        ("openai-compatible", None) => {
+            bail!("`openai-compatible` needs a base URL: --base-url http://HOST:PORT/v1")
+        }
+        (name, _) => ProviderConfig::preset(name).with_context(|| {
+            format!(
+                "unknown provider `{name}`; known: {}, openai-compatible",
+                ProviderConfig::PRESETS.join(", ")
+            )
+        })?,
+    };
+    if let Some(url) = settings.base_url.as_deref() {
+        config = config.with_base_url(url);
+    }
+    let key = key_vars(provider).iter().find_map(|var| env.get(var));
+    if let Some(key) = key {
+        config = config.with_key(ApiKey::new(key));
+    } else if let Some(var) = config.key_env.clone() {
+        bail!("{provider} needs an API key: set {var}");
+    }
+    for (name, value) in &settings.headers {
+        config = config.with_header(name.clone(), value.clone());
+    }
+    Ok(HostedModel::new(config, name)?)
+}
+
+/// The session database path.
+pub fn store_path(settings: &Settings, env: &Env) -> Result<PathBuf> {
+    if let Some(path) = &settings.sessions_db {
+        return Ok(path.clone());
+    }
+    bosun_store::default_path(|name| env.get(name).map(str::to_owned))
+        .context("cannot tell where to keep sessions: set BOSUN_HOME or HOME")
+}
+
+/// Opens the store.
+pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
+    let path = store_path(settings, env)?;
+    Ok(Store::open(&path)?)
+}
+
+/// The workspace and its tools.
+pub fn tools(dir: &Path, env: &Env) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
+    let workspace = Workspace::open(dir)?;
+    let shell = bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
+        .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
+        .with_home(env.get("HOME"));
+    let tools = WorkspaceTools::new(workspace.clone()).shell(shell).build();
+    Ok((workspace, tools))
+}
+
+const BASE_PROMPT: &str = "You are bosun, a careful coding agent working in the user's workspace. Use the tools \
+to read, search, edit and run things; paths are relative to the workspace root. Read a file before changing it, \
+keep changes small and focused, and run the project's checks when it helps. When you are done, answer briefly \
+with what you did.";
+
+/// The system prompt, with project instructions when enabled; also returns
+/// a warning to show when the instructions were cut.
+pub fn system_prompt(dir: &Path, settings: &Settings) -> (String, Option<String>) {
+    let mut prompt = BASE_PROMPT.to_owned();
+    if !settings.project_docs {
+        return (prompt, None);
+    }
+    let found = instructions::collect(dir);
+    if let Some(section) = instructions::section(&found) {
+        prompt.push_str(&section);
+    }
+    (prompt, found.warning)
+}
+
+/// A builder with everything but the journal, prompt and approver.
+pub fn builder(
+    model: HostedModel,
+    workspace: &Workspace,
+    tools: Vec<Arc<dyn Tool>>,
+    settings: &Settings,
+) -> SessionBuilder {
+    let mut builder = Session::builder(model)
+        .workspace(workspace.identity().clone())
+        .tools(tools)
+        .mode(settings.mode)
+        .rules(settings.rules.clone());
+    if let Some(rounds) = settings.max_rounds {
+        builder = builder.max_rounds(rounds);
+    }
+    if let Some(secs) = settings.tool_timeout_secs {
+        builder = builder.tool_timeout(Duration::from_secs(secs));
+    }
+    builder
+}
