@@ -276,7 +276,7 @@ async fn invariant_10_denial_reason_reaches_the_model_bounded_and_single_line() 
     session.run("go", &mut Vec::new()).await?;
     let (text, is_error) = tool_result(session.history(), 0);
     assert!(is_error);
-    assert_eq!(text, "denied by the user: not on a Friday");
+    assert_eq!(text, "denied by the approver: not on a Friday");
     assert!(Reason::new("two\nlines").is_err());
     assert!(Reason::new("").is_err());
     assert!(Reason::new("x".repeat(Reason::MAX_CHARS + 1)).is_err());

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde_json::{Value, json};
 
 use crate::error::StoreError;
@@ -128,7 +128,8 @@ impl Store {
         let id = session["id"].as_str().ok_or_else(|| bad(1, "the session has no id"))?.to_owned();
 
         let mut connection = self.lock()?;
-        let transaction = connection.transaction().map_err(|e| self.sql(e))?;
+        let transaction =
+            connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         let sql = |e| self.sql(e);
         let exists: Option<i64> = transaction
             .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&id], |r| r.get(0))

@@ -2,7 +2,7 @@
 //! applied in its own transaction; a database newer than this build is
 //! refused without being touched.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 /// Migrations in order; index + 1 is the version each one produces.
 pub(crate) const MIGRATIONS: &[&str] = &[
@@ -61,14 +61,18 @@ pub(crate) fn latest() -> i64 {
     MIGRATIONS.len() as i64
 }
 
-/// Brings `connection` up to `target` (normally [`latest`]).
+/// Brings `connection` up to `target` (normally [`latest`]). Each step reads
+/// the version inside an immediate transaction, so two processes opening the
+/// same new database at once apply every step exactly once.
 pub(crate) fn migrate_to(connection: &mut Connection, target: i64) -> rusqlite::Result<()> {
-    let current: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    for version in current..target {
-        let transaction = connection.transaction()?;
-        transaction.execute_batch(MIGRATIONS[version as usize])?;
-        transaction.pragma_update(None, "user_version", version + 1)?;
+    loop {
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: i64 = transaction.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+        if current >= target {
+            return transaction.commit();
+        }
+        transaction.execute_batch(MIGRATIONS[current as usize])?;
+        transaction.pragma_update(None, "user_version", current + 1)?;
         transaction.commit()?;
     }
-    Ok(())
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bosun_core::{JournalRecord, Message, TurnRecordOutcome, Usage, validate_history};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::error::StoreError;
@@ -98,6 +98,28 @@ impl ListFilter {
     }
 }
 
+/// Retries work SQLite reported busy for reasons its busy handler does not
+/// cover (two processes creating or switching the journal mode of one
+/// database at once), for up to [`BUSY_TIMEOUT`].
+fn retry_busy<T>(mut work: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match work() {
+            Err(rusqlite::Error::SqliteFailure(failure, _))
+                if matches!(
+                    failure.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
@@ -125,21 +147,23 @@ impl Store {
         connection.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Reading the schema version is the first real read: garbage and
         // truncated files fail here, before anything is written.
-        let version: i64 = connection.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
+        let version: i64 =
+            retry_busy(|| connection.query_row("PRAGMA user_version", [], |r| r.get(0))).map_err(sql)?;
         if existed {
-            connection
-                .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
-                .map_err(sql)?;
+            retry_busy(|| {
+                connection.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+            })
+            .map_err(sql)?;
         }
         if version > schema::latest() {
             return Err(StoreError::NewerSchema { path, found: version, supported: schema::latest() });
         }
         // WAL: readers never block the writer; FULL: each commit is synced,
         // so a journal write is durable when `append` returns.
-        connection.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        retry_busy(|| connection.pragma_update(None, "journal_mode", "WAL")).map_err(sql)?;
         connection.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
         connection.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
-        schema::migrate_to(&mut connection, schema::latest()).map_err(sql)?;
+        retry_busy(|| schema::migrate_to(&mut connection, schema::latest())).map_err(sql)?;
         Ok(Self { inner: Arc::new(Inner { path, connection: Mutex::new(connection) }) })
     }
 
@@ -195,7 +219,8 @@ impl Store {
     /// process holds it.
     pub fn delete(&self, session: &str) -> Result<(), StoreError> {
         let mut connection = self.lock()?;
-        let transaction = connection.transaction().map_err(|e| self.sql(e))?;
+        let transaction =
+            connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         crate::lease::check_free(&transaction, session, None).map_err(|e| match e {
             crate::lease::LeaseError::Held(error) => error,
             crate::lease::LeaseError::Sql(e) => self.sql(e),
@@ -216,7 +241,8 @@ impl Store {
     /// last result of a tool batch) and makes it the head. Returns its id.
     pub fn fork(&self, session: &str, message: i64) -> Result<String, StoreError> {
         let mut connection = self.lock()?;
-        let transaction = connection.transaction().map_err(|e| self.sql(e))?;
+        let transaction =
+            connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         let owner: Option<String> = transaction
             .query_row("SELECT session_id FROM messages WHERE id = ?1", [message], |r| r.get(0))
             .optional()

@@ -208,7 +208,7 @@ impl Session {
                 (Decision::ApproveForSession, None, Gate::Run(tool))
             }
             ApprovalDecision::Deny { reason } => {
-                let result = refusal(call, format!("denied by the user: {reason}"));
+                let result = refusal(call, format!("denied by the approver: {reason}"));
                 (Decision::Deny, Some(reason.to_string()), Gate::Done(result))
             }
         };
