@@ -85,14 +85,12 @@ pub struct ExecArgs {
 /// `bosun resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The session id (see `bosun sessions list`).
-    #[arg(conflicts_with = "last")]
+    /// The session id (see `bosun sessions list`); with --last, the first word of the prompt.
     pub id: Option<String>,
     /// Resume this workspace's most recent session.
     #[arg(long)]
     pub last: bool,
     /// A prompt to continue with.
-    #[arg(last = true)]
     pub prompt: Vec<String>,
     #[command(flatten)]
     pub run: RunOptions,

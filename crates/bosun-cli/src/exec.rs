@@ -120,9 +120,12 @@ pub async fn resume(
     let model = wire::model(&settings, env)?;
     let (workspace, tools) = wire::tools(&dir, env)?;
     let store = wire::store(&settings, env)?;
+    let mut words = args.prompt;
     let id = match (args.id, args.last) {
-        (Some(id), _) => id,
-        (None, true) => {
+        (Some(id), false) => id,
+        (first, true) => {
+            // `resume --last PROMPT…`: no id, so the first word is the prompt's.
+            words.splice(0..0, first);
             let filter = bosun_store::ListFilter::workspace(workspace.identity().path.clone());
             let latest = store.list(&filter)?.into_iter().next();
             latest.map(|s| s.id).context("no session of this workspace to resume")?
@@ -135,8 +138,8 @@ pub async fn resume(
         .resume(journal)
         .await
         .with_context(|| format!("cannot resume session {id}"))?;
-    let prompt: UserInput = if !args.prompt.is_empty() {
-        args.prompt.join(" ").into()
+    let prompt: UserInput = if !words.is_empty() {
+        words.join(" ").into()
     } else if let Some(interrupted) = session.interrupted_prompt().cloned() {
         interrupted.into()
     } else {

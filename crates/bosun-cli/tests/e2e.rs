@@ -1,0 +1,984 @@
+//! End to end: the real `bosun` binary against a real mock LLM server, npm
+//! `@copilotkit/aimock` (installed by `scripts/test` into `test-peers/`),
+//! started on 127.0.0.1 with a fixture file per test. A task that reads a
+//! file, edits it, runs a command and answers, on OpenAI Chat Completions and
+//! Anthropic; the edit approved by flag, approved and denied on a terminal
+//! (a pseudo-terminal), denied without a terminal; Ctrl-C and resume; the
+//! usage errors, `--json`, `-o`, stdin, the session commands, `config show`,
+//! completions, `--version` and `--help`.
+//!
+//! Every command runs with a cleared environment: `HOME`, `XDG_CONFIG_HOME`
+//! and `BOSUN_HOME` point into a temporary directory, so neither the
+//! developer's configuration nor their sessions nor their API keys are read.
+//! Every child runs under a deadline: a hang fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// No command may take longer than this: a hang fails the test.
+const NO_HANG: Duration = Duration::from_secs(60);
+
+const BOSUN: &str = env!("CARGO_BIN_EXE_bosun");
+const GREET: &str = "echo \"hello wrold\"\n";
+const FIXED: &str = "echo \"hello world\"\n";
+const TASK: &str = "please fix greet.sh";
+
+// ---------------------------------------------------------------- aimock
+
+fn aimock_cli() -> Option<PathBuf> {
+    let path = std::env::var_os("BOSUN_AIMOCK_CLI").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../test-peers/node_modules/@copilotkit/aimock/dist/cli.js")
+    });
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
+        panic!("aimock is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
+    }
+    eprintln!(
+        "\n!!! SKIPPED: aimock is not installed ({}); run scripts/test to install it !!!\n",
+        path.display()
+    );
+    None
+}
+
+/// A running aimock with its own fixtures, killed on drop. `turnIndex` is
+/// strict: a fixture answers only when the request holds exactly that many
+/// assistant messages.
+struct Aimock {
+    url: String,
+    child: Child,
+    _fixtures: tempfile::NamedTempFile,
+}
+
+impl Aimock {
+    fn start(fixtures: &Value) -> Option<Self> {
+        let cli = aimock_cli()?;
+        let file = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+        std::fs::write(file.path(), fixtures.to_string()).unwrap();
+        let mut child = Command::new("node")
+            .arg(cli)
+            .args(["-p", "0", "-h", "127.0.0.1", "--log-level", "info", "-f"])
+            .arg(file.path())
+            .env("AIMOCK_STRICT_TURN_INDEX", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        // Reads until the address shows, then keeps draining so aimock never
+        // blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(at) = line.find("listening on ")
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(url) => Some(Self { url, child, _fixtures: file }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("aimock did not start listening within 30 s");
+            }
+        }
+    }
+
+    /// The requests aimock received, oldest first.
+    fn journal(&self) -> Vec<Value> {
+        let host = self.url.strip_prefix("http://").expect("an http URL");
+        let mut stream = TcpStream::connect(host).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(stream, "GET /__aimock/journal HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+        assert!(head.lines().next().unwrap_or_default().contains(" 200 "), "journal: {head}");
+        serde_json::from_str::<Vec<Value>>(body).expect("the journal is a JSON array")
+    }
+
+    /// The last request's body, as JSON text.
+    fn last_request(&self) -> String {
+        let journal = self.journal();
+        let last = journal.last().expect("aimock saw a request");
+        last["body"].to_string()
+    }
+}
+
+impl Drop for Aimock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The APIs the task runs on.
+#[derive(Clone, Copy, Debug)]
+enum Api {
+    OpenAiChat,
+    Anthropic,
+}
+
+const APIS: [Api; 2] = [Api::OpenAiChat, Api::Anthropic];
+
+impl Api {
+    fn key_var(self) -> &'static str {
+        match self {
+            Self::OpenAiChat => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// `--model … --base-url …` for this API against `mock`.
+    fn args(self, mock: &Aimock) -> Vec<String> {
+        let (model, url) = match self {
+            Self::OpenAiChat => ("openai/gpt-test", format!("{}/v1", mock.url)),
+            Self::Anthropic => ("anthropic/claude-test", mock.url.clone()),
+        };
+        vec!["--model".into(), model.into(), "--base-url".into(), url]
+    }
+}
+
+/// Read greet.sh, then `second` (the answer to the result of the read).
+fn read_then(word: &str, second: Value) -> Vec<Value> {
+    vec![
+        json!({"match": {"userMessage": word, "turnIndex": 0}, "response": {
+            "content": "Reading.",
+            "toolCalls": [{"name": "read_file", "arguments": {"path": "greet.sh"}}]}}),
+        json!({"match": {"userMessage": word, "turnIndex": 1}, "response": second}),
+    ]
+}
+
+/// The edit of greet.sh the model proposes after reading it.
+fn edit_call() -> Value {
+    json!({"toolCalls": [{"name": "edit_file",
+        "arguments": {"path": "greet.sh", "old_text": "wrold", "new_text": "world"}}]})
+}
+
+/// The whole task for prompts containing `word`: read, edit, run, answer.
+fn task_fixtures(word: &str) -> Vec<Value> {
+    let mut fixtures = read_then(word, edit_call());
+    fixtures.extend([
+        json!({"match": {"userMessage": word, "turnIndex": 2}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": "bash greet.sh"}}]}}),
+        json!({"match": {"userMessage": word, "turnIndex": 3}, "response": {"content": "Fixed the typo."}}),
+    ]);
+    fixtures
+}
+
+/// Read, edit; when the edit's result contains `denial`, the model answers
+/// `answer`. Nothing else matches, so a denial that does not reach the model
+/// fails the turn.
+fn denial_fixtures(word: &str, denial: &str, answer: &str) -> Vec<Value> {
+    let mut fixtures = vec![json!({
+        "match": {"toolResultContains": denial, "turnIndex": 2},
+        "response": {"content": answer}})];
+    fixtures.extend(read_then(word, edit_call()));
+    fixtures
+}
+
+fn fixtures(list: Vec<Value>) -> Value {
+    json!({ "fixtures": list })
+}
+
+// ---------------------------------------------------------------- sandbox
+
+/// A temporary home, config directory, session store and workspace (with
+/// the typo'd greet.sh).
+struct Sandbox {
+    root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        for dir in ["home", "xdg", "bosun", "ws"] {
+            std::fs::create_dir(root.path().join(dir)).unwrap();
+        }
+        std::fs::write(root.path().join("ws/greet.sh"), GREET).unwrap();
+        Self { root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.path("ws")
+    }
+
+    fn greet(&self) -> String {
+        std::fs::read_to_string(self.ws().join("greet.sh")).unwrap()
+    }
+
+    /// `bosun -C DIR` with a cleared, isolated environment (`PATH` kept for
+    /// the shell tool) and the given `BOSUN_HOME`.
+    fn bosun_in(&self, dir: &Path, bosun_home: &Path) -> Command {
+        let mut cmd = Command::new(BOSUN);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("BOSUN_HOME", bosun_home)
+            .arg("-C")
+            .arg(dir);
+        cmd
+    }
+
+    /// `bosun -C WS` with the sandbox's session store in `bosun_home`.
+    fn bosun_at(&self, bosun_home: &Path) -> Command {
+        self.bosun_in(&self.ws(), bosun_home)
+    }
+
+    fn bosun(&self) -> Command {
+        self.bosun_at(&self.path("bosun"))
+    }
+
+    /// `bosun -C WS exec --model … --base-url …` with the API's key set.
+    fn exec(&self, api: Api, mock: &Aimock) -> Command {
+        let mut cmd = self.bosun();
+        cmd.env(api.key_var(), "test").arg("exec").args(api.args(mock));
+        cmd
+    }
+}
+
+// ---------------------------------------------------------------- running
+
+/// A finished command.
+#[derive(Debug)]
+struct Output {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    /// Asserts the exit code, showing everything when it differs.
+    fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.status.code(), Some(code), "exit status {}\n{self:#?}", self.status);
+        self
+    }
+}
+
+fn pump(mut source: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // A pseudo-terminal's master reads EIO once the child is gone.
+        while let Ok(n @ 1..) = source.read(&mut buf) {
+            into.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    })
+}
+
+/// A running child whose stdout and stderr (or terminal) are collected.
+struct Running {
+    child: Child,
+    out: Arc<Mutex<Vec<u8>>>,
+    err: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<JoinHandle<()>>,
+    /// The pseudo-terminal's master, to type on.
+    terminal: Option<File>,
+}
+
+impl Running {
+    /// Spawns with stdin null (or `stdin` written to a pipe), stdout and
+    /// stderr piped.
+    fn spawn(mut cmd: Command, stdin: Option<&str>) -> Self {
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("the command starts");
+        if let Some(text) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            let text = text.to_owned();
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(text.as_bytes());
+            });
+        }
+        let (out, err) = (Arc::default(), Arc::default());
+        let readers = vec![
+            pump(child.stdout.take().unwrap(), Arc::clone(&out)),
+            pump(child.stderr.take().unwrap(), Arc::clone(&err)),
+        ];
+        Self { child, out, err, readers, terminal: None }
+    }
+
+    /// Spawns `cmd` in a new session whose controlling terminal is a fresh
+    /// pseudo-terminal (stdin and stderr on it, stdout piped), through
+    /// util-linux `setsid --ctty`. What the terminal shows is `stderr()`.
+    fn spawn_in_terminal(cmd: Command) -> Self {
+        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let open_slave = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+                .open(name.to_str().unwrap())
+                .unwrap()
+        };
+        let mut setsid = Command::new("setsid");
+        setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                setsid.env(key, value);
+            }
+        }
+        setsid.stdin(open_slave()).stdout(Stdio::piped()).stderr(open_slave());
+        let mut child = setsid.spawn().expect("setsid (util-linux) runs");
+        // Only the child holds the terminal now, so the master reads EIO
+        // when it exits.
+        drop(setsid);
+        let master = File::from(master);
+        let (out, err) = (Arc::default(), Arc::default());
+        let readers = vec![
+            pump(child.stdout.take().unwrap(), Arc::clone(&out)),
+            pump(master.try_clone().unwrap(), Arc::clone(&err)),
+        ];
+        Self { child, out, err, readers, terminal: Some(master) }
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
+    }
+
+    /// Polls `ready` until it holds; fails if the child exits first or the
+    /// deadline passes.
+    fn wait_for(&mut self, what: &str, ready: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + NO_HANG;
+        while !ready(self) {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // The output may still be draining.
+                std::thread::sleep(Duration::from_millis(100));
+                if ready(self) {
+                    return;
+                }
+                panic!(
+                    "exited ({status}) before {what}\nstdout:\n{}\nstderr:\n{}",
+                    self.stdout(),
+                    self.stderr()
+                );
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "timed out waiting for {what}\nstdout:\n{}\nstderr:\n{}",
+                    self.stdout(),
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Types `text` on the terminal.
+    fn type_line(&mut self, text: &str) {
+        let terminal = self.terminal.as_mut().expect("a terminal");
+        terminal.write_all(format!("{text}\n").as_bytes()).unwrap();
+        terminal.flush().unwrap();
+    }
+
+    /// Waits for the exit, within the deadline.
+    fn finish(mut self) -> Output {
+        let deadline = Instant::now() + NO_HANG;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the command hung\nstdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        for reader in self.readers.drain(..) {
+            reader.join().unwrap();
+        }
+        Output { status, stdout: self.stdout(), stderr: self.stderr() }
+    }
+}
+
+impl Drop for Running {
+    /// A failed assertion leaves no child behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `cmd` with stdin null, within the deadline.
+fn run(cmd: Command) -> Output {
+    Running::spawn(cmd, None).finish()
+}
+
+/// `--json` output: every line parses, is an object with a string `type`
+/// and the same string `session_id`.
+fn json_events(stdout: &str) -> Vec<Value> {
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")))
+        .collect();
+    assert!(!events.is_empty(), "no events");
+    let session = events[0]["session_id"].as_str().expect("a session_id").to_owned();
+    for event in &events {
+        assert!(event["type"].is_string(), "no type: {event}");
+        assert_eq!(event["session_id"].as_str(), Some(session.as_str()), "{event}");
+    }
+    events
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The session id from the human output's last line (`session ID`).
+fn session_from_stderr(stderr: &str) -> String {
+    let line = stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).expect("a `session ID` line");
+    line.trim().to_owned()
+}
+
+/// The roles and texts of a session's history, via `sessions show --json`.
+fn history(sandbox: &Sandbox, id: &str) -> Vec<(String, String)> {
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", id, "--json"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let detail: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    detail["history"]
+        .as_array()
+        .expect("a history")
+        .iter()
+        .map(|pair| {
+            let message = &pair[1];
+            let text: Vec<String> = message["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|part| match part["type"].as_str() {
+                    Some("text") => part["text"].as_str().unwrap_or_default().to_owned(),
+                    Some("tool_call") => format!("call {}", part["name"].as_str().unwrap_or_default()),
+                    _ => String::new(),
+                })
+                .collect();
+            (message["role"].as_str().unwrap_or_default().to_owned(), text.join(" "))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- the task
+
+#[test]
+fn approved_by_flag_the_task_reads_edits_runs_and_answers() {
+    let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
+    for api in APIS {
+        // Human output: the answer on stdout, progress on stderr, `-o`.
+        let sandbox = Sandbox::new();
+        let answer = sandbox.path("answer.txt");
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.arg("--dangerously-approve-all").arg("-o").arg(&answer).arg(TASK);
+        let out = run(cmd);
+        out.expect_code(0);
+        assert_eq!(out.stdout, "Reading.\nFixed the typo.\n", "{api:?}");
+        for shown in [
+            "● read_file greet.sh",
+            "● edit_file greet.sh",
+            "-echo \"hello wrold\"",
+            "+echo \"hello world\"",
+            "● shell bash greet.sh",
+            "exit code: 0",
+        ] {
+            assert!(out.stderr.contains(shown), "{api:?}: no {shown:?} in stderr:\n{}", out.stderr);
+        }
+        assert!(!out.stderr.contains("denied"), "{api:?}: {}", out.stderr);
+        assert_eq!(sandbox.greet(), FIXED, "{api:?}");
+        assert_eq!(std::fs::read_to_string(&answer).unwrap(), "Fixed the typo.", "{api:?}");
+        let id = session_from_stderr(&out.stderr);
+        let roles: Vec<String> = history(&sandbox, &id).into_iter().map(|(role, _)| role).collect();
+        let expected = ["user", "assistant", "tool_result", "assistant", "tool_result"];
+        assert_eq!(roles[..5], expected, "{api:?}");
+        assert_eq!(roles.len(), 8, "{api:?}: {roles:?}");
+
+        // `--json`: only JSON on stdout, the same story as events.
+        let sandbox = Sandbox::new();
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.args(["--json", "--dangerously-approve-all", TASK]);
+        let out = run(cmd);
+        out.expect_code(0);
+        assert!(out.stderr.trim().is_empty(), "{api:?}: --json writes nothing else: {}", out.stderr);
+        let events = json_events(&out.stdout);
+        assert_eq!(events[0]["type"], "turn_start", "{api:?}");
+        let last = events.last().unwrap();
+        assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("completed")), "{api:?}");
+        let text: String =
+            of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
+        assert_eq!(text, "Reading.Fixed the typo.", "{api:?}");
+        let ends: Vec<(&Value, &Value)> =
+            of_type(&events, "tool_end").iter().map(|e| (&e["name"], &e["is_error"])).collect();
+        assert_eq!(
+            ends,
+            [
+                (&json!("read_file"), &json!(false)),
+                (&json!("edit_file"), &json!(false)),
+                (&json!("shell"), &json!(false))
+            ],
+            "{api:?}"
+        );
+        let shell = of_type(&events, "tool_end")[2];
+        assert!(shell["output"].as_str().unwrap().contains("hello world"), "{api:?}: {shell}");
+        // Propose mode asks for the edit and the command; the flag approves both.
+        let asked: Vec<&Value> = of_type(&events, "approval_requested").iter().map(|e| &e["name"]).collect();
+        assert_eq!(asked, [&json!("edit_file"), &json!("shell")], "{api:?}");
+        let decided: Vec<&Value> =
+            of_type(&events, "approval_decided").iter().map(|e| &e["decision"]).collect();
+        assert_eq!(decided, [&json!("approve_once"), &json!("approve_once")], "{api:?}");
+        assert_eq!(sandbox.greet(), FIXED, "{api:?}");
+        // The model saw the command's output.
+        assert!(mock.last_request().contains("hello world"), "{api:?}");
+    }
+}
+
+#[test]
+fn without_a_terminal_the_edit_is_denied_and_the_model_sees_it() {
+    let answer = "The edit was denied, so greet.sh is unchanged.";
+    let list = denial_fixtures("fix", "without a terminal to ask on", answer);
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    for api in APIS {
+        // stdin null and stderr piped: no terminal to ask on.
+        let sandbox = Sandbox::new();
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.args(["--json", TASK]);
+        let out = run(cmd);
+        out.expect_code(0);
+        let events = json_events(&out.stdout);
+        let requested = of_type(&events, "approval_requested");
+        assert_eq!(requested.len(), 1, "{api:?}: {requested:?}");
+        assert_eq!(requested[0]["name"], "edit_file", "{api:?}");
+        let decided = of_type(&events, "approval_decided");
+        assert_eq!(decided.len(), 1, "{api:?}");
+        assert_eq!(decided[0]["decision"], "deny", "{api:?}");
+        assert!(decided[0]["reason"].as_str().unwrap().contains("--dangerously-approve-all"), "{api:?}");
+        let edit = of_type(&events, "tool_end").into_iter().find(|e| e["name"] == "edit_file").unwrap();
+        assert_eq!(edit["is_error"], true, "{api:?}");
+        assert!(edit["output"].as_str().unwrap().contains("denied"), "{api:?}: {edit}");
+        let text: String =
+            of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
+        assert_eq!(text, format!("Reading.{answer}"), "{api:?}");
+        assert!(mock.last_request().contains("without a terminal to ask on"), "{api:?}");
+        assert_eq!(sandbox.greet(), GREET, "{api:?}");
+
+        // The same in human output: the denial on stderr, the answer on stdout.
+        let sandbox = Sandbox::new();
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.arg(TASK);
+        let out = run(cmd);
+        out.expect_code(0);
+        assert_eq!(out.stdout, format!("Reading.\n{answer}\n"), "{api:?}");
+        assert!(out.stderr.contains("denied: `edit_file` needs approval"), "{api:?}: {}", out.stderr);
+        assert_eq!(sandbox.greet(), GREET, "{api:?}");
+    }
+}
+
+// ---------------------------------------------------------------- terminal
+
+/// `bosun exec` in propose mode on a pseudo-terminal; `answer` types the
+/// answers as the prompts appear.
+fn in_terminal(mock: &Aimock, sandbox: &Sandbox, answer: impl FnOnce(&mut Running)) -> Output {
+    let mut cmd = sandbox.exec(Api::OpenAiChat, mock);
+    cmd.arg(TASK);
+    let mut running = Running::spawn_in_terminal(cmd);
+    answer(&mut running);
+    running.finish()
+}
+
+fn prompts(running: &Running, text: &str) -> usize {
+    running.stderr().matches(text).count()
+}
+
+#[test]
+fn on_a_terminal_the_edit_and_the_command_are_approved_at_the_prompt() {
+    let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
+    let sandbox = Sandbox::new();
+    let out = in_terminal(&mock, &sandbox, |running| {
+        running.wait_for("the edit's approval prompt", |r| prompts(r, "approve?") == 1);
+        let screen = running.stderr();
+        assert!(screen.contains("edit_file") && screen.contains("wants to run:"), "{screen}");
+        assert!(screen.contains("- wrold") && screen.contains("+ world"), "the change is shown: {screen}");
+        assert_eq!(sandbox.greet(), GREET, "nothing is edited before the answer");
+        running.type_line("y");
+        running.wait_for("the command's approval prompt", |r| prompts(r, "approve?") == 2);
+        assert!(running.stderr().contains("$ bash greet.sh"), "{}", running.stderr());
+        running.type_line("y");
+    });
+    out.expect_code(0);
+    assert_eq!(out.stdout, "Reading.\nFixed the typo.\n");
+    assert_eq!(sandbox.greet(), FIXED);
+    assert!(!out.stderr.contains("denied"), "{}", out.stderr);
+    assert!(mock.last_request().contains("hello world"));
+}
+
+#[test]
+fn on_a_terminal_a_denial_with_a_reason_reaches_the_model() {
+    let reason = "use sed instead";
+    let answer = "Understood, I left greet.sh alone.";
+    let Some(mock) = Aimock::start(&fixtures(denial_fixtures("fix", reason, answer))) else { return };
+    let sandbox = Sandbox::new();
+    let out = in_terminal(&mock, &sandbox, |running| {
+        running.wait_for("the edit's approval prompt", |r| prompts(r, "approve?") == 1);
+        running.type_line("n");
+        running.wait_for("the reason prompt", |r| prompts(r, "reason (optional, one line):") == 1);
+        running.type_line(reason);
+    });
+    out.expect_code(0);
+    assert_eq!(out.stdout, format!("Reading.\n{answer}\n"));
+    assert!(out.stderr.contains(&format!("denied: {reason}")), "{}", out.stderr);
+    assert_eq!(sandbox.greet(), GREET);
+    assert!(mock.last_request().contains(reason));
+}
+
+// ---------------------------------------------------------------- Ctrl-C
+
+#[test]
+fn ctrl_c_mid_turn_exits_130_and_resume_last_continues() {
+    // The second round streams slowly: 5 characters every 100 ms.
+    let slow: String = (0..400).map(|i| format!("word{i} ")).collect();
+    let mut list = read_then("slow", json!({"content": slow}));
+    list[1]["latency"] = json!(100);
+    list[1]["chunkSize"] = json!(5);
+    list.push(json!({"match": {"userMessage": "continue"}, "response": {"content": "Continued."}}));
+    list.push(json!({"match": {"userMessage": "left off"}, "response": {"content": "Nothing left to do."}}));
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = Sandbox::new();
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.arg("a slow task");
+    let mut running = Running::spawn(cmd, None);
+    running.wait_for("the slow answer to stream", |r| r.stdout().contains("word3 "));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&running.child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = running.finish();
+    out.expect_code(130);
+    assert!(!out.stdout.contains("word399"), "interrupted mid-stream: {}", out.stdout);
+    let (_, rest) = out.stderr.split_once("continue with `bosun resume ").expect("a resume hint");
+    let id = rest.split('`').next().unwrap().to_owned();
+    assert!(out.stderr.contains("bosun resume --last"), "{}", out.stderr);
+
+    // The same with --json: only events on stdout, the last one says cancelled.
+    let other = Sandbox::new();
+    let mut cmd = other.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--json", "another slow task"]);
+    let mut running = Running::spawn(cmd, None);
+    // "Reading." and three chunks of the slow answer.
+    running.wait_for("the slow answer to stream", |r| r.stdout().matches("\"text_delta\"").count() >= 4);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&running.child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let json = running.finish();
+    json.expect_code(130);
+    let events = json_events(&json.stdout);
+    let last = events.last().unwrap();
+    assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("cancelled")), "{last}");
+
+    let mut cmd = sandbox.bosun();
+    cmd.env("OPENAI_API_KEY", "test")
+        .args(["resume", "--last", "continue"])
+        .args(Api::OpenAiChat.args(&mock));
+    let out = run(cmd);
+    out.expect_code(0);
+    assert_eq!(out.stdout, "Continued.\n");
+    assert!(out.stderr.contains(&format!("resumed session {id} (3 messages)")), "{}", out.stderr);
+    // The model saw the interrupted turn's completed round.
+    let request = mock.last_request();
+    assert!(request.contains("a slow task") && request.contains("hello wrold"), "{request}");
+    // By id and without a prompt: bosun asks the model to go on.
+    let mut cmd = sandbox.bosun();
+    cmd.env("OPENAI_API_KEY", "test").args(["resume", &id]).args(Api::OpenAiChat.args(&mock));
+    let out = run(cmd);
+    out.expect_code(0);
+    assert_eq!(out.stdout, "Nothing left to do.\n");
+    assert!(out.stderr.contains(&format!("resumed session {id} (5 messages)")), "{}", out.stderr);
+
+    let expected = [
+        ("user", "a slow task"),
+        ("assistant", "Reading. call read_file"),
+        ("tool_result", ""),
+        ("user", "continue"),
+        ("assistant", "Continued."),
+        ("user", "Continue where you left off."),
+        ("assistant", "Nothing left to do."),
+    ];
+    let history = history(&sandbox, &id);
+    assert_eq!(history.len(), expected.len(), "{history:?}");
+    for ((role, text), (want_role, want_text)) in history.iter().zip(expected) {
+        assert_eq!(role, want_role, "{history:?}");
+        if want_role == "tool_result" {
+            assert!(text.contains("hello wrold"), "{history:?}");
+        } else {
+            assert_eq!(text, want_text, "{history:?}");
+        }
+    }
+    // Still one session: resuming continued it.
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "list", "--json"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+}
+
+// ---------------------------------------------------------------- usage
+
+#[test]
+fn usage_and_configuration_errors_exit_2_with_a_clear_message() {
+    let sandbox = Sandbox::new();
+    let case = |args: &[&str], key: Option<&str>, wanted: &[&str]| {
+        let mut cmd = sandbox.bosun();
+        cmd.args(args);
+        if let Some(var) = key {
+            cmd.env(var, "test");
+        }
+        let out = run(cmd);
+        out.expect_code(2);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        for text in wanted {
+            assert!(out.stderr.contains(text), "{args:?}: no {text:?} in {}", out.stderr);
+        }
+    };
+    case(&["exec", "hi"], None, &["no model is configured", "--model"]);
+    case(&["exec", "--model", "nowhere/x", "hi"], None, &["unknown provider `nowhere`"]);
+    case(&["exec", "--model", "gpt-5", "hi"], None, &["not PROVIDER/MODEL"]);
+    case(&["exec", "--model", "openai/gpt-test", "hi"], None, &["OPENAI_API_KEY"]);
+    case(&["exec", "--model", "anthropic/claude-test", "hi"], None, &["ANTHROPIC_API_KEY"]);
+    case(&["exec", "--no-such-flag", "hi"], None, &["--no-such-flag"]);
+    case(&["resume", "--model", "openai/gpt-test"], Some("OPENAI_API_KEY"), &["--last"]);
+    case(&["sessions", "show", "no-such-session"], None, &["no-such-session"]);
+    // A bad configuration file names itself.
+    std::fs::create_dir(sandbox.ws().join(".bosun")).unwrap();
+    std::fs::write(sandbox.ws().join(".bosun/config.toml"), "modle = \"openai/x\"\n").unwrap();
+    case(&["config", "show"], None, &["config.toml", "modle"]);
+    // Nothing was written to the workspace.
+    assert_eq!(sandbox.greet(), GREET);
+}
+
+#[test]
+fn exec_dash_reads_the_task_from_stdin_and_o_writes_the_answer() {
+    let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
+    let sandbox = Sandbox::new();
+    let answer = sandbox.path("answer.txt");
+    let mut cmd = sandbox.bosun();
+    cmd.env("OPENAI_API_KEY", "test")
+        .args(["exec", "-", "--dangerously-approve-all", "-o"])
+        .arg(&answer)
+        .args(Api::OpenAiChat.args(&mock));
+    let out = Running::spawn(cmd, Some(&format!("{TASK}\n"))).finish();
+    out.expect_code(0);
+    assert_eq!(out.stdout, "Reading.\nFixed the typo.\n");
+    assert_eq!(std::fs::read_to_string(&answer).unwrap(), "Fixed the typo.");
+    assert_eq!(sandbox.greet(), FIXED);
+    let id = session_from_stderr(&out.stderr);
+    assert_eq!(history(&sandbox, &id)[0], ("user".to_owned(), format!("{TASK}\n")));
+
+    // An empty stdin is a usage error.
+    let mut cmd = sandbox.bosun();
+    cmd.env("OPENAI_API_KEY", "test").args(["exec", "-"]).args(Api::OpenAiChat.args(&mock));
+    let out = Running::spawn(cmd, Some("  \n")).finish();
+    out.expect_code(2);
+    assert!(out.stderr.contains("the task is empty"), "{}", out.stderr);
+}
+
+// ---------------------------------------------------------------- sessions
+
+#[test]
+fn sessions_list_show_export_import_and_rm() {
+    let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
+    let sandbox = Sandbox::new();
+    let mut ids = Vec::new();
+    for api in APIS {
+        std::fs::write(sandbox.ws().join("greet.sh"), GREET).unwrap();
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.args(["--dangerously-approve-all", TASK]);
+        let out = run(cmd);
+        out.expect_code(0);
+        ids.push(session_from_stderr(&out.stderr));
+    }
+    let sessions = |extra: &[&str]| {
+        let mut cmd = sandbox.bosun();
+        cmd.args(["sessions", "list"]).args(extra);
+        let out = run(cmd);
+        out.expect_code(0);
+        out
+    };
+
+    // list: newest first, human and JSON.
+    let out = sessions(&[]);
+    let listed: Vec<&str> = out.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(listed, [ids[1].as_str(), ids[0].as_str()]);
+    assert!(out.stdout.lines().all(|l| l.contains("8 msgs") && l.ends_with(TASK)), "{}", out.stdout);
+    let json: Value = serde_json::from_str(&sessions(&["--json"]).stdout).unwrap();
+    let listed: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(listed, [ids[1].as_str(), ids[0].as_str()]);
+    assert_eq!(json[0]["message_count"], 8);
+    assert_eq!(json[0]["title"], TASK);
+
+    // show: human.
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", &ids[0]]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stdout.starts_with(&format!("session {}", ids[0])), "{}", out.stdout);
+    for line in
+        ["user  please fix greet.sh", "read_file({\"path\":\"greet.sh\"})", "tool  shell: exit code: 0"]
+    {
+        assert!(out.stdout.contains(line), "no {line:?} in {}", out.stdout);
+    }
+    assert!(out.stdout.trim_end().ends_with("assistant  Fixed the typo."), "{}", out.stdout);
+
+    // export to a file and to stdout: the same JSON Lines.
+    let file = sandbox.path("export.jsonl");
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "export", &ids[0], "-o"]).arg(&file);
+    run(cmd).expect_code(0);
+    let exported = std::fs::read_to_string(&file).unwrap();
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "export", &ids[0]]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert_eq!(out.stdout, exported);
+    assert!(exported.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{exported}");
+
+    // import into another store: the same history; into the same one: refused.
+    let other = sandbox.path("other-bosun");
+    std::fs::create_dir(&other).unwrap();
+    let mut cmd = sandbox.bosun_at(&other);
+    cmd.args(["sessions", "import"]).arg(&file);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert_eq!(out.stdout.trim(), ids[0]);
+    let show = |home: &Path| {
+        let mut cmd = sandbox.bosun_at(home);
+        cmd.args(["sessions", "show", &ids[0], "--json"]);
+        let out = run(cmd);
+        out.expect_code(0);
+        let detail: Value = serde_json::from_str(&out.stdout).unwrap();
+        detail["history"].clone()
+    };
+    assert_eq!(show(&other), show(&sandbox.path("bosun")));
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "import", "-"]);
+    let out = Running::spawn(cmd, Some(&exported)).finish();
+    out.expect_code(2);
+    assert!(out.stderr.contains("already exists"), "{}", out.stderr);
+
+    // rm: gone from the list and from show.
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "rm", &ids[0]]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stderr.contains(&format!("deleted session {}", ids[0])), "{}", out.stderr);
+    let out = sessions(&[]);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    assert!(out.stdout.starts_with(&ids[1]));
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", &ids[0]]);
+    run(cmd).expect_code(2);
+
+    // Another workspace has none; --all shows them.
+    let mut cmd = sandbox.bosun_in(&sandbox.path("home"), &sandbox.path("bosun"));
+    cmd.args(["sessions", "list"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stdout.is_empty() && out.stderr.contains("no sessions"), "{out:?}");
+    let all: Value = serde_json::from_str(&sessions(&["--all", "--json"]).stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 1);
+}
+
+// ---------------------------------------------------------------- the rest
+
+#[test]
+fn config_show_names_where_each_value_came_from() {
+    let sandbox = Sandbox::new();
+    let project = sandbox.ws().join(".bosun/config.toml");
+    std::fs::create_dir(sandbox.ws().join(".bosun")).unwrap();
+    std::fs::write(&project, "model = \"anthropic/from-project\"\nmode = \"write\"\n").unwrap();
+    let user = sandbox.path("xdg/bosun/config.toml");
+    std::fs::create_dir(sandbox.path("xdg/bosun")).unwrap();
+    std::fs::write(&user, "max_rounds = 7\nmode = \"read-only\"\n").unwrap();
+    let mut cmd = sandbox.bosun();
+    cmd.env("BOSUN_MODEL", "openai/from-env").args(["config", "show"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let project = std::fs::canonicalize(&project).unwrap();
+    let user = std::fs::canonicalize(&user).unwrap();
+    for line in [
+        "model = openai/from-env    # environment BOSUN_MODEL".to_owned(),
+        format!("mode = write    # {}", project.display()),
+        format!("max_rounds = 7    # {}", user.display()),
+        "project_docs = true    # default".to_owned(),
+    ] {
+        assert!(out.stdout.lines().any(|l| l == line), "no {line:?} in\n{}", out.stdout);
+    }
+
+    // Without a model anywhere, it says how to set one.
+    let sandbox = Sandbox::new();
+    let mut cmd = sandbox.bosun();
+    cmd.args(["config", "show"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stdout.contains("mode = propose    # default"), "{}", out.stdout);
+    assert!(out.stdout.contains("model: not set") && out.stdout.contains("--model"), "{}", out.stdout);
+}
+
+#[test]
+fn completions_version_and_help() {
+    let sandbox = Sandbox::new();
+    let out = |args: &[&str]| {
+        let mut cmd = sandbox.bosun();
+        cmd.args(args);
+        let out = run(cmd);
+        out.expect_code(0);
+        out.stdout
+    };
+    let bash = out(&["completions", "bash"]);
+    assert!(bash.contains("_bosun") && bash.contains("complete"), "{bash}");
+    assert!(out(&["completions", "zsh"]).contains("#compdef bosun"));
+    assert_eq!(out(&["--version"]), format!("bosun {}\n", env!("CARGO_PKG_VERSION")));
+    let help = out(&["--help"]);
+    for command in ["exec", "resume", "fork", "sessions", "config", "completions", "Usage: bosun"] {
+        assert!(help.contains(command), "no {command:?} in --help:\n{help}");
+    }
+    let help = out(&["exec", "--help"]);
+    for flag in ["--model", "--json", "--dangerously-approve-all", "--output", "--mode"] {
+        assert!(help.contains(flag), "no {flag:?} in exec --help:\n{help}");
+    }
+}
