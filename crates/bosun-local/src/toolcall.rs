@@ -1,0 +1,1 @@
+//! placeholder: tool-call parsing (being written).
