@@ -1,1 +1,0 @@
-//! placeholder: tool-call parsing (being written).
