@@ -5,5 +5,8 @@
 //!
 //! Not here: downloading models (the CLI does that), HTTP, configuration.
 
+pub mod engine;
 pub mod template;
 pub mod toolcall;
+
+pub use engine::{DEFAULT_MAX_TOKENS, GenerationStats, LocalError, LocalModel, LocalOptions};

@@ -1,0 +1,388 @@
+//! [`LocalModel`]: a GGUF file run in-process by llama.cpp (through
+//! `llama-cpp-2`) as a [`bosun_core::Model`].
+//!
+//! Loading memory-maps the weights, reads the chat template and the BOS/EOS
+//! texts from the file's metadata, and starts one generation thread that owns
+//! the llama.cpp context for the model's life (`worker`). A request is
+//! rendered with the template (`prompt`), tokenized, and handed to that
+//! thread, which reuses the KV cache for the prefix the previous request
+//! shared, streams text deltas through a bounded channel, and ends with one
+//! `Done` (`output`). Tool calls are constrained by a lazy grammar built from
+//! the tools' schemas (`sampling`).
+//!
+//! Text deltas stop short of anything the tool-call parser might claim, so
+//! markup never streams; at the end the whole output is parsed, and parser
+//! problems (a malformed call, an unknown tool) are appended to the answer as
+//! a `[bosun: tool call not used: …]` note so the model sees them next turn.
+
+mod host;
+mod output;
+mod prompt;
+mod sampling;
+mod stream;
+mod worker;
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc as std_mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bosun_core::{Capabilities, Model, ModelError, ModelRequest, ModelStream};
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::template::{ChatTemplate, TemplateError};
+use crate::toolcall;
+use sampling::{Sampling, ToolGrammar};
+use worker::{Control, Job, Shared, Worker};
+
+/// Output tokens per response when neither the request nor the options say.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// Events buffered between the generation thread and the stream.
+const CHANNEL: usize = 64;
+
+/// How to load a model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LocalOptions {
+    /// The most context tokens; the file's training context when unset or larger.
+    pub context_cap: Option<u32>,
+    /// Threads for llama.cpp; the physical cores when unset.
+    pub threads: Option<u32>,
+    /// Output tokens per response when a request sets none ([`DEFAULT_MAX_TOKENS`] when unset).
+    pub max_tokens: Option<u32>,
+    /// A chat template to use instead of the file's (for files without one).
+    pub chat_template: Option<String>,
+}
+
+impl LocalOptions {
+    /// Caps the context at `tokens`.
+    pub fn context_cap(mut self, tokens: u32) -> Self {
+        self.context_cap = Some(tokens);
+        self
+    }
+
+    /// Runs llama.cpp on `threads` threads.
+    pub fn threads(mut self, threads: u32) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// Sets the default output limit.
+    pub fn max_tokens(mut self, tokens: u32) -> Self {
+        self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// Uses `source` as the chat template.
+    pub fn chat_template(mut self, source: impl Into<String>) -> Self {
+        self.chat_template = Some(source.into());
+        self
+    }
+}
+
+/// Why a model could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocalError {
+    /// There is no file at the path.
+    #[error("no model file at {0}")]
+    NotFound(PathBuf),
+    /// llama.cpp could not start.
+    #[error("llama.cpp backend: {0}")]
+    Backend(String),
+    /// llama.cpp could not load the file.
+    #[error("cannot load {path}: {reason}")]
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// What llama.cpp said.
+        reason: String,
+    },
+    /// The file has no chat template and none was given.
+    #[error("{0} has no chat template (tokenizer.chat_template); pass one in LocalOptions")]
+    NoChatTemplate(PathBuf),
+    /// The chat template is unusable.
+    #[error("chat template of {path}: {source}")]
+    Template {
+        /// The file.
+        path: PathBuf,
+        /// The template's error.
+        #[source]
+        source: TemplateError,
+    },
+    /// llama.cpp could not create a context of this size.
+    #[error("cannot create a llama.cpp context of {n_ctx} tokens: {reason}")]
+    Context {
+        /// The context size asked for.
+        n_ctx: u32,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Timings and token counts of the latest generation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GenerationStats {
+    /// Tokens in the rendered prompt.
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose KV entries were kept from the previous request.
+    pub reused_tokens: usize,
+    /// Time spent decoding the prompt tokens that were not reused.
+    pub prompt_time: Duration,
+    /// Tokens generated (the end-of-turn token included).
+    pub generated_tokens: usize,
+    /// Time spent generating.
+    pub generation_time: Duration,
+    /// Whether tool calls stayed under the grammar to the end.
+    pub constrained: bool,
+}
+
+/// The tool grammar of the latest tool set (`None`: llama.cpp could not build one).
+type CachedGrammar = (Vec<bosun_core::ToolDefinition>, Option<Arc<ToolGrammar>>);
+
+/// A GGUF model run in-process; see the module docs.
+pub struct LocalModel {
+    path: PathBuf,
+    template: ChatTemplate,
+    capabilities: Capabilities,
+    max_tokens: u32,
+    n_ctx: u32,
+    threads: u32,
+    jobs: Option<std_mpsc::Sender<Job>>,
+    worker: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+    grammar: Mutex<Option<CachedGrammar>>,
+    seed: AtomicU32,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("path", &self.path)
+            .field("n_ctx", &self.n_ctx)
+            .field("threads", &self.threads)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The llama.cpp backend: initialized once per process, its logs sent to
+/// `tracing` (llama.cpp's own state is process-wide).
+fn backend() -> Result<&'static LlamaBackend, LocalError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| LocalError::Backend(e.clone()))
+}
+
+impl LocalModel {
+    /// Loads the GGUF at `path` and starts its generation thread.
+    pub fn load(path: &Path, options: LocalOptions) -> Result<Self, LocalError> {
+        if !path.is_file() {
+            return Err(LocalError::NotFound(path.to_owned()));
+        }
+        let backend = backend()?;
+        let params = LlamaModelParams::default().with_use_mmap(true);
+        let model = LlamaModel::load_from_file(backend, path, &params)
+            .map_err(|e| LocalError::Load { path: path.to_owned(), reason: e.to_string() })?;
+        let source = match options.chat_template {
+            Some(source) => source,
+            None => model
+                .chat_template(None)
+                .ok()
+                .and_then(|t| t.to_string().ok())
+                .ok_or_else(|| LocalError::NoChatTemplate(path.to_owned()))?,
+        };
+        let tool_use = model.chat_template(Some("tool_use")).ok().and_then(|t| t.to_string().ok());
+        let vocab = model.vocab();
+        let bos = token_text(&model, vocab.bos());
+        let eos = token_text(&model, vocab.eos());
+        let template = ChatTemplate::new(&source, tool_use.as_deref(), &bos, &eos)
+            .map_err(|source| LocalError::Template { path: path.to_owned(), source })?;
+        let capabilities = template.capabilities().to_capabilities();
+
+        let threads = options.threads.filter(|t| *t > 0).unwrap_or_else(host::physical_cores);
+        let n_ctx = options.context_cap.map_or(model.n_ctx_train(), |cap| cap.min(model.n_ctx_train()));
+        let shared = Arc::new(Shared::default());
+        let (jobs, worker, n_ctx) = spawn(Arc::new(model), backend, n_ctx, threads, Arc::clone(&shared))?;
+        Ok(Self {
+            path: path.to_owned(),
+            template,
+            capabilities,
+            max_tokens: options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            n_ctx,
+            threads,
+            jobs: Some(jobs),
+            worker: Some(worker),
+            shared,
+            grammar: Mutex::new(None),
+            seed: AtomicU32::new(host::seed()),
+        })
+    }
+
+    /// The context size in tokens.
+    pub fn context_size(&self) -> u32 {
+        self.n_ctx
+    }
+
+    /// The threads llama.cpp runs on.
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    /// Of the latest request's prompt tokens: (kept from the KV cache, total).
+    pub fn prompt_tokens_reused(&self) -> (usize, usize) {
+        self.last_generation().map_or((0, 0), |s| (s.reused_tokens, s.prompt_tokens))
+    }
+
+    /// Timings and counts of the latest generation, if any ran.
+    pub fn last_generation(&self) -> Option<GenerationStats> {
+        self.shared.last.lock().ok().and_then(|last| *last)
+    }
+
+    /// Whether the generation thread is working on a request.
+    pub fn is_generating(&self) -> bool {
+        self.shared.busy.load(Ordering::Acquire)
+    }
+
+    fn start(
+        &self,
+        request: &ModelRequest<'_>,
+        cancel: CancellationToken,
+    ) -> Result<stream::GenerationStream, ModelError> {
+        let rendered = prompt::render(&self.template, request)?;
+        let tool_names = request.tools.iter().map(|t| t.name.clone()).collect();
+        let grammar = self.tool_grammar(&request.tools);
+        let (events, receiver) = mpsc::channel(CHANNEL);
+        let (done, finished) = std_mpsc::sync_channel(0);
+        let control = Arc::new(Control::default());
+        let seed = self.seed.fetch_add(1, Ordering::Relaxed);
+        let job = Job {
+            prompt: rendered,
+            max_tokens: request.options.max_tokens.unwrap_or(self.max_tokens),
+            sampling: Sampling::from_options(&request.options, seed),
+            grammar,
+            stops: request.options.stop.clone().unwrap_or_default(),
+            tool_names,
+            events,
+            control: Arc::clone(&control),
+            cancel,
+            _done: done,
+        };
+        if self.jobs.as_ref().is_none_or(|jobs| jobs.send(job).is_err()) {
+            return Err(ModelError::Other("the generation thread has stopped".into()));
+        }
+        Ok(stream::GenerationStream::new(receiver, control, finished))
+    }
+
+    /// The grammar for `tools`, built once per tool set.
+    fn tool_grammar(&self, tools: &[bosun_core::ToolDefinition]) -> Option<Arc<ToolGrammar>> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut cache = self.grammar.lock().ok()?;
+        if let Some((cached_tools, grammar)) = cache.as_ref()
+            && cached_tools.as_slice() == tools
+        {
+            return grammar.clone();
+        }
+        let grammar = sampling::tool_grammar(tools, toolcall::CALL_TRIGGERS)
+            .map_err(|e| tracing::warn!("tool calls are not constrained: {e}"))
+            .ok()
+            .map(Arc::new);
+        *cache = Some((tools.to_vec(), grammar.clone()));
+        grammar
+    }
+}
+
+impl Model for LocalModel {
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a> {
+        match self.start(&request, cancel) {
+            Ok(stream) => Box::pin(stream),
+            Err(error) => Box::pin(futures_util::stream::iter([Err(error)])),
+        }
+    }
+}
+
+impl Drop for LocalModel {
+    fn drop(&mut self) {
+        // Closing the job channel ends the thread after its current job.
+        self.jobs.take();
+        if let Some(worker) = self.worker.take()
+            && worker.join().is_err()
+        {
+            tracing::error!("the generation thread panicked");
+        }
+    }
+}
+
+/// Starts the generation thread with a context of `n_ctx` tokens; returns the
+/// job sender, the thread, and the context size llama.cpp chose.
+fn spawn(
+    model: Arc<LlamaModel>,
+    backend: &'static LlamaBackend,
+    n_ctx: u32,
+    threads: u32,
+    shared: Arc<Shared>,
+) -> Result<(std_mpsc::Sender<Job>, JoinHandle<()>, u32), LocalError> {
+    let (jobs, receiver) = std_mpsc::channel::<Job>();
+    let (ready, started) = std_mpsc::sync_channel::<Result<u32, String>>(1);
+    let threads_i32 = i32::try_from(threads).unwrap_or(i32::MAX);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_threads(threads_i32)
+        .with_n_threads_batch(threads_i32);
+    let thread = std::thread::Builder::new()
+        .name("bosun-local".into())
+        .spawn(move || {
+            let context = match model.new_context(backend, params) {
+                Ok(context) => context,
+                Err(error) => {
+                    let _ = ready.send(Err(error.to_string()));
+                    return;
+                }
+            };
+            let _ = ready.send(Ok(context.n_ctx()));
+            let batch = LlamaBatch::new(worker::PROMPT_CHUNK, 1);
+            Worker { model: &model, context, batch, cached: Vec::new(), shared }.serve(receiver);
+        })
+        .map_err(|e| LocalError::Context { n_ctx, reason: format!("cannot start the thread: {e}") })?;
+    match started.recv() {
+        Ok(Ok(actual)) => Ok((jobs, thread, actual)),
+        Ok(Err(reason)) => {
+            let _ = thread.join();
+            Err(LocalError::Context { n_ctx, reason })
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(LocalError::Context { n_ctx, reason: "the generation thread ended while starting".into() })
+        }
+    }
+}
+
+/// The text of a special token, or "" when the vocabulary has none.
+fn token_text(model: &LlamaModel, token: LlamaToken) -> String {
+    if token.0 < 0 || token.0 >= model.n_vocab() {
+        return String::new();
+    }
+    String::from_utf8_lossy(&model.vocab().token_to_piece(token, true, None)).into_owned()
+}

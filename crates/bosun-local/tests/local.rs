@@ -1,0 +1,263 @@
+//! bosun-local against a real GGUF run in-process: SmolLM2-135M-Instruct
+//! Q4_1, put in `.bosun-cache/models/` by `scripts/fetch-test-models`. Without
+//! the file every test here skips loudly, unless `BOSUN_REQUIRE_PEERS` is set
+//! (as `scripts/test` does), in which case it fails.
+//!
+//! Greedy decoding throughout, so answers are reproducible. The tests run one
+//! at a time: they measure time, and two models on two cores would skew it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bosun_core::{
+    Event, EventSink, GenerationOptions, Model, ModelEvent, ModelRequest, ResponsePart, Session, SinkError,
+    ToolCategory, ToolDefinition, TurnErrorKind, TurnOptions,
+};
+use bosun_local::{LocalModel, LocalOptions};
+use bosun_testing::FnTool;
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const QWEN: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+
+/// One test at a time (see the module docs).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn model_file(name: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.bosun-cache/models").join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
+        panic!("{name} is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
+    }
+    eprintln!("\n!!! SKIPPED: {name} is missing at {}; run scripts/fetch-test-models !!!\n", path.display());
+    None
+}
+
+fn load(name: &str) -> Option<LocalModel> {
+    let path = model_file(name)?;
+    Some(LocalModel::load(&path, LocalOptions::default().context_cap(2048)).unwrap())
+}
+
+fn options(max_tokens: u32) -> GenerationOptions {
+    let mut options = GenerationOptions::default();
+    options.max_tokens = Some(max_tokens);
+    options
+}
+
+/// Collects events; may cancel a token on the first text delta.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<Event>,
+    cancel_on_text: Option<CancellationToken>,
+}
+
+impl Recorder {
+    fn text(&self) -> String {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl EventSink for Recorder {
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        if matches!(event, Event::TextDelta { .. })
+            && let Some(cancel) = &self.cancel_on_text
+        {
+            cancel.cancel();
+        }
+        self.events.push(event);
+        Ok(())
+    }
+}
+
+fn report(label: &str, model: &LocalModel) {
+    let s = model.last_generation().unwrap();
+    let per_second = |n: usize, t: Duration| n as f64 / t.as_secs_f64().max(1e-9);
+    eprintln!(
+        "{label}: prompt {} tokens ({} reused, {} decoded in {:.1} ms, {:.0} tok/s); \
+         generated {} tokens in {:.1} ms ({:.0} tok/s)",
+        s.prompt_tokens,
+        s.reused_tokens,
+        s.prompt_tokens - s.reused_tokens,
+        s.prompt_time.as_secs_f64() * 1e3,
+        per_second(s.prompt_tokens - s.reused_tokens, s.prompt_time),
+        s.generated_tokens,
+        s.generation_time.as_secs_f64() * 1e3,
+        per_second(s.generated_tokens, s.generation_time),
+    );
+}
+
+#[tokio::test]
+async fn a_greedy_answer_streams_exactly_its_final_text_and_repeats() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(SMOLLM2) else { return };
+    let model = std::sync::Arc::new(model);
+    let mut answers = Vec::new();
+    for run in 1..=2 {
+        let mut session = Session::builder_shared(model.clone()).options(options(48)).build().await.unwrap();
+        let mut sink = Recorder::default();
+        let outcome = session.run("What is the capital of France?", &mut sink).await.unwrap();
+        report(&format!("run {run}"), &model);
+        eprintln!("run {run} answer: {:?}", outcome.answer);
+        assert!(!outcome.answer.trim().is_empty());
+        assert_eq!(sink.text(), outcome.answer, "the deltas must add up to the final text");
+        answers.push(outcome.answer);
+    }
+    assert_eq!(answers[0], answers[1], "greedy decoding must repeat itself");
+}
+
+#[tokio::test]
+async fn cancelling_on_the_first_delta_ends_the_turn_and_the_generation() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(SMOLLM2) else { return };
+    let model = std::sync::Arc::new(model);
+    let mut session = Session::builder_shared(model.clone()).options(options(400)).build().await.unwrap();
+    let cancel = CancellationToken::new();
+    let mut sink = Recorder { cancel_on_text: Some(cancel.clone()), ..Recorder::default() };
+    let started = Instant::now();
+    let error = session
+        .run_with("Write a long story about a lighthouse keeper.", TurnOptions::cancel_on(cancel), &mut sink)
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(error.kind, TurnErrorKind::Cancelled), "{error:?}");
+    assert!(!model.is_generating(), "the generation must have stopped when the turn returns");
+    let stats = model.last_generation().unwrap();
+    eprintln!("cancelled after {} generated tokens, turn took {took:?}", stats.generated_tokens);
+    assert!(stats.generated_tokens < 20, "generated {} tokens after cancelling", stats.generated_tokens);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[tokio::test]
+async fn dropping_the_stream_stops_the_generation_before_returning() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(SMOLLM2) else { return };
+    let messages = [bosun_core::Message::user("Write a long story about a lighthouse keeper.")];
+    let request = ModelRequest::new(None, &messages[..], &[][..], options(400));
+    let mut stream = model.stream(request, CancellationToken::new());
+    while let Some(event) = stream.next().await {
+        if matches!(event, Ok(ModelEvent::TextDelta(_))) {
+            break;
+        }
+    }
+    assert!(model.is_generating());
+    drop(stream);
+    assert!(!model.is_generating(), "the drop must wait for the generation to stop");
+    let generated = model.last_generation().unwrap().generated_tokens;
+    assert!(generated < 20, "generated {generated} tokens");
+}
+
+#[tokio::test]
+async fn the_second_turn_reuses_the_kv_cache() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(SMOLLM2) else { return };
+    let model = std::sync::Arc::new(model);
+    let mut session = Session::builder_shared(model.clone()).options(options(32)).build().await.unwrap();
+    session.run("What is the capital of France?", &mut Recorder::default()).await.unwrap();
+    report("turn 1", &model);
+    let first = model.last_generation().unwrap();
+    session.run("And the capital of Germany?", &mut Recorder::default()).await.unwrap();
+    report("turn 2", &model);
+    let (reused, total) = model.prompt_tokens_reused();
+    let second = model.last_generation().unwrap();
+    eprintln!(
+        "turn 2 reused {reused} of {total} prompt tokens; prompt time {:?} (turn 1: {:?} for {} tokens)",
+        second.prompt_time, first.prompt_time, first.prompt_tokens
+    );
+    assert!(reused * 10 >= total * 6, "reused only {reused} of {total} prompt tokens");
+    assert!(reused >= first.prompt_tokens, "turn 1's prompt should be reused whole");
+}
+
+#[tokio::test]
+async fn a_model_offered_tools_gives_a_valid_call_or_text() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(SMOLLM2) else { return };
+    // SmolLM2-135M's template renders no tools, so the system prompt
+    // describes the call format itself.
+    let system = "You can call one tool. To call it, answer exactly \
+                  <tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"<file>\"}}</tool_call>";
+    let tools = [ToolDefinition::new(
+        "read_file",
+        "Reads a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    )];
+    for prompt in ["Read the file src/main.rs.", "What is 2 + 2?", "<tool_call>"] {
+        let messages = [bosun_core::Message::user(prompt)];
+        let request = ModelRequest::new(Some(system), &messages[..], &tools[..], options(64));
+        let events: Vec<_> = model.stream(request, CancellationToken::new()).collect().await;
+        let Some(Ok(ModelEvent::Done(response))) = events.last() else {
+            panic!("no final response for {prompt:?}: {events:?}")
+        };
+        eprintln!("{prompt:?} -> {:?}", response.content);
+        let stats = model.last_generation().unwrap();
+        assert!(stats.constrained, "llama.cpp refused the tool grammar, or it refused a token");
+        for part in &response.content {
+            if let ResponsePart::ToolCall { name, arguments, .. } = part {
+                assert_eq!(name, "read_file");
+                assert!(arguments["path"].is_string(), "{arguments}");
+            }
+        }
+    }
+}
+
+/// Qwen2.5-Coder-0.5B (491 MB, not fetched by scripts/fetch-test-models).
+#[tokio::test]
+#[ignore = "needs the 491 MB Qwen2.5-Coder-0.5B-Instruct file"]
+async fn qwen_calls_a_tool_through_the_session() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(QWEN) else { return };
+    let model = std::sync::Arc::new(model);
+    eprintln!("capabilities: {:?}", model.capabilities());
+    let tool = FnTool::text("read_file", ToolCategory::Read, |_| "fn main() {}".into())
+        .schema(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}));
+    let mut session = Session::builder_shared(model.clone())
+        .tool(tool.clone())
+        .options(options(128))
+        .build()
+        .await
+        .unwrap();
+    let mut sink = Recorder::default();
+    let result = session.run("Use the read_file tool to read src/main.rs", &mut sink).await;
+    report("qwen", &model);
+    eprintln!("result: {result:?}");
+    for message in session.history() {
+        eprintln!("  {message:?}");
+    }
+    let proposed = sink.events.iter().find_map(|e| match e {
+        Event::ToolCallProposed { name, arguments, .. } => Some((name.clone(), arguments.clone())),
+        _ => None,
+    });
+    let (name, arguments) = proposed.expect("a tool call");
+    assert_eq!(name, "read_file");
+    assert!(arguments["path"].is_string(), "{arguments}");
+}
+
+/// Prompt and generation speed on a prompt of about 1,000 tokens, for the
+/// record (`cargo test --release -p bosun-local --test local -- --ignored
+/// --nocapture speed`); the Qwen part needs its file.
+#[tokio::test]
+#[ignore = "a measurement, not a check"]
+async fn speed() {
+    let _serial = SERIAL.lock().await;
+    for name in [SMOLLM2, QWEN] {
+        let Some(model) = load(name) else { continue };
+        let text = "The quick brown fox jumps over the lazy dog near the river bank. ".repeat(70);
+        let messages = [bosun_core::Message::user(format!("{text}\nSummarize the text above."))];
+        for run in ["cold", "again"] {
+            let request = ModelRequest::new(None, &messages[..], &[][..], options(128));
+            let events: Vec<_> = model.stream(request, CancellationToken::new()).collect().await;
+            assert!(matches!(events.last(), Some(Ok(ModelEvent::Done(_)))));
+            report(&format!("{name} {run} ({} threads)", model.threads()), &model);
+        }
+    }
+}
