@@ -90,7 +90,7 @@ pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     let prompt = read_prompt(args.prompt)?;
-    let model = wire::model(&settings, env)?;
+    let model = wire::model(&settings, env).await?;
     let (workspace, tools) = wire::tools(&dir, env)?;
     let store = wire::store(&settings, env)?;
     let journal = store.new_session();
@@ -117,7 +117,7 @@ pub async fn resume(
 ) -> Result<Outcome> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
-    let model = wire::model(&settings, env)?;
+    let model = wire::model(&settings, env).await?;
     let (workspace, tools) = wire::tools(&dir, env)?;
     let store = wire::store(&settings, env)?;
     let mut words = args.prompt;

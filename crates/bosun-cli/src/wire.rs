@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use bosun_core::{Session, SessionBuilder, Tool};
+use bosun_core::{Model, Session, SessionBuilder, Tool};
+use bosun_local::{LocalModel, LocalOptions};
 use bosun_providers::{ApiKey, HostedModel, ProviderConfig};
 use bosun_store::Store;
 use bosun_tools::{Workspace, WorkspaceTools};
@@ -31,22 +32,48 @@ pub fn key_vars(provider: &str) -> &'static [&'static str] {
     }
 }
 
-/// The model the settings name.
-pub fn model(settings: &Settings, env: &Env) -> Result<HostedModel> {
-    let Some(spec) = settings.model.as_deref() else {
+/// Context tokens a local model uses at most: enough for an agent turn,
+/// far less memory than a 32k training context.
+const LOCAL_CONTEXT: u32 = 8192;
+
+/// The model the settings name: a hosted `PROVIDER/MODEL`, a local GGUF
+/// (`local:PATH`, or `local/NAME` of a pulled model), or, when nothing is
+/// configured, the embedded default (the pulled Qwen2.5-Coder model).
+pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
+    let spec = settings.model.as_deref();
+    let local = match spec {
+        None => Some(crate::models::local_path(env, None).context(
+            "no model is configured and the embedded default is not downloaded yet: run `bosun models pull`, \
+             or name a hosted model with --model PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5)",
+        )?),
+        Some(spec) if spec.starts_with("local:") => Some(PathBuf::from(&spec["local:".len()..])),
+        Some(spec) if spec.starts_with("local/") => {
+            Some(crate::models::local_path(env, Some(&spec["local/".len()..]))?)
+        }
+        Some(_) => None,
+    };
+    if let Some(path) = local {
+        if !path.is_file() {
+            bail!("no model file at {}", path.display());
+        }
+        let shown = path.display().to_string();
+        let loaded = tokio::task::spawn_blocking(move || {
+            LocalModel::load(&path, LocalOptions::default().context_cap(LOCAL_CONTEXT))
+        })
+        .await
+        .context("loading the local model stopped")?
+        .with_context(|| format!("cannot load {shown}"))?;
+        return Ok(Arc::new(loaded));
+    }
+    Ok(Arc::new(hosted(spec.unwrap_or_default(), settings, env)?))
+}
+
+fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
+    let Some((provider, name)) = spec.split_once('/') else {
         bail!(
-            "no model is configured. The embedded local model arrives in a later release; until then name a \
-             hosted one: `--model anthropic/claude-sonnet-4-5` (with ANTHROPIC_API_KEY set), \
-             `--model openai/gpt-5` (OPENAI_API_KEY), `--model ollama/llama3.2` (a local Ollama), or \
-             `model = \"…\"` in ~/.config/bosun/config.toml"
+            "`{spec}` is not PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5), local:PATH.gguf or local/NAME"
         );
     };
-    let Some((provider, name)) = spec.split_once('/') else {
-        bail!("`{spec}` is not PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5)");
-    };
-    if provider == "local" {
-        bail!("the local model (`local/PATH.gguf`) is not available yet; use a hosted provider for now");
-    }
     let mut config = match (provider, settings.base_url.as_deref()) {
         ("openai-compatible", Some(url)) => ProviderConfig::openai_compatible(url),
         ("openai-compatible", None) => {
@@ -54,7 +81,7 @@ pub fn model(settings: &Settings, env: &Env) -> Result<HostedModel> {
         }
         (name, _) => ProviderConfig::preset(name).with_context(|| {
             format!(
-                "unknown provider `{name}`; known: {}, openai-compatible",
+                "unknown provider `{name}`; known: {}, openai-compatible, local",
                 ProviderConfig::PRESETS.join(", ")
             )
         })?,
@@ -120,12 +147,12 @@ pub fn system_prompt(dir: &Path, settings: &Settings) -> (String, Option<String>
 
 /// A builder with everything but the journal, prompt and approver.
 pub fn builder(
-    model: HostedModel,
+    model: Arc<dyn Model>,
     workspace: &Workspace,
     tools: Vec<Arc<dyn Tool>>,
     settings: &Settings,
 ) -> SessionBuilder {
-    let mut builder = Session::builder(model)
+    let mut builder = Session::builder_shared(model)
         .workspace(workspace.identity().clone())
         .tools(tools)
         .mode(settings.mode)

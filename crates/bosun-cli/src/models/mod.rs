@@ -125,7 +125,6 @@ pub fn models_dir(env: &Env) -> Result<PathBuf> {
 /// (default: [`DEFAULT_MODEL`]) or the file name of another `.gguf` in the
 /// models directory. A known model counts as pulled when its file has the
 /// pinned size (`pull` checked its sha256 before giving it this name).
-#[allow(dead_code, reason = "the entry point for wire.rs's local model")]
 pub fn local_path(env: &Env, name: Option<&str>) -> Result<PathBuf> {
     let name = name.unwrap_or(DEFAULT_MODEL);
     let dir = models_dir(env)?;
