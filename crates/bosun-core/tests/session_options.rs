@@ -163,3 +163,18 @@ async fn resumed_history_must_be_well_formed() {
     let err = Session::builder(ScriptedModel::new()).history(broken).build().await.unwrap_err();
     assert!(matches!(err, BuildError::History(_)), "{err}");
 }
+
+#[tokio::test]
+async fn a_model_repeating_a_call_with_the_same_result_gets_a_round_without_tools() -> TestResult {
+    let model = ScriptedModel::new()
+        .tool_call("read", json!({"path": "a"}))
+        .tool_call("read", json!({"path": "a", "limit": 9}))
+        .answer("It says hello.");
+    let read = FnTool::text("read", ToolCategory::Read, |_| "hello".into());
+    let mut session = Session::builder(model.clone()).tool(read).build().await?;
+    let outcome = session.run("what does a say?", &mut Vec::new()).await?;
+    assert_eq!(outcome.answer, "It says hello.");
+    let offered: Vec<usize> = model.requests().iter().map(|r| r.tools.len()).collect();
+    assert_eq!(offered, [1, 1, 0], "after a call that taught nothing new, one round has no tools");
+    Ok(())
+}

@@ -55,6 +55,11 @@ pub(crate) struct TurnState {
     pub(crate) cancel: CancellationToken,
     /// The caller's own token, to tell its cancellation from a sink failure.
     pub(crate) caller: CancellationToken,
+    /// Tool results seen this turn (tool name and result text), for
+    /// repeated-call detection.
+    pub(crate) seen_results: std::collections::HashSet<(String, String)>,
+    /// The next round is offered no tools: the model repeated itself.
+    pub(crate) answer_only: bool,
 }
 
 impl TurnState {
@@ -100,6 +105,8 @@ impl Session {
             usage: Usage::default(),
             cancel,
             caller: options.cancel,
+            seen_results: std::collections::HashSet::new(),
+            answer_only: false,
         };
         emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
         let user = Message::User { content };
@@ -163,6 +170,7 @@ impl Session {
                     for call in assistant.tool_calls() {
                         self.called.insert(call.name.to_owned());
                     }
+                    state.answer_only = repeats_itself(&mut state.seen_results, &results);
                     let mut messages = Vec::with_capacity(results.len() + 1);
                     messages.push(assistant);
                     messages.extend(results);
@@ -200,7 +208,13 @@ impl Session {
         let request = ModelRequest {
             system: self.system.as_deref(),
             messages,
-            tools: Cow::Borrowed(self.advertised.as_slice()),
+            // A model that only repeats calls it already made gets one round
+            // without tools, so it has to answer with what it has.
+            tools: if state.answer_only {
+                Cow::Borrowed(&[])
+            } else {
+                Cow::Borrowed(self.advertised.as_slice())
+            },
             options: generation.clone(),
         };
         let mut stream = self.model.stream(request, state.cancel.clone());
@@ -381,6 +395,19 @@ fn finish_response(
         return Err(TurnErrorKind::EmptyResponse);
     }
     Ok(response)
+}
+
+/// Repeated-call detection: true when every result of a batch is one this
+/// turn already produced (same tool, same output), i.e. the calls taught the
+/// model nothing new. Records the results as seen.
+fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, results: &[Message]) -> bool {
+    let mut all_seen = !results.is_empty();
+    for result in results {
+        if let Message::ToolResult { tool_name, .. } = result {
+            all_seen &= !seen.insert((tool_name.clone(), result.text()));
+        }
+    }
+    all_seen
 }
 
 /// Polls a model stream to its end so no generation outlives the round.
