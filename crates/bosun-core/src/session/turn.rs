@@ -170,7 +170,8 @@ impl Session {
                     for call in assistant.tool_calls() {
                         self.called.insert(call.name.to_owned());
                     }
-                    state.answer_only = repeats_itself(&mut state.seen_results, &results);
+                    let mut results = results;
+                    state.answer_only = repeats_itself(&mut state.seen_results, &mut results);
                     let mut messages = Vec::with_capacity(results.len() + 1);
                     messages.push(assistant);
                     messages.extend(results);
@@ -397,14 +398,25 @@ fn finish_response(
     Ok(response)
 }
 
+/// What a repeated result tells the model.
+pub const REPEATED_NOTE: &str = "[bosun: this call repeats an earlier one with the same result; do not call it \
+again, answer the user with what you have]";
+
 /// Repeated-call detection: true when every result of a batch is one this
 /// turn already produced (same tool, same output), i.e. the calls taught the
-/// model nothing new. Records the results as seen.
-fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, results: &[Message]) -> bool {
+/// model nothing new. Records the results as seen and notes the repeats in
+/// them, so the model reads why the next round has no tools.
+fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, results: &mut [Message]) -> bool {
     let mut all_seen = !results.is_empty();
-    for result in results {
-        if let Message::ToolResult { tool_name, .. } = result {
-            all_seen &= !seen.insert((tool_name.clone(), result.text()));
+    for result in results.iter_mut() {
+        let key = match result {
+            Message::ToolResult { tool_name, .. } => (tool_name.clone(), result.text()),
+            _ => continue,
+        };
+        let repeated = !seen.insert(key);
+        all_seen &= repeated;
+        if repeated && let Message::ToolResult { content, .. } = result {
+            content.push(ContentPart::text(format!("\n{REPEATED_NOTE}")));
         }
     }
     all_seen
