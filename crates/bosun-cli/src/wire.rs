@@ -48,7 +48,13 @@ pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
         )?),
         Some(spec) if spec.starts_with("local:") => Some(PathBuf::from(&spec["local:".len()..])),
         Some(spec) if spec.starts_with("local/") => {
-            Some(crate::models::local_path(env, Some(&spec["local/".len()..]))?)
+            let rest = &spec["local/".len()..];
+            // A path (`local//abs/file.gguf`, `local/./file.gguf`) or a pulled model's name.
+            if rest.ends_with(".gguf") && Path::new(rest).is_file() {
+                Some(PathBuf::from(rest))
+            } else {
+                Some(crate::models::local_path(env, Some(rest))?)
+            }
         }
         Some(_) => None,
     };
