@@ -279,16 +279,11 @@ impl<'a> Run<'a> {
             }
         };
         let mut out = Vec::new();
-        for (index, event) in events.iter().enumerate() {
-            if let Err(error) = reading.decoder.event(event, &mut out) {
-                self.queue.extend(out.into_iter().map(Ok));
-                return self.fail(cut_short(config, cut && index + 1 == events.len(), error)).await;
-            }
-            if reading.decoder.done() {
-                break;
-            }
-        }
+        let decoded = decode_events(config, reading.decoder.as_mut(), &events, cut, &mut out);
         self.queue.extend(out.into_iter().map(Ok));
+        if let Err(error) = decoded {
+            return self.fail(error).await;
+        }
         if ended || reading.decoder.done() {
             match reading.decoder.finish() {
                 Ok(response) => self.queue.push_back(Ok(ModelEvent::Done(response))),
@@ -369,19 +364,34 @@ pub fn decode_recorded(config: &ProviderConfig, chunks: &[&[u8]]) -> Vec<Result<
         parser.push(chunk, &mut events);
     }
     let cut = parser.finish(&mut events);
-    let mut results = Vec::new();
+    let mut out = Vec::new();
+    let decoded = decode_events(config, decoder.as_mut(), &events, cut, &mut out);
+    let mut results: Vec<_> = out.into_iter().map(Ok).collect();
+    match decoded {
+        Ok(()) => results.push(decoder.finish().map(ModelEvent::Done)),
+        Err(error) => results.push(Err(error)),
+    }
+    results
+}
+
+/// Feeds `events` to the decoder until one fails or the API's terminal event
+/// arrives; what the decoder produced goes to `out` either way. When the
+/// stream ended in the middle of the last event (`cut`), its failure is the
+/// broken connection's, not the half JSON's.
+fn decode_events(
+    config: &ProviderConfig,
+    decoder: &mut dyn Decoder,
+    events: &[SseEvent],
+    cut: bool,
+    out: &mut Vec<ModelEvent>,
+) -> Result<(), ModelError> {
     for (index, event) in events.iter().enumerate() {
-        let mut out = Vec::new();
-        let step = decoder.event(event, &mut out);
-        results.extend(out.into_iter().map(Ok));
-        if let Err(error) = step {
-            results.push(Err(cut_short(config, cut && index + 1 == events.len(), error)));
-            return results;
+        if let Err(error) = decoder.event(event, out) {
+            return Err(cut_short(config, cut && index + 1 == events.len(), error));
         }
         if decoder.done() {
             break;
         }
     }
-    results.push(decoder.finish().map(ModelEvent::Done));
-    results
+    Ok(())
 }
