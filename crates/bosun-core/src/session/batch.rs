@@ -250,6 +250,7 @@ impl Session {
                 }
                 finished = running.next() => match finished {
                     Some((index, output)) => {
+                        forward_progress(&mut progress_rx, emitter);
                         if let Err(stopped) = self.finish_invocation(index, &calls[index], output, results, emitter).await {
                             return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
                         }
@@ -312,6 +313,7 @@ impl Session {
                     output = &mut work => break output,
                 }
             };
+            forward_progress(&mut progress_rx, emitter);
             if let Err(stopped) = self.finish_invocation(index, call, output, results, emitter).await {
                 return Some(stopped);
             }
@@ -460,4 +462,12 @@ fn settle(result: Result<ToolOutput, Box<dyn Any + Send>>) -> ToolOutput {
             .unwrap_or_else(|| "a non-text panic payload".to_owned());
         ToolOutput::error(format!("the tool panicked: {message}"))
     })
+}
+
+/// Emits the progress already queued: a tool's last reports may still be in
+/// the channel when its result arrives, and belong before its end event.
+fn forward_progress(progress: &mut mpsc::Receiver<(CallId, String)>, emitter: &mut Emitter<'_>) {
+    while let Ok((call_id, message)) = progress.try_recv() {
+        let _ = emitter.emit(Event::ToolProgress { call_id, message });
+    }
 }
