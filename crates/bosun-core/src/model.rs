@@ -109,6 +109,17 @@ impl ModelResponse {
     pub fn new(content: Vec<ResponsePart>, usage: Usage, stop_reason: StopReason) -> Self {
         Self { content, usage, stop_reason }
     }
+
+    /// The answer text: the text parts joined, reasoning and calls left out.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|part| match part {
+                ResponsePart::Content(ContentPart::Text { text }) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// One part of a [`ModelResponse`].

@@ -174,7 +174,30 @@ async fn a_model_repeating_a_call_with_the_same_result_gets_a_round_without_tool
     let mut session = Session::builder(model.clone()).tool(read).build().await?;
     let outcome = session.run("what does a say?", &mut Vec::new()).await?;
     assert_eq!(outcome.answer, "It says hello.");
-    let offered: Vec<usize> = model.requests().iter().map(|r| r.tools.len()).collect();
+    let requests = model.requests();
+    let offered: Vec<usize> = requests.iter().map(|r| r.tools.len()).collect();
     assert_eq!(offered, [1, 1, 0], "after a call that taught nothing new, one round has no tools");
+    // The answer-only round sees the first call and its result, not the
+    // repeat: a small model reading its repeated calls imitates them.
+    let history = session.history();
+    assert_eq!(history.len(), 6, "the repeat stays in the history: {history:?}");
+    assert_eq!(requests[2].messages, history[..3].to_vec());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_batch_with_one_new_result_is_not_a_repeat() -> TestResult {
+    let model = ScriptedModel::new()
+        .tool_call("read", json!({"path": "a"}))
+        .reply(Reply::new().tool_call("read", json!({"path": "a"})).tool_call("read", json!({"path": "b"})))
+        .answer("Both read.");
+    let read = FnTool::text("read", ToolCategory::Read, |args| format!("content of {}", args["path"]));
+    let mut session = Session::builder(model.clone()).tool(read).build().await?;
+    let outcome = session.run("read a and b", &mut Vec::new()).await?;
+    assert_eq!(outcome.answer, "Both read.");
+    let requests = model.requests();
+    let offered: Vec<usize> = requests.iter().map(|r| r.tools.len()).collect();
+    assert_eq!(offered, [1, 1, 1], "a batch that taught something keeps the tools");
+    assert_eq!(requests[2].messages, session.history()[..6].to_vec(), "nothing is left out");
     Ok(())
 }

@@ -102,17 +102,6 @@ fn deltas(events: &Events) -> Deltas {
     deltas
 }
 
-fn text_of(response: &ModelResponse) -> String {
-    response
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            ResponsePart::Content(ContentPart::Text { text }) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn reasoning_of(response: &ModelResponse) -> Vec<&ContentPart> {
     response
         .content
@@ -214,7 +203,7 @@ async fn recorded_tool_use_stream_gives_the_readme_values() {
 
     let deltas = deltas(&events);
     assert_eq!(deltas.text, ["I", "'ll check the current weather in Paris for you."]);
-    assert_eq!(deltas.text.concat(), text_of(response));
+    assert_eq!(deltas.text.concat(), response.text());
     assert!(deltas.reasoning.is_empty());
     assert_eq!(deltas.starts, [(0, "toolu_01NRLabsLyVHZPKxbKvkfSMn".to_owned(), "get_weather".to_owned())]);
     // The first, empty fragment carries nothing and is not forwarded.
@@ -260,7 +249,7 @@ async fn recorded_thinking_stream_gives_the_readme_values() {
     );
     assert_eq!(provider_data.as_ref(), Some(&thinking_tag()));
 
-    assert_eq!(text_of(response), "925 ÷ 5 = 185");
+    assert_eq!(response.text(), "925 ÷ 5 = 185");
     assert!(matches!(response.content[0], ResponsePart::Content(ContentPart::Reasoning { .. })));
     assert!(matches!(response.content[1], ResponsePart::Content(ContentPart::Text { .. })));
     assert_eq!(response.content.len(), 2);
@@ -272,7 +261,7 @@ async fn recorded_thinking_stream_gives_the_readme_values() {
     assert_eq!(deltas.reasoning.len(), 9);
     assert_eq!(deltas.reasoning.concat(), thinking);
     assert_eq!(deltas.text, ["925", " ÷ 5 ", "= 185"]);
-    assert_eq!(deltas.text.concat(), text_of(response));
+    assert_eq!(deltas.text.concat(), response.text());
     assert!(deltas.starts.is_empty());
     assert_eq!(decode(&raw), events);
 }
@@ -526,7 +515,7 @@ async fn the_request_body_has_breakpoints_and_replays_anthropic_thinking() {
     let tools = tools();
     let request = ModelRequest::new(Some("You are terse."), conversation(call, signed), tools, options);
     let (events, requests) = serve(vec![Canned::sse(ok_stream())], request).await;
-    assert_eq!(text_of(done(&events)), "ok");
+    assert_eq!(done(&events).text(), "ok");
     let recorded = &requests[0];
     assert_eq!(recorded.path, "/v1/messages");
     assert_eq!(recorded.header("x-api-key"), Some("test-key"));
@@ -729,7 +718,7 @@ async fn an_overloaded_error_event_is_rate_limited_and_retried() {
 
     let (events, requests) =
         serve(vec![Canned::sse(overloaded_stream()), Canned::sse(ok_stream())], hello()).await;
-    assert_eq!(text_of(done(&events)), "ok");
+    assert_eq!(done(&events).text(), "ok");
     assert!(events.iter().all(Result::is_ok), "{events:?}");
     assert_eq!(requests.len(), 2);
 }
@@ -738,7 +727,7 @@ async fn an_overloaded_error_event_is_rate_limited_and_retried() {
 async fn http_529_with_retry_after_zero_is_retried() {
     let overloaded = Canned::error(529, OVERLOADED).with_header("retry-after", "0");
     let (events, requests) = serve(vec![overloaded, Canned::sse(ok_stream())], hello()).await;
-    assert_eq!(text_of(done(&events)), "ok");
+    assert_eq!(done(&events).text(), "ok");
     assert_eq!(requests.len(), 2);
 }
 
@@ -838,7 +827,7 @@ fn usage_replaces_field_by_field_and_trailing_done_markers_are_ignored() {
     usage.cache_write = 20;
     assert_eq!(response.usage, usage);
     assert_eq!(deltas(&events).text, ["Hi"]);
-    assert_eq!(text_of(response), "Hi");
+    assert_eq!(response.text(), "Hi");
 }
 
 #[test]

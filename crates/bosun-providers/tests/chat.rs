@@ -112,17 +112,6 @@ fn response(outcome: &Outcome) -> &ModelResponse {
     }
 }
 
-fn text_of(response: &ModelResponse) -> String {
-    response
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            ResponsePart::Content(ContentPart::Text { text }) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn reasoning_of(response: &ModelResponse) -> String {
     response
         .content
@@ -156,7 +145,7 @@ fn usage(input: u64, output: u64, cache_read: u64, reasoning: u64) -> Usage {
 
 fn assert_parallel(outcome: &Outcome) {
     let response = response(outcome);
-    assert_eq!(text_of(response), "");
+    assert_eq!(response.text(), "");
     assert_eq!(outcome.text, "");
     assert_eq!(reasoning_of(response), "");
     assert_eq!(
@@ -206,7 +195,7 @@ fn assert_xai(outcome: &Outcome) {
     assert!(reasoning.contains(
         r#"<function_call>{"action": "weather", "action_input": {"location": "San Francisco"}}</function_call>"#
     ));
-    assert_eq!(text_of(response), "");
+    assert_eq!(response.text(), "");
     assert_eq!(outcome.text, "");
     assert_eq!(
         calls_of(response),
@@ -315,7 +304,7 @@ async fn request_body_path_and_headers_are_exact() {
     options.thinking = Some(Thinking::On { budget: None });
     let request = ModelRequest::new(Some("Be brief."), messages, tools(), options);
     let outcome = stream(&model, request).await;
-    assert_eq!(text_of(response(&outcome)), "ok");
+    assert_eq!(response(&outcome).text(), "ok");
 
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
@@ -410,7 +399,7 @@ async fn without_a_key_no_authorization_and_quirks_rename_fields() {
     options.thinking = Some(Thinking::Off);
     let request = ModelRequest::new(None, messages, Vec::<ToolDefinition>::new(), options);
     let outcome = stream(&model, request).await;
-    assert_eq!(text_of(response(&outcome)), "ok");
+    assert_eq!(response(&outcome).text(), "ok");
 
     let recorded = &server.requests()[0];
     assert_eq!(recorded.header("authorization"), None);
@@ -566,7 +555,7 @@ fn finish_reasons_map_to_stop_reasons() {
     }
     let refusal = decode(&config, &[delta(json!({"refusal": "I can't."}), Some("stop"))], true);
     assert_eq!(response(&refusal).stop_reason, StopReason::Refusal);
-    assert_eq!(text_of(response(&refusal)), "I can't.");
+    assert_eq!(response(&refusal).text(), "I can't.");
 }
 
 #[test]

@@ -60,6 +60,9 @@ pub(crate) struct TurnState {
     pub(crate) seen_results: std::collections::HashSet<(String, String)>,
     /// The next round is offered no tools: the model repeated itself.
     pub(crate) answer_only: bool,
+    /// History ranges (a call message and its results) whose results all
+    /// repeated earlier ones; left out of the answer-only round's request.
+    pub(crate) repeats: Vec<std::ops::Range<usize>>,
 }
 
 impl TurnState {
@@ -107,6 +110,7 @@ impl Session {
             caller: options.cancel,
             seen_results: std::collections::HashSet::new(),
             answer_only: false,
+            repeats: Vec::new(),
         };
         emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
         let user = Message::User { content };
@@ -170,8 +174,11 @@ impl Session {
                     for call in assistant.tool_calls() {
                         self.called.insert(call.name.to_owned());
                     }
-                    let mut results = results;
-                    state.answer_only = repeats_itself(&mut state.seen_results, &mut results);
+                    state.answer_only = repeats_itself(&mut state.seen_results, &results);
+                    if state.answer_only {
+                        let start = self.history.len();
+                        state.repeats.push(start..start + results.len() + 1);
+                    }
                     let mut messages = Vec::with_capacity(results.len() + 1);
                     messages.push(assistant);
                     messages.extend(results);
@@ -201,8 +208,17 @@ impl Session {
         generation: &GenerationOptions,
         emitter: &mut Emitter<'_>,
     ) -> Result<ModelResponse, TurnErrorKind> {
-        let messages = if self.capabilities.reasoning_replay == Support::No {
-            Cow::Owned(self.history.iter().map(strip_reasoning).collect())
+        // The answer-only round sees the conversation without the batches
+        // that repeated earlier ones: they add nothing, and a small model
+        // reading its own repeated calls imitates them instead of answering.
+        let repeated = |index: &usize| state.answer_only && state.repeats.iter().any(|r| r.contains(index));
+        let messages = if self.capabilities.reasoning_replay == Support::No || state.answer_only {
+            let kept = self.history.iter().enumerate().filter(|(index, _)| !repeated(index));
+            Cow::Owned(if self.capabilities.reasoning_replay == Support::No {
+                kept.map(|(_, message)| strip_reasoning(message)).collect()
+            } else {
+                kept.map(|(_, message)| message.clone()).collect()
+            })
         } else {
             Cow::Borrowed(self.history.as_slice())
         };
@@ -398,25 +414,14 @@ fn finish_response(
     Ok(response)
 }
 
-/// What a repeated result tells the model.
-pub const REPEATED_NOTE: &str = "[bosun: this call repeats an earlier one with the same result; do not call it \
-again, answer the user with what you have]";
-
 /// Repeated-call detection: true when every result of a batch is one this
 /// turn already produced (same tool, same output), i.e. the calls taught the
-/// model nothing new. Records the results as seen and notes the repeats in
-/// them, so the model reads why the next round has no tools.
-fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, results: &mut [Message]) -> bool {
+/// model nothing new. Records the results as seen.
+fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, results: &[Message]) -> bool {
     let mut all_seen = !results.is_empty();
-    for result in results.iter_mut() {
-        let key = match result {
-            Message::ToolResult { tool_name, .. } => (tool_name.clone(), result.text()),
-            _ => continue,
-        };
-        let repeated = !seen.insert(key);
-        all_seen &= repeated;
-        if repeated && let Message::ToolResult { content, .. } = result {
-            content.push(ContentPart::text(format!("\n{REPEATED_NOTE}")));
+    for result in results {
+        if let Message::ToolResult { tool_name, .. } = result {
+            all_seen &= !seen.insert((tool_name.clone(), result.text()));
         }
     }
     all_seen
