@@ -266,7 +266,9 @@ impl LocalModel {
         cancel: CancellationToken,
     ) -> Result<stream::GenerationStream, ModelError> {
         let rendered = prompt::render(&self.template, request)?;
-        let tool_names = request.tools.iter().map(|t| t.name.clone()).collect();
+        let tool_names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        let tools_withdrawn = tool_names.is_empty()
+            && request.messages.iter().any(|message| message.tool_calls().next().is_some());
         let grammar = self.tool_grammar(&request.tools);
         let (events, receiver) = mpsc::channel(CHANNEL);
         let (done, finished) = std_mpsc::sync_channel(0);
@@ -279,6 +281,7 @@ impl LocalModel {
             grammar,
             stops: request.options.stop.clone().unwrap_or_default(),
             tool_names,
+            tools_withdrawn,
             events,
             control: Arc::clone(&control),
             cancel,
@@ -363,7 +366,8 @@ fn spawn(
             };
             let _ = ready.send(Ok(context.n_ctx()));
             let batch = LlamaBatch::new(worker::PROMPT_CHUNK, 1);
-            Worker { model: &model, context, batch, cached: Vec::new(), shared }.serve(receiver);
+            Worker { model: &model, context, batch, cached: Vec::new(), call_openers: None, shared }
+                .serve(receiver);
         })
         .map_err(|e| LocalError::Context { n_ctx, reason: format!("cannot start the thread: {e}") })?;
     match started.recv() {

@@ -59,18 +59,29 @@ impl Utf8Joiner {
     }
 }
 
+/// The openings of tagged tool calls. When a response is offered no tools,
+/// the output is cut where one of them appears: a small model given a round
+/// without tools (bosun-core does that after repeated calls) tends to write
+/// a call anyway, and then more, until its token limit.
+pub(crate) const CALL_TAGS: [&str; 2] = ["<tool_call>", "<function="];
+
+/// The note appended when the output was cut at a call while no tools were offered.
+const WITHHELD_CALL_NOTE: &str =
+    "[bosun: the model began a tool call, but no tools were offered for this response.]";
+
 /// Where the first stop sequence in `output` begins, looking only at text a
 /// piece appended at byte `appended_at` could have completed.
-pub(crate) fn find_stop(output: &str, appended_at: usize, stops: &[String]) -> Option<usize> {
+pub(crate) fn find_stop<S: AsRef<str>>(output: &str, appended_at: usize, stops: &[S]) -> Option<usize> {
     stops
         .iter()
+        .map(AsRef::as_ref)
         .filter(|stop| !stop.is_empty())
         .filter_map(|stop| {
             let mut from = appended_at.saturating_sub(stop.len() - 1);
             while !output.is_char_boundary(from) {
                 from -= 1;
             }
-            output[from..].find(stop.as_str()).map(|at| from + at)
+            output[from..].find(stop).map(|at| from + at)
         })
         .min()
 }
@@ -169,18 +180,24 @@ fn partial_suffix(output: &str, stop: &str) -> usize {
 /// whatever the parser says (the prefix invariant, see [`reconcile`]); calls
 /// get ids `call_0`, `call_1`, …; parser problems (a call that was not valid
 /// JSON, named no offered tool, …) are appended to the text as a note, so
-/// the person sees them and the model reads them back on its next turn.
+/// the person sees them and the model reads them back on its next turn. So
+/// is a note when the output was cut at a call no tool was offered for
+/// (`cut_at_call`, see [`CALL_TAGS`]).
 pub(crate) fn finish(
     output: &str,
     streamer: &Streamer,
     tools: &[&str],
     stop_reason: StopReason,
     usage: Usage,
+    cut_at_call: bool,
 ) -> ModelResponse {
     let parsed = toolcall::parse(output, tools);
     let mut text = reconcile(streamer.text(), parsed.text);
     if !parsed.problems.is_empty() {
-        text.push_str(&problem_note(&parsed.problems));
+        append_note(&mut text, &problem_note(&parsed.problems));
+    }
+    if cut_at_call {
+        append_note(&mut text, WITHHELD_CALL_NOTE);
     }
     let reasoning = reconcile(streamer.reasoning(), parsed.reasoning);
     let mut content = Vec::new();
@@ -220,9 +237,17 @@ fn reconcile(streamed: &str, parsed: String) -> String {
     format!("{streamed}{}", &parsed[common..])
 }
 
+/// Appends `note` to `text` as its own paragraph (or as the whole text).
+fn append_note(text: &mut String, note: &str) {
+    if !text.trim().is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str(note);
+}
+
 /// The note appended to the answer when tool calls could not be used.
 fn problem_note(problems: &[String]) -> String {
-    let mut note = String::from("\n\n[bosun: tool call not used:");
+    let mut note = String::from("[bosun: tool call not used:");
     for problem in problems {
         note.push(' ');
         note.push_str(problem.trim());
@@ -288,7 +313,7 @@ mod tests {
         assert_eq!(streamer.text(), "\n\nParis is the capital.");
         let reasoning: String = events.iter().filter_map(|(r, _)| r.clone()).collect();
         assert_eq!(reasoning, "Let me see.");
-        let response = finish(output, &streamer, &[], StopReason::Stop, Usage::default());
+        let response = finish(output, &streamer, &[], StopReason::Stop, Usage::default(), false);
         let text = bosun_core::message::concat_text(
             &response
                 .content
@@ -310,7 +335,7 @@ mod tests {
             streamer.advance(&output[..end], &[]);
         }
         assert_eq!(streamer.text(), "Sure. ");
-        let response = finish(output, &streamer, &["read_file"], StopReason::Stop, Usage::default());
+        let response = finish(output, &streamer, &["read_file"], StopReason::Stop, Usage::default(), false);
         assert_eq!(response.stop_reason, StopReason::ToolUse);
         assert!(
             matches!(&response.content[0], ResponsePart::Content(ContentPart::Text { text }) if text.starts_with("Sure. "))
@@ -335,6 +360,12 @@ mod tests {
     #[test]
     fn the_problem_note_names_each_problem() {
         let note = problem_note(&["unknown tool `x`".to_owned(), "bad JSON.".to_owned()]);
-        assert_eq!(note, "\n\n[bosun: tool call not used: unknown tool `x`. bad JSON.]");
+        assert_eq!(note, "[bosun: tool call not used: unknown tool `x`. bad JSON.]");
+        let mut text = "Here.".to_owned();
+        append_note(&mut text, &note);
+        assert_eq!(text, "Here.\n\n[bosun: tool call not used: unknown tool `x`. bad JSON.]");
+        let mut text = "\n".to_owned();
+        append_note(&mut text, WITHHELD_CALL_NOTE);
+        assert_eq!(text, format!("\n{WITHHELD_CALL_NOTE}"));
     }
 }

@@ -23,6 +23,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 
 use bosun_core::{GenerationOptions, ToolDefinition};
 
@@ -167,6 +168,8 @@ fn gbnf_literal(text: &str) -> String {
 /// milliseconds, one token almost nothing.
 pub(crate) struct TokenSampler {
     grammar: Option<LlamaSampler>,
+    /// Applied to the first token only (see [`TokenSampler::ban_first`]).
+    first: Option<LlamaSampler>,
     choice: LlamaSampler,
     /// Whether a grammar was asked for and has held so far.
     constrained: bool,
@@ -180,8 +183,13 @@ impl std::fmt::Debug for TokenSampler {
 
 impl TokenSampler {
     /// A sampler for one generation; without the grammar (and a warning) if
-    /// llama.cpp refuses it.
-    pub(crate) fn new(model: &LlamaModel, sampling: Sampling, grammar: Option<&ToolGrammar>) -> Self {
+    /// llama.cpp refuses it. `banned` tokens are never chosen.
+    pub(crate) fn new(
+        model: &LlamaModel,
+        sampling: Sampling,
+        grammar: Option<&ToolGrammar>,
+        banned: &[LlamaToken],
+    ) -> Self {
         let grammar = grammar.and_then(|g| {
             LlamaSampler::grammar_lazy_patterns(model, &g.gbnf, ROOT, &g.patterns, &[])
                 .map_err(|e| {
@@ -190,7 +198,13 @@ impl TokenSampler {
                 .ok()
         });
         let constrained = grammar.is_some();
-        Self { grammar, choice: choice(sampling), constrained }
+        let mut choice = choice(sampling);
+        if !banned.is_empty() {
+            let biases: Vec<LlamaLogitBias> =
+                banned.iter().map(|token| LlamaLogitBias::new(*token, f32::NEG_INFINITY)).collect();
+            choice = LlamaSampler::chain_simple([LlamaSampler::logit_bias(model.n_vocab(), &biases), choice]);
+        }
+        Self { grammar, first: None, choice, constrained }
     }
 
     /// Whether tool calls were constrained by the grammar throughout.
@@ -198,9 +212,19 @@ impl TokenSampler {
         self.constrained
     }
 
+    /// Never chooses one of `tokens` as the first token of the output.
+    pub(crate) fn ban_first(&mut self, model: &LlamaModel, tokens: &[LlamaToken]) {
+        let biases: Vec<LlamaLogitBias> =
+            tokens.iter().map(|token| LlamaLogitBias::new(*token, f32::NEG_INFINITY)).collect();
+        self.first = Some(LlamaSampler::logit_bias(model.n_vocab(), &biases));
+    }
+
     /// Chooses the next token from the logits at batch index `index`.
     pub(crate) fn sample(&mut self, context: &LlamaContext<'_>, index: i32) -> Option<LlamaToken> {
         let mut candidates = context.token_data_array_ith(index);
+        if let Some(mut first) = self.first.take() {
+            candidates.apply_sampler(&mut first);
+        }
         candidates.apply_sampler(&mut self.choice);
         let mut token = candidates.selected_token()?;
         if let Some(grammar) = self.grammar.as_mut() {

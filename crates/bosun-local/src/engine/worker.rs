@@ -34,6 +34,9 @@ use super::sampling::{Sampling, TokenSampler, ToolGrammar};
 /// the prompt speed of 512-token batches, measured).
 pub(crate) const PROMPT_CHUNK: usize = 128;
 
+/// The opening of a reasoning block.
+const THINK: &str = "<think>";
+
 /// What the events channel carries.
 pub(crate) type EventResult = Result<ModelEvent, ModelError>;
 
@@ -45,6 +48,10 @@ pub(crate) struct Job {
     pub(crate) grammar: Option<Arc<ToolGrammar>>,
     pub(crate) stops: Vec<String>,
     pub(crate) tool_names: Vec<String>,
+    /// No tools are offered, but the conversation called some: the tools
+    /// were withdrawn (bosun-core does that after repeated calls), so the
+    /// output must not open like a call.
+    pub(crate) tools_withdrawn: bool,
     pub(crate) events: mpsc::Sender<EventResult>,
     pub(crate) control: Arc<Control>,
     pub(crate) cancel: CancellationToken,
@@ -107,6 +114,8 @@ pub(crate) struct Worker<'m> {
     pub(crate) batch: LlamaBatch<'static>,
     /// Tokens whose keys and values are in the cache, in position order.
     pub(crate) cached: Vec<LlamaToken>,
+    /// Tokens that may open a call or a blank (see [`Worker::call_openers`]), found once.
+    pub(crate) call_openers: Option<Arc<[LlamaToken]>>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -169,14 +178,22 @@ impl Worker<'_> {
         };
 
         let grammar = job.grammar.as_deref();
-        let mut sampler = TokenSampler::new(self.model, job.sampling, grammar);
+        // With no tools offered, a call cannot be taken: a call opening that
+        // is one token is banned, so the model answers in words instead
+        // (other openings are cut below).
+        let banned = if job.tool_names.is_empty() { self.call_tag_tokens() } else { Vec::new() };
+        let mut sampler = TokenSampler::new(self.model, job.sampling, grammar, &banned);
+        if job.tools_withdrawn {
+            sampler.ban_first(self.model, &self.call_openers());
+        }
         let budget = (job.max_tokens as usize).min(n_ctx - tokens.len());
         // A prompt that ends inside an opened `<think>` leaves the output
         // with only the closing tag; the parser and streamer need the opening.
-        let mut output = if opens_reasoning(&job.prompt) { "<think>".to_owned() } else { String::new() };
+        let mut output = if opens_reasoning(&job.prompt) { THINK.to_owned() } else { String::new() };
         let mut joiner = Utf8Joiner::default();
         let mut streamer = Streamer::default();
         let generation_started = Instant::now();
+        let mut cut_at_call = false;
         let stop_reason = loop {
             if stats.generated_tokens >= budget {
                 break StopReason::Length;
@@ -199,11 +216,20 @@ impl Worker<'_> {
                 output.truncate(cut);
                 break StopReason::Stop;
             }
+            if job.tool_names.is_empty()
+                && let Some(cut) = output::find_stop(&output, appended_at, &output::CALL_TAGS)
+            {
+                output.truncate(cut);
+                cut_at_call = true;
+                break StopReason::Stop;
+            }
             let (reasoning, text) = streamer.advance(&output, &job.stops);
             let deltas =
                 reasoning.map(ModelEvent::ReasoningDelta).into_iter().chain(text.map(ModelEvent::TextDelta));
             for delta in deltas {
                 if job.events.blocking_send(Ok(delta)).is_err() {
+                    stats.generation_time = generation_started.elapsed();
+                    self.record(stats);
                     return Ok(Ending::Stopped);
                 }
             }
@@ -218,8 +244,49 @@ impl Worker<'_> {
         usage.cache_read = stats.reused_tokens as u64;
         self.record(stats);
         let tools: Vec<&str> = job.tool_names.iter().map(String::as_str).collect();
-        let response = output::finish(&output, &streamer, &tools, stop_reason, usage);
+        let response = output::finish(&output, &streamer, &tools, stop_reason, usage, cut_at_call);
         Ok(Ending::Done(Box::new(response)))
+    }
+
+    /// The tokens that are, alone, the opening of a tagged call (Qwen's
+    /// `<tool_call>`, say); none when the vocabulary spells them out.
+    fn call_tag_tokens(&self) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        output::CALL_TAGS
+            .iter()
+            .filter_map(|tag| match vocab.tokenize(tag.as_bytes(), false, true).as_slice() {
+                [token] => Some(*token),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tokens an output may not start with once tools were withdrawn:
+    /// those that, leading whitespace aside, begin `{`, `[`, `` ` `` or `<`
+    /// (a bare, fenced or tagged call; `<think>` stays allowed) or are only whitespace (so the ban
+    /// cannot be stepped around with a newline). A small model given a round
+    /// without tools otherwise writes the call it can no longer make. Found
+    /// by one pass over the vocabulary, the first time it is needed.
+    fn call_openers(&mut self) -> Arc<[LlamaToken]> {
+        if let Some(openers) = &self.call_openers {
+            return Arc::clone(openers);
+        }
+        let vocab = self.model.vocab();
+        let openers: Arc<[LlamaToken]> = (0..self.model.n_vocab())
+            .map(LlamaToken)
+            .filter(|token| {
+                let piece = vocab.token_to_piece(*token, true, None);
+                let text = String::from_utf8_lossy(&piece);
+                let body = text.trim_start();
+                let reasoning = body.starts_with(THINK) || THINK.starts_with(body);
+                !piece.is_empty()
+                    && (body.is_empty()
+                        || body.starts_with(['{', '[', '`'])
+                        || (body.starts_with('<') && !reasoning))
+            })
+            .collect();
+        self.call_openers = Some(Arc::clone(&openers));
+        openers
     }
 
     /// Keeps the cached prefix `tokens` shares (all but its last token at
@@ -286,7 +353,7 @@ impl Worker<'_> {
 
 /// Whether the prompt leaves the assistant inside an opened `<think>` block.
 fn opens_reasoning(prompt: &str) -> bool {
-    prompt.trim_end().ends_with("<think>")
+    prompt.trim_end().ends_with(THINK)
 }
 
 fn position(index: usize) -> Result<i32, ModelError> {

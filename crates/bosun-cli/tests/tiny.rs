@@ -1,0 +1,97 @@
+//! `bosun exec` end to end on a local model with no download: a tiny GGUF
+//! built by the test (`bosun_testing::TinyModel`, programmed to answer
+//! "Hello from tiny") run in-process by the real binary, in a temporary
+//! workspace with a cleared environment. Checks the whole path a local model
+//! takes: `--model local:PATH`, loading, the system prompt and tools through
+//! the file's chat template, streaming to stdout, the session store, exit 0.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bosun_testing::TinyModel;
+use bosun_testing::gguf::END_OF_TURN;
+
+const BOSUN: &str = env!("CARGO_BIN_EXE_bosun");
+
+/// No run may take longer: a hang fails the test.
+const NO_HANG: Duration = Duration::from_secs(120);
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `bosun -C ROOT/ws ARGS` with a cleared environment whose home, config
+/// and data directories are under `root`.
+fn bosun(root: &Path, args: &[&str]) -> Run {
+    let mut child = Command::new(BOSUN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", root.join("home"))
+        .env("XDG_CONFIG_HOME", root.join("xdg"))
+        .env("BOSUN_HOME", root.join("bosun"))
+        .arg("-C")
+        .arg(root.join("ws"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            pipe.read_to_string(&mut text).unwrap();
+            text
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > NO_HANG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bosun {args:?} did not finish in {NO_HANG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+#[test]
+fn exec_answers_with_a_tiny_local_model() {
+    let root = tempfile::tempdir().unwrap();
+    for dir in ["home", "xdg", "bosun", "ws"] {
+        std::fs::create_dir(root.path().join(dir)).unwrap();
+    }
+    let model = root.path().join("tiny.gguf");
+    // The CLI caps a local context at 8,192 tokens; the prompt (system
+    // prompt and tool schemas, mostly byte tokens here) needs a few thousand.
+    TinyModel::new()
+        .context_length(8192)
+        .chain(&["\n", "Hello", " from", " tiny", END_OF_TURN])
+        .write(&model)
+        .unwrap();
+    let spec = format!("local:{}", model.display());
+
+    let run = bosun(root.path(), &["exec", "--model", &spec, "hi"]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim_end(), "Hello from tiny", "stderr: {}", run.stderr);
+
+    let run = bosun(root.path(), &["sessions", "list"]);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let sessions: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        sessions.len() == 1 && sessions[0].contains("2 msgs") && sessions[0].ends_with(" hi"),
+        "one session holding the question and the answer: {}",
+        run.stdout
+    );
+}

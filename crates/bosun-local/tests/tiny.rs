@@ -1,0 +1,476 @@
+//! bosun-local against tiny GGUF models the tests build themselves
+//! (`bosun_testing::TinyModel`): random weights, a few hundred tokens of
+//! vocabulary, a chat template, and answers programmed as a bigram table, so
+//! loading, templating, streaming, cancellation, KV reuse, reasoning and
+//! grammar-constrained tool calls are checked exactly, in every run, with no
+//! download. Each test writes its own file into a temporary directory.
+//!
+//! The programmed answers hang off the prompt's last token: the generation
+//! prompt of the Qwen2.5 template ends with a newline (the byte token
+//! `<0x0A>`), so `.after("\n", "Hello")` starts the answer. Decoding is
+//! greedy (no temperature), so the answers are exact.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bosun_core::{
+    ContentPart, Event, EventSink, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
+    ModelResponse, ResponsePart, Session, SinkError, StopReason, Support, ToolDefinition, Usage,
+};
+use bosun_local::{LocalError, LocalModel, LocalOptions};
+use bosun_testing::gguf::{END_OF_TURN, QWEN25_TEMPLATE};
+use bosun_testing::{FnTool, TinyModel};
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// ChatML without tools whose generation prompt ends with `<|im_start|>`
+/// (not a newline), so a model programmed after that token answers
+/// differently under it.
+const BARE_CHATML: &str = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n\
+                           {% endfor %}{% if add_generation_prompt %}<|im_start|>{% endif %}";
+
+/// Answers "Hello from tiny" after a newline and "Bye" after `<|im_start|>`.
+fn greeter() -> TinyModel {
+    let hello = ["\n", "Hello", " from", " tiny", END_OF_TURN];
+    let bye = ["<|im_start|>", "Bye", END_OF_TURN];
+    TinyModel::new().chain(&hello).chain(&bye)
+}
+
+/// A built model file, removed with its directory on drop.
+struct File {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn write(model: &TinyModel) -> File {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.gguf");
+    model.write(&path).unwrap();
+    File { _dir: dir, path }
+}
+
+fn load_with(path: &Path, options: LocalOptions) -> LocalModel {
+    LocalModel::load(path, options.threads(1)).unwrap()
+}
+
+fn load(file: &File) -> LocalModel {
+    load_with(&file.path, LocalOptions::default())
+}
+
+fn options(max_tokens: u32) -> GenerationOptions {
+    let mut options = GenerationOptions::default();
+    options.max_tokens = Some(max_tokens);
+    options
+}
+
+/// Streams one request to its end; returns every item.
+async fn stream(
+    model: &LocalModel,
+    messages: &[Message],
+    tools: &[ToolDefinition],
+) -> Vec<Result<ModelEvent, ModelError>> {
+    let request = ModelRequest::new(None, messages, tools, options(64));
+    model.stream(request, CancellationToken::new()).collect().await
+}
+
+/// The final response of a stream that must have ended with one.
+fn done(events: &[Result<ModelEvent, ModelError>]) -> &ModelResponse {
+    match events.last() {
+        Some(Ok(ModelEvent::Done(response))) => response,
+        other => panic!("the stream did not end with a response: {other:?} in {events:?}"),
+    }
+}
+
+fn deltas(events: &[Result<ModelEvent, ModelError>]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Ok(ModelEvent::TextDelta(text)) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn answer(model: &LocalModel, prompt: &str) -> String {
+    done(&stream(model, &[Message::user(prompt)], &[]).await).text()
+}
+
+#[test]
+fn a_built_file_loads_with_the_context_and_capabilities_it_declares() {
+    let qwen = write(&greeter().context_length(768));
+    let model = load(&qwen);
+    assert_eq!(model.context_size(), 768, "the training context of the file");
+    assert_eq!(model.capabilities().tools, Support::Yes, "Qwen2.5's template renders tools and calls");
+    assert_eq!(model.capabilities().system_role, Support::Yes);
+    assert_eq!(load_with(&qwen.path, LocalOptions::default().context_cap(256)).context_size(), 256);
+    assert_eq!(load_with(&qwen.path, LocalOptions::default().context_cap(8192)).context_size(), 768);
+
+    let bare = write(&greeter().chat_template(BARE_CHATML));
+    assert_eq!(load(&bare).capabilities().tools, Support::No, "a template without tools");
+}
+
+#[tokio::test]
+async fn a_file_without_a_chat_template_needs_one_passed_in() {
+    let file = write(&greeter().without_chat_template());
+    match LocalModel::load(&file.path, LocalOptions::default().threads(1)) {
+        Err(LocalError::NoChatTemplate(path)) => assert_eq!(path, file.path),
+        other => panic!("expected NoChatTemplate, got {other:?}"),
+    }
+    let model = load_with(&file.path, LocalOptions::default().chat_template(QWEN25_TEMPLATE));
+    assert_eq!(answer(&model, "hi").await, "Hello from tiny");
+}
+
+#[test]
+fn broken_files_fail_to_load_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = greeter().to_bytes().unwrap();
+    let mut missing_key = greeter().to_gguf().unwrap();
+    missing_key.remove("llama.embedding_length").unwrap();
+    let mut metadata_only = bosun_testing::Gguf::new();
+    for key in ["general.architecture", "llama.context_length", "tokenizer.ggml.model"] {
+        metadata_only.set(key, greeter().to_gguf().unwrap().get(key).unwrap().clone());
+    }
+    let cases: [(&str, Vec<u8>); 6] = [
+        ("not-gguf", b"this is not a model\n".repeat(100)),
+        ("empty", Vec::new()),
+        ("header-only", whole[..24].to_vec()),
+        ("truncated", whole[..whole.len() / 2].to_vec()),
+        ("missing-key", missing_key.to_bytes().unwrap()),
+        ("metadata-only", metadata_only.to_bytes().unwrap()),
+    ];
+    for (name, bytes) in cases {
+        let path = dir.path().join(format!("{name}.gguf"));
+        std::fs::write(&path, bytes).unwrap();
+        match LocalModel::load(&path, LocalOptions::default().threads(1)) {
+            Err(LocalError::Load { path: failed, reason }) => {
+                assert_eq!(failed, path, "{name}");
+                assert!(!reason.is_empty(), "{name}");
+            }
+            other => panic!("{name}: expected a load error, got {other:?}"),
+        }
+    }
+    let absent = dir.path().join("absent.gguf");
+    assert!(matches!(LocalModel::load(&absent, LocalOptions::default()), Err(LocalError::NotFound(_))));
+}
+
+#[tokio::test]
+async fn the_template_in_the_file_renders_the_prompt_and_an_option_overrides_it() {
+    let qwen = write(&greeter());
+    assert_eq!(answer(&load(&qwen), "hi").await, "Hello from tiny", "Qwen's prompt ends with a newline");
+    let bare = write(&greeter().chat_template(BARE_CHATML));
+    assert_eq!(answer(&load(&bare), "hi").await, "Bye", "this file's prompt ends with <|im_start|>");
+    let overridden = load_with(&qwen.path, LocalOptions::default().chat_template(BARE_CHATML));
+    assert_eq!(answer(&overridden, "hi").await, "Bye", "the option wins over the file's template");
+    assert_eq!(overridden.capabilities().tools, Support::No);
+}
+
+#[tokio::test]
+async fn a_programmed_answer_streams_token_by_token_and_ends_with_its_usage() {
+    let file = write(&greeter());
+    let model = load(&file);
+    let events = stream(&model, &[Message::user("hi")], &[]).await;
+    assert_eq!(deltas(&events), ["Hello", " from", " tiny"]);
+    let response = done(&events);
+    assert_eq!(response.text(), "Hello from tiny");
+    assert!(response.text().starts_with(&deltas(&events).concat()), "the prefix invariant");
+    assert_eq!(response.content.len(), 1, "{:?}", response.content);
+    assert_eq!(response.stop_reason, StopReason::Stop);
+    let stats = model.last_generation().unwrap();
+    assert_eq!(stats.generated_tokens, 4, "three words and the end of turn");
+    assert!(stats.prompt_tokens > 20, "{stats:?}");
+    assert_eq!(response.usage, Usage::new(stats.prompt_tokens as u64, 4));
+    assert!(!model.is_generating());
+
+    let events = stream(&model, &[Message::user("hi")], &[]).await;
+    assert_eq!(deltas(&events), ["Hello", " from", " tiny"], "greedy decoding repeats itself");
+}
+
+#[tokio::test]
+async fn an_answer_is_cut_by_its_token_limit() {
+    let file = write(&greeter());
+    let model = load(&file);
+    let messages = [Message::user("hi")];
+    let request = ModelRequest::new(None, &messages[..], &[][..], options(2));
+    let events: Vec<_> = model.stream(request, CancellationToken::new()).collect().await;
+    let response = done(&events);
+    assert_eq!(response.text(), "Hello from");
+    assert_eq!(response.stop_reason, StopReason::Length);
+    assert_eq!(model.last_generation().unwrap().generated_tokens, 2);
+}
+
+/// Says " la" forever.
+fn singer() -> TinyModel {
+    TinyModel::new().after("\n", " la").after(" la", " la")
+}
+
+#[tokio::test]
+async fn cancelling_on_the_first_delta_ends_the_stream_with_cancelled() {
+    let file = write(&singer());
+    let model = load(&file);
+    let messages = [Message::user("sing")];
+    let request = ModelRequest::new(None, &messages[..], &[][..], options(1_000_000));
+    let cancel = CancellationToken::new();
+    let mut stream = model.stream(request, cancel.clone());
+    let mut seen = Vec::new();
+    let mut last = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ModelEvent::TextDelta(text)) => {
+                cancel.cancel();
+                seen.push(text);
+            }
+            other => last = Some(other),
+        }
+    }
+    // The stream ends when the generation thread lets go of the job.
+    assert!(!model.is_generating());
+    assert!(matches!(last, Some(Err(ModelError::Cancelled))), "{last:?}");
+    assert!(seen.iter().all(|delta| delta == " la"), "{seen:?}");
+    let generated = model.last_generation().unwrap().generated_tokens;
+    // Every token became a delta; the thread ran ahead of the stream by at
+    // most the channel's room, far from the context's limit.
+    assert!(generated >= seen.len() && generated <= seen.len() + 1, "{generated} vs {}", seen.len());
+    assert!(generated < 200, "{generated} tokens: the cancellation was not seen in time");
+
+    // The model serves the next request as usual.
+    let events = stream_request(&model, options(3)).await;
+    assert_eq!(done(&events).text(), " la la la");
+}
+
+async fn stream_request(
+    model: &LocalModel,
+    options: GenerationOptions,
+) -> Vec<Result<ModelEvent, ModelError>> {
+    let messages = [Message::user("sing")];
+    let request = ModelRequest::new(None, &messages[..], &[][..], options);
+    model.stream(request, CancellationToken::new()).collect().await
+}
+
+#[tokio::test]
+async fn dropping_the_stream_stops_the_generation_before_the_drop_returns() {
+    let file = write(&singer());
+    let model = load(&file);
+    let messages = [Message::user("sing")];
+    let request = ModelRequest::new(None, &messages[..], &[][..], options(1_000_000));
+    let mut stream = model.stream(request, CancellationToken::new());
+    let first = stream.next().await;
+    assert!(matches!(first, Some(Ok(ModelEvent::TextDelta(_)))), "{first:?}");
+    assert!(model.is_generating(), "the answer never ends by itself");
+    drop(stream);
+    assert!(!model.is_generating(), "the drop waits for the generation to stop");
+    let dropped = model.last_generation().expect("the dropped request's figures are recorded");
+    assert!((1..10_000).contains(&dropped.generated_tokens), "{dropped:?}");
+
+    // The model serves the next request as usual.
+    let events = stream_request(&model, options(2)).await;
+    assert_eq!(done(&events).text(), " la la");
+    assert_eq!(model.last_generation().unwrap().generated_tokens, 2);
+}
+
+/// Opens a tool call after the newline, then writes `garbage` where the
+/// call's JSON belongs. JSON punctuation are words of the vocabulary (as in
+/// any real one), so where the grammar leaves a choice they come before the
+/// whitespace bytes.
+fn bad_caller(garbage: &str) -> TinyModel {
+    ["{", "}", "\"", ":", ","].iter().fold(TinyModel::new(), |model, word| model.word(word)).chain(&[
+        "\n",
+        "<tool_call>",
+        garbage,
+    ])
+}
+
+#[tokio::test]
+async fn the_grammar_turns_a_garbled_call_into_a_valid_one() {
+    let file = write(&bad_caller(" nonsense"));
+    let model = load(&file);
+    let messages = [Message::user("what time is it?")];
+
+    // Offered a tool whose schema llama.cpp cannot turn into a grammar (the
+    // `$ref` points nowhere), the engine runs unconstrained and the model
+    // writes its garbage: `<tool_call>`, ` nonsense`, the end of turn. The
+    // parser finds no call in that.
+    let unresolvable = json!({"type": "object", "properties": {"zone": {"$ref": "#/$defs/zone"}}});
+    let tools = [ToolDefinition::new("get_time", "A tool.", unresolvable)];
+    let events = stream(&model, &messages, &tools).await;
+    let response = done(&events);
+    assert!(!response.content.iter().any(|p| matches!(p, ResponsePart::ToolCall { .. })), "{response:?}");
+    assert_eq!(response.stop_reason, StopReason::Stop);
+    let stats = model.last_generation().unwrap();
+    assert_eq!(stats.generated_tokens, 3, "{response:?}");
+    assert!(!stats.constrained);
+
+    let schemas = [
+        ("get_time", json!({"type": "object", "properties": {}}), json!({})),
+        (
+            "set_zone",
+            json!({"type": "object", "properties": {"zone": {"enum": ["utc"]}}, "required": ["zone"]}),
+            json!({"zone": "utc"}),
+        ),
+    ];
+    for (name, schema, arguments) in schemas {
+        let tools = [ToolDefinition::new(name, "A tool.", schema)];
+        let events = stream(&model, &messages, &tools).await;
+        let response = done(&events);
+        let stats = model.last_generation().unwrap();
+        assert!(stats.constrained, "the grammar held to the end: {stats:?}");
+        assert_eq!(response.stop_reason, StopReason::ToolUse, "{response:?}");
+        match &response.content[..] {
+            [ResponsePart::ToolCall { name: called, arguments: given, .. }] => {
+                assert_eq!(called, name);
+                assert_eq!(given, &arguments);
+            }
+            other => panic!("expected one call and nothing else, got {other:?}"),
+        }
+        assert!(deltas(&events).is_empty(), "call markup never streams: {events:?}");
+    }
+}
+
+#[tokio::test]
+async fn offered_no_tools_a_model_cannot_open_a_tagged_call() {
+    let model_file = write(&bad_caller(" nonsense"));
+    let model = load(&model_file);
+    let messages = [Message::user("what time is it?")];
+    // `<tool_call>` is one token of the vocabulary: it is banned, so the
+    // model says something else and no call markup comes out.
+    let events = stream(&model, &messages, &[]).await;
+    let response = done(&events);
+    assert!(!response.content.iter().any(|p| matches!(p, ResponsePart::ToolCall { .. })), "{response:?}");
+    assert!(!response.text().contains("<tool_call>"), "{response:?}");
+    assert!(!response.text().contains("nonsense"), "{response:?}");
+
+    // `<function=` is spelled out by several tokens: the output is cut where
+    // it appears, and a note says why.
+    let spelled = TinyModel::new().chain(&["\n", "Sure", "<function=", "get_time", ">", "<function="]);
+    let spelled_file = write(&spelled);
+    let model = load(&spelled_file);
+    let events = stream(&model, &messages, &[]).await;
+    let response = done(&events);
+    assert_eq!(
+        response.text(),
+        "Sure\n\n[bosun: the model began a tool call, but no tools were offered for this response.]"
+    );
+    assert_eq!(response.stop_reason, StopReason::Stop);
+    assert_eq!(deltas(&events).concat(), "Sure", "call markup never streams");
+    assert!(model.last_generation().unwrap().generated_tokens <= 3, "it stopped at the opening");
+}
+
+#[tokio::test]
+async fn when_tools_were_withdrawn_the_answer_cannot_open_like_a_call() {
+    // After the newline the model would write `{`, the start of a bare call.
+    let writer = TinyModel::new().chain(&["\n", "{", "\"", "Done", END_OF_TURN]);
+    let file = write(&writer);
+    let model = load(&file);
+    let fresh = [Message::user("give me a brace")];
+    let events = stream(&model, &fresh, &[]).await;
+    assert!(done(&events).text().starts_with('{'), "no call was made: JSON may open the answer");
+
+    // The same request after a call, with the tools gone (bosun-core's
+    // round after repeated calls): the answer must not open like a call.
+    let call: Message = serde_json::from_value(json!({"role": "assistant", "stop_reason": "tool_use",
+        "content": [{"type": "tool_call", "id": "01a22a6f-719d-7138-9ddf-72b2c3e14cd1",
+                     "name": "get_time", "arguments": {}}]}))
+    .unwrap();
+    let result = Message::tool_result(
+        serde_json::from_value(json!("01a22a6f-719d-7138-9ddf-72b2c3e14cd1")).unwrap(),
+        "get_time",
+        "12:00",
+        false,
+    );
+    let withdrawn = [fresh[0].clone(), call, result];
+    let events = stream(&model, &withdrawn, &[]).await;
+    let text = done(&events).text();
+    let opening = text.trim_start().chars().next();
+    assert!(!matches!(opening, Some('{' | '[' | '`' | '<')), "{text:?}");
+    assert!(!text.contains('{'), "{text:?}");
+}
+
+#[tokio::test]
+async fn a_follow_up_request_reuses_the_kv_cache_of_the_conversation() {
+    let file = write(&greeter());
+    let model = load(&file);
+    let first = vec![Message::user("hi")];
+    let response = done(&stream(&model, &first, &[]).await).clone();
+    assert_eq!(model.prompt_tokens_reused().0, 0, "a cold cache");
+    let first_prompt = model.last_generation().unwrap().prompt_tokens;
+
+    let mut second = first;
+    second.push(Message::Assistant {
+        content: vec![ContentPart::text(response.text())],
+        usage: response.usage,
+        stop_reason: response.stop_reason,
+    });
+    second.push(Message::user("again"));
+    let events = stream(&model, &second, &[]).await;
+    let (reused, total) = model.prompt_tokens_reused();
+    assert_eq!(reused, first_prompt, "the whole first prompt is kept");
+    assert!(total > reused + 10, "{reused} of {total}");
+    let usage = done(&events).usage;
+    assert_eq!(usage.cache_read, reused as u64);
+    assert_eq!(usage.input, (total - reused) as u64);
+    assert_eq!(done(&events).text(), "Hello from tiny");
+}
+
+#[tokio::test]
+async fn reasoning_streams_before_the_answer_and_is_kept_apart() {
+    let model =
+        TinyModel::new().chain(&["\n", "<think>", "Let", " me", " see", "</think>", "Paris", END_OF_TURN]);
+    let file = write(&model);
+    let model = load(&file);
+    let events = stream(&model, &[Message::user("capital of France?")], &[]).await;
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Ok(ModelEvent::ReasoningDelta(text)) => Some(("reasoning", text.as_str())),
+            Ok(ModelEvent::TextDelta(text)) => Some(("text", text.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, [("reasoning", "Let"), ("reasoning", " me"), ("reasoning", " see"), ("text", "Paris")]);
+    let response = done(&events);
+    assert_eq!(
+        response.content,
+        [ResponsePart::Content(ContentPart::reasoning("Let me see")), ResponsePart::text("Paris")]
+    );
+}
+
+/// Collects a session's events.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<Event>,
+}
+
+impl EventSink for Recorder {
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        self.events.push(event);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_session_runs_turns_on_the_tiny_model() {
+    let file = write(&greeter());
+    let model = Arc::new(load(&file));
+    let tool = FnTool::echo("get_time");
+    let mut session =
+        Session::builder_shared(model.clone()).tool(tool.clone()).options(options(32)).build().await.unwrap();
+    for turn in 1..=2 {
+        let mut sink = Recorder::default();
+        let outcome = session.run("hi", &mut sink).await.unwrap();
+        assert_eq!(outcome.answer, "Hello from tiny", "turn {turn}");
+        let streamed: String = sink
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, outcome.answer, "turn {turn}");
+    }
+    assert!(tool.calls().is_empty(), "the model never called the tool");
+    assert_eq!(session.history().len(), 4, "two questions, two answers");
+    let (reused, _) = model.prompt_tokens_reused();
+    assert!(reused > 0, "the second turn reuses the first one's prompt");
+}
