@@ -137,10 +137,24 @@ to read, search, edit and run things; paths are relative to the workspace root. 
 keep changes small and focused, and run the project's checks when it helps. When you are done, answer briefly \
 with what you did.";
 
+/// The prompt for small local models. Measured on Qwen2.5-Coder-0.5B: the
+/// longer prompt above, with the tool list, makes it guess what a file says
+/// instead of reading it; this shorter one, which says plainly that files are
+/// unseen until read, gets the call.
+const LOCAL_PROMPT: &str = "You are bosun, a helpful coding assistant. You cannot see the user's files: call \
+read_file to read one, and the other tools to search, edit or run things. Paths are relative to the workspace \
+root. When you have what you need, answer briefly.";
+
+/// Whether the settings name a local model (the embedded default included).
+pub fn uses_local_model(settings: &Settings) -> bool {
+    settings.model.as_deref().is_none_or(|spec| spec.starts_with("local:") || spec.starts_with("local/"))
+}
+
 /// The system prompt, with project instructions when enabled; also returns
 /// a warning to show when the instructions were cut.
 pub fn system_prompt(dir: &Path, settings: &Settings) -> (String, Option<String>) {
-    let mut prompt = BASE_PROMPT.to_owned();
+    let base = if uses_local_model(settings) { LOCAL_PROMPT } else { BASE_PROMPT };
+    let mut prompt = base.to_owned();
     if !settings.project_docs {
         return (prompt, None);
     }
