@@ -132,21 +132,26 @@ fn broken_files_fail_to_load_with_an_error() {
     for key in ["general.architecture", "llama.context_length", "tokenizer.ggml.model"] {
         metadata_only.set(key, greeter().to_gguf().unwrap().get(key).unwrap().clone());
     }
-    let cases: [(&str, Vec<u8>); 6] = [
-        ("not-gguf", b"this is not a model\n".repeat(100)),
-        ("empty", Vec::new()),
-        ("header-only", whole[..24].to_vec()),
-        ("truncated", whole[..whole.len() / 2].to_vec()),
-        ("missing-key", missing_key.to_bytes().unwrap()),
-        ("metadata-only", metadata_only.to_bytes().unwrap()),
+    let mut future = whole.clone();
+    future[4..8].copy_from_slice(&9u32.to_le_bytes());
+    let not_gguf = "not a GGUF file";
+    let refused = "llama.cpp refused it";
+    let cases: [(&str, Vec<u8>, &str); 7] = [
+        ("not-gguf", b"this is not a model\n".repeat(100), not_gguf),
+        ("empty", Vec::new(), not_gguf),
+        ("future-version", future, "GGUF version 9 is not supported"),
+        ("header-only", whole[..24].to_vec(), refused),
+        ("truncated", whole[..whole.len() / 2].to_vec(), refused),
+        ("missing-key", missing_key.to_bytes().unwrap(), refused),
+        ("metadata-only", metadata_only.to_bytes().unwrap(), refused),
     ];
-    for (name, bytes) in cases {
+    for (name, bytes, expected) in cases {
         let path = dir.path().join(format!("{name}.gguf"));
         std::fs::write(&path, bytes).unwrap();
         match LocalModel::load(&path, LocalOptions::default().threads(1)) {
             Err(LocalError::Load { path: failed, reason }) => {
                 assert_eq!(failed, path, "{name}");
-                assert!(!reason.is_empty(), "{name}");
+                assert!(reason.starts_with(expected), "{name}: {reason}");
             }
             other => panic!("{name}: expected a load error, got {other:?}"),
         }

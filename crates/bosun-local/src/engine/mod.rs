@@ -196,10 +196,17 @@ impl LocalModel {
         if !path.is_file() {
             return Err(LocalError::NotFound(path.to_owned()));
         }
+        check_header(path)?;
         let backend = backend()?;
         let params = LlamaModelParams::default().with_use_mmap(true);
-        let model = LlamaModel::load_from_file(backend, path, &params)
-            .map_err(|e| LocalError::Load { path: path.to_owned(), reason: e.to_string() })?;
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| LocalError::Load {
+            path: path.to_owned(),
+            // llama.cpp's own reason goes to its log only.
+            reason: format!(
+                "llama.cpp refused it ({e}): the file may be truncated or its architecture unsupported; \
+                 RUST_LOG=llama_cpp_2=info shows llama.cpp's message"
+            ),
+        })?;
         let source = match options.chat_template {
             Some(source) => source,
             None => model
@@ -381,6 +388,24 @@ fn spawn(
             Err(LocalError::Context { n_ctx, reason: "the generation thread ended while starting".into() })
         }
     }
+}
+
+/// Refuses a file that is not GGUF (version 2 or 3) before llama.cpp reads
+/// it, so the error says what is wrong.
+fn check_header(path: &Path) -> Result<(), LocalError> {
+    use std::io::Read;
+    let error = |reason: String| LocalError::Load { path: path.to_owned(), reason };
+    let mut header = [0u8; 8];
+    let mut file = std::fs::File::open(path).map_err(|e| error(format!("cannot open it: {e}")))?;
+    let read = file.read(&mut header).map_err(|e| error(format!("cannot read it: {e}")))?;
+    if read < header.len() || &header[..4] != b"GGUF" {
+        return Err(error("not a GGUF file (it does not start with the GGUF magic)".into()));
+    }
+    let version = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+    if !(2..=3).contains(&version) {
+        return Err(error(format!("GGUF version {version} is not supported (2 and 3 are)")));
+    }
+    Ok(())
 }
 
 /// The text of a special token, or "" when the vocabulary has none.
