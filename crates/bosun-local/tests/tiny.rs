@@ -279,11 +279,7 @@ async fn dropping_the_stream_stops_the_generation_before_the_drop_returns() {
 /// any real one), so where the grammar leaves a choice they come before the
 /// whitespace bytes.
 fn bad_caller(garbage: &str) -> TinyModel {
-    ["{", "}", "\"", ":", ","].iter().fold(TinyModel::new(), |model, word| model.word(word)).chain(&[
-        "\n",
-        "<tool_call>",
-        garbage,
-    ])
+    with_punctuation().chain(&["\n", "<tool_call>", garbage])
 }
 
 #[tokio::test]
@@ -330,6 +326,51 @@ async fn the_grammar_turns_a_garbled_call_into_a_valid_one() {
         }
         assert!(deltas(&events).is_empty(), "call markup never streams: {events:?}");
     }
+}
+
+/// The vocabulary's JSON punctuation, as in [`bad_caller`].
+fn with_punctuation() -> TinyModel {
+    ["{", "}", "\"", ":", ","].iter().fold(TinyModel::new(), |model, word| model.word(word))
+}
+
+/// One call of `get_time` and nothing else is in `response`, besides `text`.
+fn assert_one_get_time_call(response: &ModelResponse, text: &str) {
+    let calls: Vec<_> = response
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            ResponsePart::ToolCall { name, arguments, .. } => Some((name.as_str(), arguments.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, [("get_time", json!({}))], "{response:?}");
+    assert_eq!(response.text(), text, "{response:?}");
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+}
+
+#[tokio::test]
+async fn the_grammar_holds_function_tags_and_fenced_calls_after_text() {
+    let tools = [ToolDefinition::new("get_time", "A tool.", json!({"type": "object", "properties": {}}))];
+    let messages = [Message::user("what time is it?")];
+
+    // `<function=` anywhere opens a call: the name, body and closing tag
+    // are forced where the model would write garbage.
+    let function = with_punctuation().chain(&["\n", "<function=", " nonsense"]);
+    let file = write(&function);
+    let model = load(&file);
+    let response = done(&stream(&model, &messages, &tools).await).clone();
+    assert!(model.last_generation().unwrap().constrained);
+    assert_one_get_time_call(&response, "");
+
+    // A fence that opens a call of a real tool after some text: the rest of
+    // the call and the closing fence are forced.
+    let fenced = with_punctuation().chain(&["\n", "Sure", "```json{\"name\":\"get_time\"", " nonsense"]);
+    let file = write(&fenced);
+    let model = load(&file);
+    let events = stream(&model, &messages, &tools).await;
+    assert!(model.last_generation().unwrap().constrained);
+    assert_one_get_time_call(done(&events), "Sure");
+    assert_eq!(deltas(&events).concat(), "Sure", "call markup never streams");
 }
 
 #[tokio::test]

@@ -8,13 +8,14 @@
 //! thread, which reuses the KV cache for the prefix the previous request
 //! shared, streams text deltas through a bounded channel, and ends with one
 //! `Done` (`output`). Tool calls are constrained by a lazy grammar built from
-//! the tools' schemas (`sampling`).
+//! the tools' schemas (`grammar`) and applied while sampling (`sampling`).
 //!
 //! Text deltas stop short of anything the tool-call parser might claim, so
 //! markup never streams; at the end the whole output is parsed, and parser
 //! problems (a malformed call, an unknown tool) are appended to the answer as
 //! a `[bosun: tool call not used: …]` note so the model sees them next turn.
 
+mod grammar;
 mod host;
 mod output;
 mod prompt;
@@ -41,7 +42,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::template::{ChatTemplate, TemplateError};
 use crate::toolcall;
-use sampling::{Sampling, ToolGrammar};
+use grammar::ToolGrammar;
+use sampling::Sampling;
 use worker::{Control, Job, Shared, Worker};
 
 /// Output tokens per response when neither the request nor the options say.
@@ -311,7 +313,7 @@ impl LocalModel {
         {
             return grammar.clone();
         }
-        let grammar = sampling::tool_grammar(tools, toolcall::CALL_TRIGGERS)
+        let grammar = grammar::tool_grammar(tools, toolcall::CALL_TRIGGERS)
             .map_err(|e| tracing::warn!("tool calls are not constrained: {e}"))
             .ok()
             .map(Arc::new);

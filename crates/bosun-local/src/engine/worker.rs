@@ -26,8 +26,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::GenerationStats;
+use super::grammar::ToolGrammar;
 use super::output::{self, Streamer, Utf8Joiner};
-use super::sampling::{Sampling, TokenSampler, ToolGrammar};
+use super::sampling::{Sampling, TokenSampler};
 
 /// Prompt tokens decoded per call: bounds how long a cancelled request keeps
 /// the thread (about 0.75 s for a 0.5B model on two cores; 128 keeps 97% of

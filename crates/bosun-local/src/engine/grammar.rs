@@ -1,0 +1,254 @@
+//! The lazy tool-call grammar: GBNF built from the active tools' schemas
+//! (through llama.cpp's `json_schema_to_grammar`) and the patterns that
+//! switch it on, so a call that has started is always well formed and names
+//! a real tool.
+//!
+//! One schema carries everything: a `bosun-call` property (one alternative
+//! per tool: `{"name": "<tool>", "arguments": <that tool's schema>}`) and a
+//! `bosun-args-N` property per tool. llama.cpp names a property's rule after
+//! the property, so the wrapper rules below can use `bosun-call` and
+//! `bosun-args-N` however the converter spelled the rest; the schema's own
+//! root rule is unused.
+
+use bosun_core::ToolDefinition;
+
+/// The grammar rule the wrapper grammar starts at.
+pub(crate) const ROOT: &str = "bosun-root";
+/// The Hermes call tags.
+const TOOL_OPEN: &str = "<tool_call>";
+const TOOL_CLOSE: &str = "</tool_call>";
+/// The function tags (Llama 3.1, Functionary, Qwen3-Coder).
+const FUNC_OPEN: &str = "<function=";
+const FUNC_CLOSE: &str = "</function>";
+const PARAM_OPEN: &str = "<parameter=";
+const PARAM_CLOSE: &str = "</parameter>";
+
+/// A lazy grammar for tool calls: GBNF text and the patterns that switch it on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ToolGrammar {
+    /// The grammar, rooted at [`ROOT`].
+    pub(crate) gbnf: String,
+    /// Regular expressions (ECMAScript, as llama.cpp's `std::regex`) over the
+    /// output so far; the grammar applies from the first capture group on.
+    pub(crate) patterns: Vec<String>,
+}
+
+/// Builds the tool-call grammar for `tools`, or says why it cannot.
+///
+/// A call is `{"name": "<tool>", "arguments": <object valid for that tool's
+/// schema>}`, or a JSON list of them. The parser's triggers switch the
+/// grammar on:
+/// - `<tool_call>` anywhere: then one or more `<tool_call>` blocks, each
+///   holding a call, a list, or function tags (below), closed by `</tool_call>`;
+/// - `<function=` anywhere: then `<function=NAME>` with a JSON object valid
+///   for that tool, or Qwen3-Coder's `<parameter=KEY>value</parameter>` tags
+///   naming its properties, closed by `</function>`; several may follow;
+/// - `{"name"` or `[{"name"` (spaces allowed) at the very start of the
+///   output, possibly inside a ```` ```json ```` fence: then one call or one
+///   list (and the closing fence, if one opened), and the end (a small model
+///   otherwise repeats the call until its token limit);
+/// - later in the output, a ```` ```json ```` fence opening `{"name":
+///   "<one of the tools>"`: the same. Only with a tool's name, so JSON the
+///   person asked for is not forced into a call.
+pub(crate) fn tool_grammar(tools: &[ToolDefinition], triggers: &[&str]) -> Result<ToolGrammar, String> {
+    if tools.is_empty() {
+        return Err("no tools".into());
+    }
+    let mut gbnf = llama_cpp_2::json_schema_to_grammar(&carrier_schema(tools)?)
+        .map_err(|e| format!("llama.cpp could not turn the tool schemas into a grammar: {e}"))?;
+    let rules = std::iter::once("bosun-call".to_owned()).chain((0..tools.len()).map(args_rule));
+    let defined = |rule: &String| gbnf.lines().any(|line| line.starts_with(&format!("{rule} ::=")));
+    if let Some(missing) = rules.into_iter().find(|rule| !defined(rule)) {
+        return Err(format!("llama.cpp's grammar has no rule `{missing}`"));
+    }
+    let mut forms = Vec::new();
+    let mut patterns = Vec::new();
+    if triggers.contains(&TOOL_OPEN) {
+        forms.push("bosun-tagged");
+        patterns.push(regex_escape(TOOL_OPEN));
+    }
+    if triggers.contains(&FUNC_OPEN) {
+        forms.push("bosun-functions");
+        patterns.push(regex_escape(FUNC_OPEN));
+    }
+    if triggers.iter().any(|t| t.trim_start_matches('[').replace(' ', "") == "{\"name\"") {
+        forms.push("bosun-bare");
+        patterns.push(r#"^\s*((?:```(?:json)?\s*)?\[?\s*\{\s*"name")[\s\S]*$"#.to_owned());
+        if triggers.contains(&"```json") {
+            let names: Vec<String> = tools.iter().map(|t| regex_escape(&t.name)).collect();
+            patterns.push(format!(r#"(```(?:json)?\s*\[?\s*\{{\s*"name"\s*:\s*"(?:{})")"#, names.join("|")));
+        }
+    }
+    if forms.is_empty() {
+        return Err("the tool-call parser offers no trigger the grammar knows".into());
+    }
+    gbnf.push_str(&wrapper(tools, &forms));
+    Ok(ToolGrammar { gbnf, patterns })
+}
+
+fn args_rule(index: usize) -> String {
+    format!("bosun-args-{index}")
+}
+
+/// The JSON Schema whose properties give the rules `bosun-call` and `bosun-args-N`.
+fn carrier_schema(tools: &[ToolDefinition]) -> Result<String, String> {
+    // Built as text so `name` comes before `arguments` whatever serde_json's
+    // map order is: the grammar fixes the property order.
+    let mut alternatives = Vec::with_capacity(tools.len());
+    let mut arguments = Vec::with_capacity(tools.len());
+    for (index, tool) in tools.iter().enumerate() {
+        let name = serde_json::to_string(&tool.name).map_err(|e| e.to_string())?;
+        let parameters = parameters(tool)?;
+        alternatives.push(format!(
+            r#"{{"type":"object","properties":{{"name":{{"const":{name}}},"arguments":{parameters}}},"required":["name","arguments"],"additionalProperties":false}}"#
+        ));
+        arguments.push(format!(r#""{}":{parameters}"#, args_rule(index)));
+    }
+    Ok(format!(
+        r#"{{"type":"object","properties":{{"bosun-call":{{"anyOf":[{}]}},{}}}}}"#,
+        alternatives.join(","),
+        arguments.join(",")
+    ))
+}
+
+fn parameters(tool: &ToolDefinition) -> Result<String, String> {
+    if tool.parameters.is_object() {
+        serde_json::to_string(&tool.parameters).map_err(|e| e.to_string())
+    } else {
+        Ok(r#"{"type":"object"}"#.to_owned())
+    }
+}
+
+/// The rules over `bosun-call` and `bosun-args-N`: the forms, lists, tags.
+fn wrapper(tools: &[ToolDefinition], forms: &[&str]) -> String {
+    let (open, close) = (gbnf_literal(TOOL_OPEN), gbnf_literal(TOOL_CLOSE));
+    let functions: Vec<String> = (0..tools.len()).map(|i| format!("bosun-fn-{i}")).collect();
+    let mut out = format!(
+        "\n{ROOT} ::= {}\n\
+         bosun-calls ::= bosun-call | \"[\" space bosun-call (space \",\" space bosun-call)* space \"]\"\n\
+         bosun-tagged ::= {open} space bosun-tag-body space {close} (space {open} space bosun-tag-body space {close})*\n\
+         bosun-tag-body ::= bosun-calls | bosun-functions\n\
+         bosun-bare ::= bosun-calls | \"```\" \"json\"? space bosun-calls space \"```\"\n\
+         bosun-functions ::= bosun-function (space bosun-function)*\n\
+         bosun-function ::= {} ({})\n\
+         bosun-param-value ::= ([^<] | \"<\" [^/] | \"</\" [^p])*\n",
+        forms.join(" | "),
+        gbnf_literal(FUNC_OPEN),
+        functions.join(" | "),
+    );
+    for (index, tool) in tools.iter().enumerate() {
+        let head = gbnf_literal(&format!("{}>", tool.name));
+        let close = gbnf_literal(FUNC_CLOSE);
+        let keys: Vec<String> = tool
+            .parameters
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|p| p.keys().map(|k| gbnf_literal(k)).collect())
+            .unwrap_or_default();
+        let required =
+            tool.parameters.get("required").and_then(|r| r.as_array()).is_some_and(|r| !r.is_empty());
+        let mut bodies = vec![args_rule(index)];
+        if !keys.is_empty() {
+            bodies.push(format!("bosun-params-{index}"));
+            out.push_str(&format!(
+                "bosun-params-{index} ::= bosun-param-{index} (space bosun-param-{index})*\n\
+                 bosun-param-{index} ::= {} ({}) \">\" bosun-param-value {}\n",
+                gbnf_literal(PARAM_OPEN),
+                keys.join(" | "),
+                gbnf_literal(PARAM_CLOSE),
+            ));
+        }
+        let optional = if required { "" } else { "?" };
+        out.push_str(&format!(
+            "bosun-fn-{index} ::= {head} space ({}){optional} space {close}\n",
+            bodies.join(" | ")
+        ));
+    }
+    out
+}
+
+/// `text` as an ECMAScript regular expression matching it literally.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if "\\^$.|?*+()[]{}/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` as a GBNF string literal.
+fn gbnf_literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read_file() -> ToolDefinition {
+        let schema =
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+        ToolDefinition::new("read_file", "", schema)
+    }
+
+    #[test]
+    fn the_call_schema_puts_name_before_arguments() {
+        let schema = carrier_schema(&[read_file()]).unwrap_or_default();
+        let name = schema.find("\"name\"").unwrap_or(usize::MAX);
+        let arguments = schema.find("\"arguments\"").unwrap_or(0);
+        assert!(name < arguments, "{schema}");
+    }
+
+    #[test]
+    fn every_trigger_has_its_form_and_pattern() {
+        let tools = [read_file(), ToolDefinition::new("now", "", json!({"type": "object"}))];
+        let grammar = tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS).unwrap();
+        assert!(
+            grammar.gbnf.contains("bosun-root ::= bosun-tagged | bosun-functions | bosun-bare"),
+            "{}",
+            grammar.gbnf
+        );
+        assert_eq!(grammar.patterns[0], "<tool_call>");
+        assert_eq!(grammar.patterns[1], "<function=");
+        assert!(grammar.patterns[2].starts_with('^') && grammar.patterns[2].ends_with('$'));
+        assert!(grammar.patterns[3].contains("(?:read_file|now)"), "{}", grammar.patterns[3]);
+        assert!(grammar.gbnf.contains("bosun-param-0 ::= \"<parameter=\" (\"path\")"), "{}", grammar.gbnf);
+        // A tool with required arguments needs a body; one without may be empty.
+        assert!(
+            grammar
+                .gbnf
+                .contains("bosun-fn-0 ::= \"read_file>\" space (bosun-args-0 | bosun-params-0) space")
+        );
+        assert!(grammar.gbnf.contains("bosun-fn-1 ::= \"now>\" space (bosun-args-1)? space"));
+        assert!(tool_grammar(&tools, &["<function="]).is_ok());
+        assert!(tool_grammar(&tools, &["<nothing>"]).is_err());
+        assert!(tool_grammar(&[], crate::toolcall::CALL_TRIGGERS).is_err());
+    }
+
+    #[test]
+    fn regex_escape_quotes_metacharacters() {
+        assert_eq!(regex_escape("a.b[c]{d}"), r"a\.b\[c\]\{d\}");
+    }
+
+    #[test]
+    fn gbnf_literals_escape_quotes_and_newlines() {
+        assert_eq!(gbnf_literal("a\"b\\\n"), r#""a\"b\\\n""#);
+    }
+}
