@@ -32,8 +32,8 @@ pub fn key_vars(provider: &str) -> &'static [&'static str] {
     }
 }
 
-/// Context tokens a local model uses at most: enough for an agent turn,
-/// far less memory than a 32k training context.
+/// Context tokens a local model uses at most unless `local_context` says:
+/// enough for an agent turn, far less memory than a 32k training context.
 const LOCAL_CONTEXT: u32 = 8192;
 
 /// The model the settings name: a hosted `PROVIDER/MODEL`, a local GGUF
@@ -63,12 +63,15 @@ pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
             bail!("no model file at {}", path.display());
         }
         let shown = path.display().to_string();
-        let loaded = tokio::task::spawn_blocking(move || {
-            LocalModel::load(&path, LocalOptions::default().context_cap(LOCAL_CONTEXT))
-        })
-        .await
-        .context("loading the local model stopped")?
-        .with_context(|| format!("cannot load {shown}"))?;
+        let mut options =
+            LocalOptions::default().context_cap(settings.local_context.unwrap_or(LOCAL_CONTEXT));
+        if let Some(threads) = settings.local_threads {
+            options = options.threads(threads);
+        }
+        let loaded = tokio::task::spawn_blocking(move || LocalModel::load(&path, options))
+            .await
+            .context("loading the local model stopped")?
+            .with_context(|| format!("cannot load {shown}"))?;
         return Ok(Arc::new(loaded));
     }
     Ok(Arc::new(hosted(spec.unwrap_or_default(), settings, env)?))

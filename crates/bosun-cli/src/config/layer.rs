@@ -30,6 +30,10 @@ pub struct Layer {
     pub max_rounds: Option<u32>,
     /// Tool timeout, seconds.
     pub tool_timeout_secs: Option<u64>,
+    /// The most context tokens a local model uses (its file's size when smaller).
+    pub local_context: Option<u32>,
+    /// Threads a local model runs on (the physical cores when unset).
+    pub local_threads: Option<u32>,
     /// Per-tool permission rules.
     #[serde(default)]
     pub permissions: BTreeMap<String, ToolRule>,
@@ -140,6 +144,8 @@ impl Layer {
         ("project_docs", "BOSUN_PROJECT_DOCS"),
         ("sessions_db", "BOSUN_SESSIONS_DB"),
         ("max_rounds", "BOSUN_MAX_ROUNDS"),
+        ("local_context", "BOSUN_LOCAL_CONTEXT"),
+        ("local_threads", "BOSUN_LOCAL_THREADS"),
     ];
 
     /// Reads and checks a file.
@@ -182,6 +188,8 @@ impl Layer {
             project_docs: flag("BOSUN_PROJECT_DOCS")?,
             sessions_db: env.get("BOSUN_SESSIONS_DB").map(PathBuf::from),
             max_rounds: number("BOSUN_MAX_ROUNDS")?,
+            local_context: number("BOSUN_LOCAL_CONTEXT")?,
+            local_threads: number("BOSUN_LOCAL_THREADS")?,
             ..Self::default()
         })
     }
@@ -195,6 +203,8 @@ impl Layer {
             "project_docs" => into.project_docs = self.project_docs,
             "sessions_db" => into.sessions_db = self.sessions_db.clone(),
             "max_rounds" => into.max_rounds = self.max_rounds,
+            "local_context" => into.local_context = self.local_context,
+            "local_threads" => into.local_threads = self.local_threads,
             _ => {}
         }
     }

@@ -81,6 +81,10 @@ pub struct Settings {
     pub max_rounds: Option<u32>,
     /// Tool timeout in seconds.
     pub tool_timeout_secs: Option<u64>,
+    /// The context cap of a local model.
+    pub local_context: Option<u32>,
+    /// The threads of a local model.
+    pub local_threads: Option<u32>,
     /// Permission rules, from every layer.
     pub rules: Vec<PermissionRule>,
     /// Extra provider headers.
@@ -99,6 +103,8 @@ impl Settings {
             sessions_db: None,
             max_rounds: None,
             tool_timeout_secs: None,
+            local_context: None,
+            local_threads: None,
             rules: Vec::new(),
             headers: Vec::new(),
             sources: BTreeMap::new(),
@@ -140,6 +146,20 @@ impl Settings {
         if let Some(secs) = layer.tool_timeout_secs {
             self.tool_timeout_secs = Some(secs);
             self.note("tool_timeout_secs", secs, source.clone());
+        }
+        if let Some(tokens) = layer.local_context {
+            if tokens < 512 {
+                bail!("local_context = {tokens}, from {source}: use at least 512 tokens");
+            }
+            self.local_context = Some(tokens);
+            self.note("local_context", tokens, source.clone());
+        }
+        if let Some(threads) = layer.local_threads {
+            if threads == 0 {
+                bail!("local_threads = 0, from {source}: use at least 1");
+            }
+            self.local_threads = Some(threads);
+            self.note("local_threads", threads, source.clone());
         }
         for (tool, rule) in &layer.permissions {
             // A later layer's rules for a tool replace the earlier ones.

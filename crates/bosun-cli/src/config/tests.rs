@@ -70,3 +70,25 @@ fn literal_api_keys_are_refused_pointing_to_the_variable() {
     let err = Layer::load(&dir.path().join("h.toml")).unwrap_err().to_string();
     assert!(err.contains("looks like an API key") && !err.contains("abcdefghijklmnop"), "{err}");
 }
+
+#[test]
+fn local_model_limits_come_from_files_and_the_environment_and_are_checked() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    write(project.path(), ".bosun/config.toml", "local_context = 4096\nlocal_threads = 3\n");
+    let settings = resolve(project.path(), &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap();
+    assert_eq!((settings.local_context, settings.local_threads), (Some(4096), Some(3)));
+    let env = Env::from_pairs(&[("BOSUN_LOCAL_CONTEXT", "16384")]);
+    let settings = resolve(project.path(), &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.local_context, Some(16384));
+    assert_eq!(settings.sources["local_context"].1, Source::Env("BOSUN_LOCAL_CONTEXT"));
+    for (var, value, expected) in [
+        ("BOSUN_LOCAL_CONTEXT", "100", "at least 512"),
+        ("BOSUN_LOCAL_THREADS", "0", "at least 1"),
+        ("BOSUN_LOCAL_THREADS", "many", "not a number"),
+    ] {
+        let env = Env::from_pairs(&[(var, value)]);
+        let err = resolve(project.path(), &env, None, &RunOptions::default()).unwrap_err();
+        assert!(format!("{err:#}").contains(expected), "{var}={value}: {err:#}");
+    }
+}
