@@ -56,7 +56,9 @@ const CHANNEL: usize = 64;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LocalOptions {
-    /// The most context tokens; the file's training context when unset or larger.
+    /// The most context tokens; the file's training context when unset or
+    /// larger. llama.cpp rounds the size up to a multiple of 256 (within the
+    /// file's context); [`LocalModel::context_size`] says what it chose.
     pub context_cap: Option<u32>,
     /// Threads for llama.cpp; the physical cores when unset.
     pub threads: Option<u32>,
