@@ -68,6 +68,11 @@ pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
         if let Some(threads) = settings.local_threads {
             options = options.threads(threads);
         }
+        // Each command is a new process with the same system prompt and
+        // tools: the prompt cache spares processing them again.
+        if let Ok(dir) = crate::models::prompt_cache_dir(env) {
+            options = options.prompt_cache(dir);
+        }
         let loaded = tokio::task::spawn_blocking(move || LocalModel::load(&path, options))
             .await
             .context("loading the local model stopped")?

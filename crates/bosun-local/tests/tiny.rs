@@ -459,6 +459,49 @@ async fn a_follow_up_request_reuses_the_kv_cache_of_the_conversation() {
 }
 
 #[tokio::test]
+async fn the_prompt_cache_carries_a_long_prompt_to_the_next_load() {
+    let file = write(&greeter());
+    let cache = tempfile::tempdir().unwrap();
+    let cached = || LocalOptions::default().prompt_cache(cache.path());
+    let long = "word ".repeat(100);
+    let first = [Message::user(format!("{long}hi"))];
+    let second = [Message::user(format!("{long}bye"))];
+    {
+        let model = load_with(&file.path, cached());
+        assert_eq!(done(&stream(&model, &first, &[]).await).text(), "Hello from tiny");
+        assert_eq!(model.prompt_tokens_reused().0, 0, "nothing to start from yet");
+    }
+    let saved: Vec<PathBuf> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert!(saved[0].extension().is_some_and(|e| e == "kv"), "{saved:?}");
+
+    // A new load of the same file starts from the saved prompt: only what
+    // differs is processed, and the answer is the same.
+    let model = load_with(&file.path, cached());
+    assert_eq!(done(&stream(&model, &second, &[]).await).text(), "Hello from tiny");
+    let (reused, total) = model.prompt_tokens_reused();
+    assert!(reused >= 500 && reused < total, "reused {reused} of {total}");
+    drop(model);
+
+    // A cache llama.cpp refuses is deleted and ignored.
+    std::fs::write(&saved[0], b"not a state file").unwrap();
+    let model = load_with(&file.path, cached());
+    assert_eq!(done(&stream(&model, &second, &[]).await).text(), "Hello from tiny");
+    assert_eq!(model.prompt_tokens_reused().0, 0);
+    assert!(std::fs::read(&saved[0]).unwrap().len() > 1000, "replaced by a fresh cache");
+
+    // Short prompts are not worth a write; another context size is another file.
+    let short = tempfile::tempdir().unwrap();
+    let model = load_with(&file.path, LocalOptions::default().prompt_cache(short.path()));
+    assert_eq!(answer(&model, "hi").await, "Hello from tiny");
+    assert_eq!(std::fs::read_dir(short.path()).unwrap().count(), 0);
+    let model = load_with(&file.path, cached().context_cap(512));
+    let medium = [Message::user(format!("{}hi", "word ".repeat(60)))];
+    assert_eq!(done(&stream(&model, &medium, &[]).await).text(), "Hello from tiny");
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
+}
+
+#[tokio::test]
 async fn reasoning_streams_before_the_answer_and_is_kept_apart() {
     let model =
         TinyModel::new().chain(&["\n", "<think>", "Let", " me", " see", "</think>", "Paris", END_OF_TURN]);

@@ -115,10 +115,18 @@ fn known_names() -> String {
 
 /// `<data dir>/models`: the data dir is the session database's directory.
 pub fn models_dir(env: &Env) -> Result<PathBuf> {
+    Ok(data_dir(env)?.join("models"))
+}
+
+/// Where local models keep their prompt caches (see bosun-local's `prompt_cache`).
+pub fn prompt_cache_dir(env: &Env) -> Result<PathBuf> {
+    Ok(data_dir(env)?.join("prompt-cache"))
+}
+
+fn data_dir(env: &Env) -> Result<PathBuf> {
     let db = bosun_store::default_path(|name| env.get(name).map(str::to_owned))
         .context("cannot tell where to keep models: set BOSUN_HOME or HOME")?;
-    let data = db.parent().context("the data directory has no parent")?;
-    Ok(data.join("models"))
+    Ok(db.parent().context("the data directory has no parent")?.to_owned())
 }
 
 /// The file of a pulled model, for the agent: `name` is a known model

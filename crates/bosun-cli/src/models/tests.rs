@@ -353,6 +353,8 @@ fn the_models_dir_is_in_the_data_dir() {
     assert_eq!(dir(&[("XDG_DATA_HOME", "/x"), ("HOME", "/h")]), Ok("/x/bosun/models".into()));
     assert_eq!(dir(&[("HOME", "/h")]), Ok("/h/.local/share/bosun/models".into()));
     assert!(dir(&[]).unwrap_err().contains("BOSUN_HOME"));
+    let cache = prompt_cache_dir(&Env::from_pairs(&[("BOSUN_HOME", "/b")])).unwrap();
+    assert_eq!(cache, std::path::Path::new("/b/prompt-cache"));
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod grammar;
 mod host;
 mod output;
 mod prompt;
+mod prompt_cache;
 mod sampling;
 mod stream;
 mod worker;
@@ -66,6 +67,10 @@ pub struct LocalOptions {
     pub max_tokens: Option<u32>,
     /// A chat template to use instead of the file's (for files without one).
     pub chat_template: Option<String>,
+    /// A directory for the prompt cache: the KV cache of the latest long
+    /// prompt, kept on disk so the next load of the same file starts from it
+    /// (see `prompt_cache`). None when unset.
+    pub prompt_cache: Option<PathBuf>,
 }
 
 impl LocalOptions {
@@ -90,6 +95,12 @@ impl LocalOptions {
     /// Uses `source` as the chat template.
     pub fn chat_template(mut self, source: impl Into<String>) -> Self {
         self.chat_template = Some(source.into());
+        self
+    }
+
+    /// Keeps the prompt cache in `dir` (created when missing).
+    pub fn prompt_cache(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.prompt_cache = Some(dir.into());
         self
     }
 }
@@ -230,7 +241,9 @@ impl LocalModel {
         let threads = options.threads.filter(|t| *t > 0).unwrap_or_else(host::physical_cores);
         let n_ctx = options.context_cap.map_or(model.n_ctx_train(), |cap| cap.min(model.n_ctx_train()));
         let shared = Arc::new(Shared::default());
-        let (jobs, worker, n_ctx) = spawn(Arc::new(model), backend, n_ctx, threads, Arc::clone(&shared))?;
+        let cache = options.prompt_cache.map(|dir| (dir, path.to_owned()));
+        let (jobs, worker, n_ctx) =
+            spawn(Arc::new(model), backend, n_ctx, threads, cache, Arc::clone(&shared))?;
         Ok(Self {
             path: path.to_owned(),
             template,
@@ -356,6 +369,7 @@ fn spawn(
     backend: &'static LlamaBackend,
     n_ctx: u32,
     threads: u32,
+    cache: Option<(PathBuf, PathBuf)>,
     shared: Arc<Shared>,
 ) -> Result<(std_mpsc::Sender<Job>, JoinHandle<()>, u32), LocalError> {
     let (jobs, receiver) = std_mpsc::channel::<Job>();
@@ -375,10 +389,23 @@ fn spawn(
                     return;
                 }
             };
-            let _ = ready.send(Ok(context.n_ctx()));
+            let actual = context.n_ctx();
+            let _ = ready.send(Ok(actual));
             let batch = LlamaBatch::new(worker::PROMPT_CHUNK, 1);
-            Worker { model: &model, context, batch, cached: Vec::new(), call_openers: None, shared }
-                .serve(receiver);
+            let prompt_cache = cache.map(|(dir, model_file)| {
+                let file = prompt_cache::file_for(&dir, &model_file, actual);
+                worker::DiskCache { dir, file, loaded: false }
+            });
+            Worker {
+                model: &model,
+                context,
+                batch,
+                cached: Vec::new(),
+                call_openers: None,
+                prompt_cache,
+                shared,
+            }
+            .serve(receiver);
         })
         .map_err(|e| LocalError::Context { n_ctx, reason: format!("cannot start the thread: {e}") })?;
     match started.recv() {

@@ -25,9 +25,12 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use std::path::PathBuf;
+
 use super::GenerationStats;
 use super::grammar::ToolGrammar;
 use super::output::{self, Streamer, Utf8Joiner};
+use super::prompt_cache;
 use super::sampling::{Sampling, TokenSampler};
 
 /// Prompt tokens decoded per call: bounds how long a cancelled request keeps
@@ -100,6 +103,14 @@ pub(crate) struct Shared {
     pub(crate) last: Mutex<Option<GenerationStats>>,
 }
 
+/// Where the prompt cache lives (see `prompt_cache`).
+pub(crate) struct DiskCache {
+    pub(crate) dir: PathBuf,
+    pub(crate) file: PathBuf,
+    /// Whether the file was read (or found missing) already.
+    pub(crate) loaded: bool,
+}
+
 /// How the thread ended a job.
 enum Ending {
     /// A response to send as `Done`.
@@ -117,6 +128,8 @@ pub(crate) struct Worker<'m> {
     pub(crate) cached: Vec<LlamaToken>,
     /// Tokens that may open a call or a blank (see [`Worker::call_openers`]), found once.
     pub(crate) call_openers: Option<Arc<[LlamaToken]>>,
+    /// The prompt cache on disk, if one was asked for.
+    pub(crate) prompt_cache: Option<DiskCache>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -167,6 +180,7 @@ impl Worker<'_> {
                 tokens.len()
             )));
         }
+        self.load_prompt_cache();
         let reused = self.keep_prefix(&tokens);
         let mut stats =
             GenerationStats { prompt_tokens: tokens.len(), reused_tokens: reused, ..Default::default() };
@@ -177,6 +191,9 @@ impl Worker<'_> {
             self.record(stats);
             return Ok(Ending::Stopped);
         };
+        if tokens.len() - reused >= prompt_cache::SAVE_AFTER {
+            self.save_prompt_cache();
+        }
 
         let grammar = job.grammar.as_deref();
         // With no tools offered, a call cannot be taken: a call opening that
@@ -288,6 +305,44 @@ impl Worker<'_> {
             .collect();
         self.call_openers = Some(Arc::clone(&openers));
         openers
+    }
+
+    /// Fills the KV cache from the prompt cache file, once, before the first
+    /// job; a file llama.cpp refuses is deleted.
+    fn load_prompt_cache(&mut self) {
+        let Some(cache) = self.prompt_cache.as_mut().filter(|c| !c.loaded) else { return };
+        cache.loaded = true;
+        if !cache.file.is_file() {
+            return;
+        }
+        let n_ctx = self.context.n_ctx() as usize;
+        match self.context.state_load_file(&cache.file, n_ctx) {
+            Ok(tokens) => {
+                tracing::debug!(tokens = tokens.len(), file = %cache.file.display(), "prompt cache loaded");
+                self.cached = tokens;
+            }
+            Err(error) => {
+                tracing::warn!(file = %cache.file.display(), "prompt cache refused ({error}); deleting it");
+                self.context.clear_kv_cache();
+                self.cached.clear();
+                let _ = std::fs::remove_file(&cache.file);
+            }
+        }
+    }
+
+    /// Saves the KV cache of the tokens decoded so far (the prompt just
+    /// processed) to the prompt cache file. A failure only costs the cache.
+    fn save_prompt_cache(&self) {
+        let Some(cache) = &self.prompt_cache else { return };
+        let temporary = prompt_cache::temporary(&cache.file);
+        let saved = std::fs::create_dir_all(&cache.dir)
+            .map_err(|e| e.to_string())
+            .and_then(|()| self.context.state_save_file(&temporary, &self.cached).map_err(|e| e.to_string()))
+            .and_then(|()| std::fs::rename(&temporary, &cache.file).map_err(|e| e.to_string()));
+        if let Err(error) = saved {
+            tracing::warn!(file = %cache.file.display(), "cannot save the prompt cache: {error}");
+            let _ = std::fs::remove_file(&temporary);
+        }
     }
 
     /// Keeps the cached prefix `tokens` shares (all but its last token at
