@@ -9,4 +9,6 @@ pub mod engine;
 pub mod template;
 pub mod toolcall;
 
-pub use engine::{DEFAULT_MAX_TOKENS, GenerationStats, LocalError, LocalModel, LocalOptions};
+pub use engine::{
+    DEFAULT_MAX_TOKENS, GenerationStats, LocalError, LocalModel, LocalOptions, remove_prompt_caches,
+};

@@ -490,7 +490,8 @@ async fn the_prompt_cache_carries_a_long_prompt_to_the_next_load() {
     assert_eq!(model.prompt_tokens_reused().0, 0);
     assert!(std::fs::read(&saved[0]).unwrap().len() > 1000, "replaced by a fresh cache");
 
-    // Short prompts are not worth a write; another context size is another file.
+    // Short prompts are not worth a write; another context size is another
+    // file, which replaces the model's other caches.
     let short = tempfile::tempdir().unwrap();
     let model = load_with(&file.path, LocalOptions::default().prompt_cache(short.path()));
     assert_eq!(answer(&model, "hi").await, "Hello from tiny");
@@ -498,7 +499,11 @@ async fn the_prompt_cache_carries_a_long_prompt_to_the_next_load() {
     let model = load_with(&file.path, cached().context_cap(512));
     let medium = [Message::user(format!("{}hi", "word ".repeat(60)))];
     assert_eq!(done(&stream(&model, &medium, &[]).await).text(), "Hello from tiny");
-    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 2);
+    let now: Vec<PathBuf> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now[0], saved[0]);
+    let removed = bosun_local::remove_prompt_caches(cache.path(), &file.path, None).unwrap();
+    assert_eq!(removed, now);
 }
 
 #[tokio::test]

@@ -179,7 +179,7 @@ pub async fn run(command: ModelsCommand, env: &Env) -> Result<()> {
         }
         ModelsCommand::List => print!("{}", list(&dir)?),
         ModelsCommand::Rm { name } => {
-            for path in remove(&dir, &name)? {
+            for path in remove(&dir, &prompt_cache_dir(env)?, &name)? {
                 println!("removed {}", path.display());
             }
         }
@@ -251,9 +251,10 @@ pub fn list(dir: &Path) -> Result<String> {
     Ok(out)
 }
 
-/// `bosun models rm NAME`: the model's file and whatever a download of it
-/// left (`NAME.part`, staged wheels); returns what was removed.
-pub fn remove(dir: &Path, name: &str) -> Result<Vec<PathBuf>> {
+/// `bosun models rm NAME`: the model's file, whatever a download of it left
+/// (`NAME.part`, staged wheels) and its prompt caches in `caches`; returns
+/// what was removed.
+pub fn remove(dir: &Path, caches: &Path, name: &str) -> Result<Vec<PathBuf>> {
     let file = match find(name) {
         Some(model) => model.file,
         None => plain_gguf(name, dir)?,
@@ -276,9 +277,12 @@ pub fn remove(dir: &Path, name: &str) -> Result<Vec<PathBuf>> {
             removed.push(entry.path());
         }
     }
+    removed.sort();
+    let cached = bosun_local::remove_prompt_caches(caches, &dir.join(file), None)
+        .with_context(|| format!("cannot remove the prompt caches of {file} in {}", caches.display()))?;
+    removed.extend(cached);
     if removed.is_empty() {
         bail!("`{name}` is not downloaded (no {file} in {})", dir.display());
     }
-    removed.sort();
     Ok(removed)
 }

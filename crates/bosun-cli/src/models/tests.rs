@@ -316,6 +316,9 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
     std::fs::File::create(partial_path(dir.path(), smol.file)).unwrap().set_len(smol.size / 2).unwrap();
     std::fs::write(dir.path().join("mine.gguf"), b"GGUF").unwrap();
     std::fs::write(dir.path().join("notes.txt"), b"hi").unwrap();
+    let caches = tempfile::tempdir().unwrap();
+    let qwen_cache = caches.path().join("qwen2.5-coder-0.5b-instruct-q4_k_m-0123456789abcdef.kv");
+    std::fs::write(&qwen_cache, b"kv").unwrap();
     let shown = list(dir.path()).unwrap();
     let lines: Vec<_> = shown.lines().collect();
     assert_eq!(lines.len(), 4, "{shown}");
@@ -333,14 +336,24 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
     );
 
     assert_eq!(
-        remove(dir.path(), "qwen2.5-coder-0.5b-instruct-q4_k_m").unwrap(),
-        [dir.path().join(qwen.file)]
+        remove(dir.path(), caches.path(), "qwen2.5-coder-0.5b-instruct-q4_k_m").unwrap(),
+        [dir.path().join(qwen.file), qwen_cache.clone()]
     );
-    assert_eq!(remove(dir.path(), smol.file).unwrap(), [partial_path(dir.path(), smol.file)]);
-    assert_eq!(remove(dir.path(), "mine.gguf").unwrap(), [dir.path().join("mine.gguf")]);
-    assert!(remove(dir.path(), "mine.gguf").unwrap_err().to_string().contains("not downloaded"));
-    assert!(remove(dir.path(), "../elsewhere.gguf").unwrap_err().to_string().contains("unknown model"));
-    assert!(remove(dir.path(), "notes.txt").unwrap_err().to_string().contains("unknown model"));
+    assert!(!qwen_cache.exists(), "the model's prompt cache goes with it");
+    assert_eq!(remove(dir.path(), caches.path(), smol.file).unwrap(), [partial_path(dir.path(), smol.file)]);
+    assert_eq!(remove(dir.path(), caches.path(), "mine.gguf").unwrap(), [dir.path().join("mine.gguf")]);
+    assert!(
+        remove(dir.path(), caches.path(), "mine.gguf").unwrap_err().to_string().contains("not downloaded")
+    );
+    assert!(
+        remove(dir.path(), caches.path(), "../elsewhere.gguf")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown model")
+    );
+    assert!(
+        remove(dir.path(), caches.path(), "notes.txt").unwrap_err().to_string().contains("unknown model")
+    );
     assert_eq!(files_in(dir.path()), ["notes.txt"]);
     let shown = list(dir.path()).unwrap();
     assert_eq!(shown.matches("not pulled").count(), 2, "{shown}");

@@ -20,6 +20,8 @@ mod host;
 mod output;
 mod prompt;
 mod prompt_cache;
+
+pub use prompt_cache::remove_prompt_caches;
 mod sampling;
 mod stream;
 mod worker;
@@ -394,7 +396,7 @@ fn spawn(
             let batch = LlamaBatch::new(worker::PROMPT_CHUNK, 1);
             let prompt_cache = cache.map(|(dir, model_file)| {
                 let file = prompt_cache::file_for(&dir, &model_file, actual);
-                worker::DiskCache { dir, file, loaded: false }
+                worker::DiskCache { dir, file, model: model_file, loaded: false }
             });
             Worker {
                 model: &model,

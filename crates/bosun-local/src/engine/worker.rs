@@ -107,6 +107,8 @@ pub(crate) struct Shared {
 pub(crate) struct DiskCache {
     pub(crate) dir: PathBuf,
     pub(crate) file: PathBuf,
+    /// The model file the cache is of.
+    pub(crate) model: PathBuf,
     /// Whether the file was read (or found missing) already.
     pub(crate) loaded: bool,
 }
@@ -338,7 +340,12 @@ impl Worker<'_> {
         let saved = std::fs::create_dir_all(&cache.dir)
             .map_err(|e| e.to_string())
             .and_then(|()| self.context.state_save_file(&temporary, &self.cached).map_err(|e| e.to_string()))
-            .and_then(|()| std::fs::rename(&temporary, &cache.file).map_err(|e| e.to_string()));
+            .and_then(|()| std::fs::rename(&temporary, &cache.file).map_err(|e| e.to_string()))
+            .and_then(|()| {
+                prompt_cache::remove_prompt_caches(&cache.dir, &cache.model, Some(&cache.file))
+                    .map(drop)
+                    .map_err(|e| format!("cannot remove older caches: {e}"))
+            });
         if let Err(error) = saved {
             tracing::warn!(file = %cache.file.display(), "cannot save the prompt cache: {error}");
             let _ = std::fs::remove_file(&temporary);
