@@ -54,6 +54,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at DESC);
     CREATE INDEX messages_by_session ON messages(session_id);
     CREATE INDEX branches_by_session ON branches(session_id);",
+    // 3: sessions that migration 2 gave an empty usage (those written by
+    // version 1) get the total of their assistant messages' usage.
+    "UPDATE sessions SET usage = (
+        SELECT json_object(
+            'cache_read', coalesce(sum(json_extract(m.body, '$.usage.cache_read')), 0),
+            'cache_write', coalesce(sum(json_extract(m.body, '$.usage.cache_write')), 0),
+            'input', coalesce(sum(json_extract(m.body, '$.usage.input')), 0),
+            'output', coalesce(sum(json_extract(m.body, '$.usage.output')), 0),
+            'reasoning', coalesce(sum(json_extract(m.body, '$.usage.reasoning')), 0))
+        FROM messages m
+        WHERE m.session_id = sessions.id AND json_extract(m.body, '$.role') = 'assistant')
+    WHERE usage = '{}';",
 ];
 
 /// The newest version this build writes.

@@ -72,6 +72,18 @@ const RELEASED: &[&str] = &[
     CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at DESC);
     CREATE INDEX messages_by_session ON messages(session_id);
     CREATE INDEX branches_by_session ON branches(session_id);",
+    // 3: sessions that migration 2 gave an empty usage (those written by
+    // version 1) get the total of their assistant messages' usage.
+    "UPDATE sessions SET usage = (
+        SELECT json_object(
+            'cache_read', coalesce(sum(json_extract(m.body, '$.usage.cache_read')), 0),
+            'cache_write', coalesce(sum(json_extract(m.body, '$.usage.cache_write')), 0),
+            'input', coalesce(sum(json_extract(m.body, '$.usage.input')), 0),
+            'output', coalesce(sum(json_extract(m.body, '$.usage.output')), 0),
+            'reasoning', coalesce(sum(json_extract(m.body, '$.usage.reasoning')), 0))
+        FROM messages m
+        WHERE m.session_id = sessions.id AND json_extract(m.body, '$.role') = 'assistant')
+    WHERE usage = '{}';",
 ];
 
 /// The tables rows are copied into, parents first.
@@ -220,9 +232,6 @@ async fn upgrade_from(
     let context = format!("upgrading from version {version}");
     let path = dir.join(format!("v{version}.db"));
     database_at(version, &path, rows);
-    let had_usage = Connection::open(&path)
-        .map(|c| columns(&c, "main", "sessions").iter().any(|c| c == "usage"))
-        .unwrap();
 
     let store = Store::open(&path).unwrap_or_else(|e| panic!("{context}: {e}"));
     assert_eq!(user_version(&path), bosun_store::schema_version(), "{context}");
@@ -245,13 +254,9 @@ async fn upgrade_from(
         assert_eq!(order(&listed), want, "{context}: newest first");
         for ((id, workspace), was) in sessions.iter().zip(expected) {
             let now = seen(&store, id);
-            let mut summary = was.summary.clone();
-            if !had_usage {
-                // This version kept no per-session usage, and migration 2 does
-                // not total it from the messages: it starts at zero.
-                summary.usage = Usage::default();
-            }
-            assert_eq!(now.summary, summary, "{context}: message_count is counted from the messages");
+            // A version without per-session usage has it totalled from the
+            // messages (migration 3), like message_count (migration 2).
+            assert_eq!(now.summary, was.summary, "{context}: counted from the messages");
             assert_eq!(now.detail.head_branch, was.detail.head_branch, "{context}");
             assert_eq!(now.detail.branches, was.detail.branches, "{context}");
             assert_eq!(now.detail.history, was.detail.history, "{context}");
