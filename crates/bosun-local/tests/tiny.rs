@@ -404,8 +404,9 @@ async fn offered_no_tools_a_model_cannot_open_a_tagged_call() {
 
 #[tokio::test]
 async fn when_tools_were_withdrawn_the_answer_cannot_open_like_a_call() {
-    // After the newline the model would write `{`, the start of a bare call.
-    let writer = TinyModel::new().chain(&["\n", "{", "\"", "Done", END_OF_TURN]);
+    // After the newline the model would write `{`, the start of a bare
+    // call; its second choice is the word `Done`.
+    let writer = TinyModel::new().chain(&["\n", "{", "\"", "Done", END_OF_TURN]).or_else("\n", "Done");
     let file = write(&writer);
     let model = load(&file);
     let fresh = [Message::user("give me a brace")];
@@ -427,9 +428,27 @@ async fn when_tools_were_withdrawn_the_answer_cannot_open_like_a_call() {
     let withdrawn = [fresh[0].clone(), call, result];
     let events = stream(&model, &withdrawn, &[]).await;
     let text = done(&events).text();
-    let opening = text.trim_start().chars().next();
-    assert!(!matches!(opening, Some('{' | '[' | '`' | '<')), "{text:?}");
-    assert!(!text.contains('{'), "{text:?}");
+    // It must start with a word: not a call, not punctuation, not the end.
+    assert_eq!(text, "Done", "{events:?}");
+    let dotted = TinyModel::new().chain(&["\n", "{", "Done"]).or_else("\n", ".").after(".", "Done");
+    let dotted_file = write(&dotted);
+    let text = done(&stream(&load(&dotted_file), &withdrawn, &[]).await).text();
+    assert!(!text.starts_with('.') && !text.starts_with('{'), "punctuation cannot open it either: {text:?}");
+
+    // A JSON call later in the answer is cut too, once tools were withdrawn;
+    // with no calls in the conversation the same JSON is an answer and stays.
+    let fenced = with_punctuation().chain(&["\n", "Sure", "```json{\"name\":\"get_time\"", " nonsense"]);
+    let file = write(&fenced);
+    let model = load(&file);
+    let events = stream(&model, &withdrawn, &[]).await;
+    assert_eq!(
+        done(&events).text(),
+        "Sure\n\n[bosun: the model began a tool call, but no tools were offered for this response.]"
+    );
+    assert_eq!(deltas(&events).concat(), "Sure");
+    assert_eq!(model.last_generation().unwrap().generated_tokens, 2, "cut where the call opened");
+    let events = stream(&model, &fresh, &[]).await;
+    assert!(done(&events).text().contains(r#"```json{"name":"get_time" nonsense"#), "{events:?}");
 }
 
 #[tokio::test]

@@ -77,6 +77,8 @@ const HEAD_DIM: usize = 32;
 const N_FF: usize = 32;
 /// Weight of a programmed successor in the bigram table.
 const PROGRAMMED: f32 = 4.0;
+/// Weight of a second choice: what the model says where its first is refused.
+const SECOND: f32 = 2.0;
 /// Weight of the end of turn after a token with no programmed successor.
 const FALLBACK: f32 = 1.0;
 /// Range of the random weights: uniform in `[-RANDOM, RANDOM)`.
@@ -305,6 +307,7 @@ pub struct TinyModel {
     name: String,
     words: Vec<String>,
     edges: Vec<(String, String)>,
+    seconds: Vec<(String, String)>,
     template: Option<String>,
     context_length: u32,
     seed: u64,
@@ -324,6 +327,7 @@ impl TinyModel {
             name: "bosun-tiny".to_owned(),
             words: Vec::new(),
             edges: Vec::new(),
+            seconds: Vec::new(),
             template: Some(QWEN25_TEMPLATE.to_owned()),
             context_length: 1024,
             seed: 0x5eed_b05a_u64,
@@ -375,6 +379,13 @@ impl TinyModel {
         self
     }
 
+    /// Programs `next` as the second choice after `token`: what the model
+    /// says when its first choice is refused (banned, or outside a grammar).
+    pub fn or_else(mut self, token: &str, next: &str) -> Self {
+        self.seconds.push((token.to_owned(), next.to_owned()));
+        self
+    }
+
     /// Programs each token of `tokens` to be followed by the next one.
     pub fn chain(self, tokens: &[&str]) -> Self {
         tokens.windows(2).fold(self, |model, pair| model.after(pair[0], pair[1]))
@@ -382,12 +393,12 @@ impl TinyModel {
 
     /// The vocabulary, in id order (SentencePiece texts: `▁` for spaces).
     pub fn vocabulary(&self) -> Result<Vec<String>> {
-        Ok(self.program()?.0)
+        Ok(self.program()?.tokens)
     }
 
     /// The model as a GGUF file in memory (to change before writing).
     pub fn to_gguf(&self) -> Result<Gguf> {
-        let (tokens, next) = self.program()?;
+        let Program { tokens, next, second } = self.program()?;
         let n_vocab = tokens.len();
         let n_embd = padded(n_vocab, HEAD_DIM);
         let mut file = Gguf::new();
@@ -401,6 +412,11 @@ impl TinyModel {
             match successor {
                 Some(next) => bigrams[*next as usize * n_embd + token] = PROGRAMMED,
                 None => bigrams[EOS as usize * n_embd + token] = FALLBACK,
+            }
+        }
+        for (token, successor) in second.iter().enumerate() {
+            if let Some(next) = successor {
+                bigrams[*next as usize * n_embd + token] = SECOND;
             }
         }
         let ones = || vec![1.0; n_embd];
@@ -469,11 +485,12 @@ impl TinyModel {
     }
 
     /// The vocabulary (specials, words, bytes) and each token's programmed
-    /// successor.
-    fn program(&self) -> Result<(Vec<String>, Vec<Option<u32>>)> {
+    /// successors.
+    fn program(&self) -> Result<Program> {
         let specials: Vec<&str> = SPECIAL_TOKENS.iter().map(|(text, _)| *text).collect();
         let mut words: Vec<String> = Vec::new();
-        let implied = self.edges.iter().flat_map(|(a, b)| [a, b]).filter(|t| t.len() > 1);
+        let implied =
+            self.edges.iter().chain(&self.seconds).flat_map(|(a, b)| [a, b]).filter(|t| t.len() > 1);
         for text in self.words.iter().chain(implied) {
             if text.is_empty() {
                 return Err(invalid("an empty token".into()));
@@ -506,18 +523,31 @@ impl TinyModel {
             };
             id.ok_or_else(|| invalid(format!("{text:?} is not in the vocabulary")))
         };
-        let mut next = vec![None; tokens.len()];
-        for (token, successor) in &self.edges {
-            let (token_id, successor_id) = (resolve(token)?, resolve(successor)?);
-            match next[token_id as usize] {
-                Some(earlier) if earlier != successor_id => {
-                    return Err(invalid(format!("{token:?} is followed by two tokens")));
+        let table = |edges: &[(String, String)]| -> Result<Vec<Option<u32>>> {
+            let mut next = vec![None; tokens.len()];
+            for (token, successor) in edges {
+                let (token_id, successor_id) = (resolve(token)?, resolve(successor)?);
+                match next[token_id as usize] {
+                    Some(earlier) if earlier != successor_id => {
+                        return Err(invalid(format!("{token:?} is followed by two tokens")));
+                    }
+                    _ => next[token_id as usize] = Some(successor_id),
                 }
-                _ => next[token_id as usize] = Some(successor_id),
             }
-        }
-        Ok((tokens, next))
+            Ok(next)
+        };
+        let (next, second) = (table(&self.edges)?, table(&self.seconds)?);
+        Ok(Program { tokens, next, second })
     }
+}
+
+/// A model's vocabulary and bigram table.
+struct Program {
+    tokens: Vec<String>,
+    /// Each token's first choice.
+    next: Vec<Option<u32>>,
+    /// Each token's second choice.
+    second: Vec<Option<u32>>,
 }
 
 fn is_byte_token(text: &str) -> bool {
@@ -600,11 +630,13 @@ mod tests {
 
     #[test]
     fn the_bigram_table_holds_the_program() {
-        let model = TinyModel::new().chain(&["\n", "Hi", END_OF_TURN]);
-        let (tokens, next) = model.program().unwrap();
+        let model = TinyModel::new().chain(&["\n", "Hi", END_OF_TURN]).or_else("\n", "Ho");
+        let Program { tokens, next, second } = model.program().unwrap();
         let id = |t: &str| tokens.iter().position(|x| x == t).unwrap() as u32;
         assert_eq!(next[id("<0x0A>") as usize], Some(id("Hi")));
+        assert_eq!(second[id("<0x0A>") as usize], Some(id("Ho")));
         assert_eq!(next[id("Hi") as usize], Some(EOS));
+        assert_eq!(second[id("Hi") as usize], None);
         assert_eq!(next[id("<s>") as usize], None);
         let file = model.to_gguf().unwrap();
         assert!(matches!(file.get("llama.embedding_length"), Some(GgufValue::U32(288))));
@@ -615,6 +647,7 @@ mod tests {
     fn contradictions_and_impostors_are_refused() {
         assert!(TinyModel::new().after("a b", "c").after("a b", "d").vocabulary().is_err());
         assert!(TinyModel::new().after("x", "x").after("x", "x").vocabulary().is_ok());
+        assert!(TinyModel::new().or_else("a", "b").or_else("a", "c").vocabulary().is_err());
         assert!(TinyModel::new().word("<0x41>").vocabulary().is_err());
         assert!(TinyModel::new().word("").vocabulary().is_err());
     }

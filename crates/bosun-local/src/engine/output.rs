@@ -65,6 +65,31 @@ impl Utf8Joiner {
 /// a call anyway, and then more, until its token limit.
 pub(crate) const CALL_TAGS: [&str; 2] = ["<tool_call>", "<function="];
 
+/// Where the output begins a JSON call (`{"name":`, in a list or a fence
+/// or not) that the parser would read, if it does; reasoning that opens the
+/// output is skipped. Used when tools were withdrawn after calls: the output
+/// is cut there, as at [`CALL_TAGS`]. Not when no tools were ever offered,
+/// where such JSON may be the answer the person asked for.
+pub(crate) fn json_call_start(output: &str) -> Option<usize> {
+    let from = toolcall::leading_reasoning_end(output).unwrap_or(0);
+    let region = output.get(from..)?;
+    let safe = toolcall::safe_text_prefix(region);
+    opens_json_call(region.get(safe..)?).then_some(from + safe)
+}
+
+/// Whether `held` opens with a JSON call, up to its `"name":`.
+fn opens_json_call(held: &str) -> bool {
+    let mut rest = held;
+    if let Some(fenced) = rest.strip_prefix("```") {
+        rest = fenced.strip_prefix("json").unwrap_or(fenced);
+    }
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix('[').map_or(rest, str::trim_start);
+    rest.strip_prefix('{')
+        .and_then(|rest| rest.trim_start().strip_prefix("\"name\""))
+        .is_some_and(|rest| rest.trim_start().starts_with(':'))
+}
+
 /// The note appended when the output was cut at a call while no tools were offered.
 const WITHHELD_CALL_NOTE: &str =
     "[bosun: the model began a tool call, but no tools were offered for this response.]";
@@ -340,6 +365,16 @@ mod tests {
         assert!(
             matches!(&response.content[0], ResponsePart::Content(ContentPart::Text { text }) if text.starts_with("Sure. "))
         );
+    }
+
+    #[test]
+    fn json_calls_are_found_after_text_in_fences_lists_and_after_reasoning() {
+        assert_eq!(json_call_start(r#"Sure. {"name": "read_file", "arg"#), Some(6));
+        assert_eq!(json_call_start("Sure.\n```json\n[ {\"name\" :"), Some(6));
+        assert_eq!(json_call_start(r#"<think>hmm</think>{"name":"#), Some(18));
+        assert_eq!(json_call_start(r#"{"name""#), None, "not yet a call: the colon is missing");
+        assert_eq!(json_call_start(r#"Here: {"names": 1}"#), None);
+        assert_eq!(json_call_start("plain text"), None);
     }
 
     #[test]

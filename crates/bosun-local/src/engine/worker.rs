@@ -236,8 +236,9 @@ impl Worker<'_> {
                 output.truncate(cut);
                 break StopReason::Stop;
             }
+            let call_at = if job.tools_withdrawn { output::json_call_start(&output) } else { None };
             if job.tool_names.is_empty()
-                && let Some(cut) = output::find_stop(&output, appended_at, &output::CALL_TAGS)
+                && let Some(cut) = output::find_stop(&output, appended_at, &output::CALL_TAGS).or(call_at)
             {
                 output.truncate(cut);
                 cut_at_call = true;
@@ -282,11 +283,12 @@ impl Worker<'_> {
     }
 
     /// The tokens an output may not start with once tools were withdrawn:
-    /// those that, leading whitespace aside, begin `{`, `[`, `` ` `` or `<`
-    /// (a bare, fenced or tagged call; `<think>` stays allowed) or are only whitespace (so the ban
-    /// cannot be stepped around with a newline). A small model given a round
-    /// without tools otherwise writes the call it can no longer make. Found
-    /// by one pass over the vocabulary, the first time it is needed.
+    /// all but those that, leading whitespace aside, begin with a letter or
+    /// a digit (and `<think>`). A small model given a round without tools
+    /// otherwise writes the call it can no longer make, in any of its forms
+    /// (`{`, `[`, a fence, a tag), or stray punctuation before one; made to
+    /// start with a word, it answers. Found by one pass over the
+    /// vocabulary, the first time it is needed.
     fn call_openers(&mut self) -> Arc<[LlamaToken]> {
         if let Some(openers) = &self.call_openers {
             return Arc::clone(openers);
@@ -298,11 +300,9 @@ impl Worker<'_> {
                 let piece = vocab.token_to_piece(*token, true, None);
                 let text = String::from_utf8_lossy(&piece);
                 let body = text.trim_start();
-                let reasoning = body.starts_with(THINK) || THINK.starts_with(body);
-                !piece.is_empty()
-                    && (body.is_empty()
-                        || body.starts_with(['{', '[', '`'])
-                        || (body.starts_with('<') && !reasoning))
+                let reasoning = !body.is_empty() && (body.starts_with(THINK) || THINK.starts_with(body));
+                let word = body.chars().next().is_some_and(char::is_alphanumeric);
+                !word && !reasoning
             })
             .collect();
         self.call_openers = Some(Arc::clone(&openers));
