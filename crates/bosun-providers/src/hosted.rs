@@ -73,11 +73,16 @@ impl HostedModel {
         {
             return Err(ProviderError::MissingKey { provider: config.name.clone(), env: env.clone() });
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ProviderError::Client(e.to_string()))?;
+            .connect_timeout(Duration::from_secs(30));
+        if config.base_url.starts_with("http://") {
+            // A plain-HTTP server (a local one, mostly) needs no certificate
+            // roots, and loading them is a few milliseconds of start-up. A
+            // redirect to https would fail verification, with a clear error.
+            builder = builder.tls_certs_only([]);
+        }
+        let client = builder.build().map_err(|e| ProviderError::Client(e.to_string()))?;
         let protocol = protocol::for_api(config.api);
         Ok(Self { config: Arc::new(config), model, client, protocol })
     }
