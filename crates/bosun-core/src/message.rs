@@ -119,6 +119,23 @@ impl Message {
         }
     }
 
+    /// The message without its reasoning parts (for models that would not
+    /// keep them); other messages are returned as they are.
+    pub fn without_reasoning(&self) -> Message {
+        match self {
+            Message::Assistant { content, usage, stop_reason } => Message::Assistant {
+                content: content
+                    .iter()
+                    .filter(|p| !matches!(p, ContentPart::Reasoning { .. }))
+                    .cloned()
+                    .collect(),
+                usage: *usage,
+                stop_reason: *stop_reason,
+            },
+            other => other.clone(),
+        }
+    }
+
     /// The concatenated text parts (for a system message, its text).
     pub fn text(&self) -> String {
         match self {

@@ -212,13 +212,10 @@ impl Session {
         // that repeated earlier ones: they add nothing, and a small model
         // reading its own repeated calls imitates them instead of answering.
         let repeated = |index: &usize| state.answer_only && state.repeats.iter().any(|r| r.contains(index));
-        let messages = if self.capabilities.reasoning_replay == Support::No || state.answer_only {
+        let strip = self.capabilities.reasoning_replay == Support::No;
+        let messages = if strip || state.answer_only {
             let kept = self.history.iter().enumerate().filter(|(index, _)| !repeated(index));
-            Cow::Owned(if self.capabilities.reasoning_replay == Support::No {
-                kept.map(|(_, message)| strip_reasoning(message)).collect()
-            } else {
-                kept.map(|(_, message)| message.clone()).collect()
-            })
+            Cow::Owned(kept.map(|(_, m)| if strip { m.without_reasoning() } else { m.clone() }).collect())
         } else {
             Cow::Borrowed(self.history.as_slice())
         };
@@ -430,19 +427,4 @@ fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, result
 /// Polls a model stream to its end so no generation outlives the round.
 async fn drain(mut stream: ModelStream<'_>) {
     while stream.next().await.is_some() {}
-}
-
-fn strip_reasoning(message: &Message) -> Message {
-    match message {
-        Message::Assistant { content, usage, stop_reason } => Message::Assistant {
-            content: content
-                .iter()
-                .filter(|p| !matches!(p, ContentPart::Reasoning { .. }))
-                .cloned()
-                .collect(),
-            usage: *usage,
-            stop_reason: *stop_reason,
-        },
-        other => other.clone(),
-    }
 }

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use bosun_core::{ContentPart, Message, ModelError, ModelRequest, Thinking};
+use bosun_core::{Message, ModelError, ModelRequest, Thinking};
 
 use crate::template::{ChatTemplate, RenderOptions};
 
@@ -17,7 +17,7 @@ pub(crate) fn render(template: &ChatTemplate, request: &ModelRequest<'_>) -> Res
     let messages: Cow<'_, [Message]> = if template.capabilities().preserve_reasoning {
         Cow::Borrowed(&request.messages)
     } else {
-        Cow::Owned(request.messages.iter().map(without_reasoning).collect())
+        Cow::Owned(request.messages.iter().map(Message::without_reasoning).collect())
     };
     let options = RenderOptions {
         add_generation_prompt: true,
@@ -30,19 +30,4 @@ pub(crate) fn render(template: &ChatTemplate, request: &ModelRequest<'_>) -> Res
     template
         .render(request.system, &messages, &request.tools, &options)
         .map_err(|e| ModelError::InvalidRequest(format!("cannot render the chat template: {e}")))
-}
-
-fn without_reasoning(message: &Message) -> Message {
-    match message {
-        Message::Assistant { content, usage, stop_reason } => Message::Assistant {
-            content: content
-                .iter()
-                .filter(|p| !matches!(p, ContentPart::Reasoning { .. }))
-                .cloned()
-                .collect(),
-            usage: *usage,
-            stop_reason: *stop_reason,
-        },
-        other => other.clone(),
-    }
 }
