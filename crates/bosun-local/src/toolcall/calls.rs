@@ -215,12 +215,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    const TOOLS: &[&str] = &["read_file", "run_shell"];
-
-    fn call_of(name: &str, arguments: Value) -> Item {
-        Item::Call(ParsedCall { name: name.to_owned(), arguments })
-    }
+    use crate::toolcall::test_support::{TOOLS, call_of};
 
     #[test]
     fn call_start_patterns() {

@@ -153,16 +153,10 @@ pub(super) fn json_fence(s: &str, at: usize, fence: Fence, tools: &[&str]) -> Re
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    use super::super::ParsedCall;
     use super::*;
-
-    const TOOLS: &[&str] = &["read_file", "run_shell"];
-
-    fn call_of(name: &str, arguments: Value) -> Item {
-        Item::Call(ParsedCall { name: name.to_owned(), arguments })
-    }
+    use crate::toolcall::test_support::{TOOLS, call_of};
 
     #[test]
     fn fence_kinds() {

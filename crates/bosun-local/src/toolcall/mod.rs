@@ -39,6 +39,8 @@
 mod calls;
 mod fence;
 mod tags;
+#[cfg(test)]
+mod test_support;
 
 use calls::{Item, Pattern, call_start, classify, json_values};
 use fence::{FENCE, FenceKind, at_line_start, closing_fence, fence, json_fence, tag_fence};

@@ -170,14 +170,8 @@ fn parameter_value(raw: &str) -> Value {
 mod tests {
     use serde_json::json;
 
-    use super::super::ParsedCall;
     use super::*;
-
-    const TOOLS: &[&str] = &["read_file", "run_shell"];
-
-    fn call_of(name: &str, arguments: Value) -> Item {
-        Item::Call(ParsedCall { name: name.to_owned(), arguments })
-    }
+    use crate::toolcall::test_support::{TOOLS, call_of};
 
     #[test]
     fn tool_call_bodies() {
