@@ -84,9 +84,7 @@ impl TokenSampler {
         let constrained = grammar.is_some();
         let mut choice = choice(sampling);
         if !banned.is_empty() {
-            let biases: Vec<LlamaLogitBias> =
-                banned.iter().map(|token| LlamaLogitBias::new(*token, f32::NEG_INFINITY)).collect();
-            choice = LlamaSampler::chain_simple([LlamaSampler::logit_bias(model.n_vocab(), &biases), choice]);
+            choice = LlamaSampler::chain_simple([ban(model, banned), choice]);
         }
         Self { grammar, first: None, choice, constrained }
     }
@@ -98,9 +96,7 @@ impl TokenSampler {
 
     /// Never chooses one of `tokens` as the first token of the output.
     pub(crate) fn ban_first(&mut self, model: &LlamaModel, tokens: &[LlamaToken]) {
-        let biases: Vec<LlamaLogitBias> =
-            tokens.iter().map(|token| LlamaLogitBias::new(*token, f32::NEG_INFINITY)).collect();
-        self.first = Some(LlamaSampler::logit_bias(model.n_vocab(), &biases));
+        self.first = Some(ban(model, tokens));
     }
 
     /// Chooses the next token from the logits at batch index `index`.
@@ -132,6 +128,13 @@ impl TokenSampler {
         self.choice.accept(token);
         Some(token)
     }
+}
+
+/// A sampler that rules `tokens` out.
+fn ban(model: &LlamaModel, tokens: &[LlamaToken]) -> LlamaSampler {
+    let biases: Vec<LlamaLogitBias> =
+        tokens.iter().map(|token| LlamaLogitBias::new(*token, f32::NEG_INFINITY)).collect();
+    LlamaSampler::logit_bias(model.n_vocab(), &biases)
 }
 
 /// The choice: greedy, or top-p, temperature and a seeded draw.
