@@ -85,8 +85,8 @@ pub use model::{
     ResponsePart, Support, Thinking,
 };
 pub use permission::{
-    ApprovalDecision, ApprovalHandler, ApprovalRequest, ArgumentPattern, DenyAll, GrantScope, Mode,
-    Permission, PermissionRule, Reason,
+    ApprovalDecision, ApprovalHandler, ApprovalRequest, ArgumentPattern, CallEffects, Capability,
+    CommandLine, DenyAll, GrantScope, Mode, Permission, PermissionRule, Reason,
 };
 pub use replay::{ReplayError, Replayed, replay};
 pub use session::{Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput};

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{CallId, ContentPart};
+use crate::permission::CallEffects;
 
 /// The future a tool's [`Tool::execute`] returns.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
@@ -30,6 +31,16 @@ pub trait Tool: Send + Sync {
     /// work must not be cut off half way.
     fn cancellation(&self) -> CancellationPolicy {
         CancellationPolicy::FinishOnceStarted
+    }
+
+    /// What a call with these (schema-valid) arguments would do: the paths it
+    /// writes, the command line it runs. The permission pipeline checks rules
+    /// by capability, command rules and protected paths against it, so a tool
+    /// that writes files or runs commands should say so; the default reports
+    /// nothing beyond the category.
+    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+        let _ = arguments;
+        CallEffects::none()
     }
 
     /// Runs the tool. Failures are reported in the output (`is_error`), never

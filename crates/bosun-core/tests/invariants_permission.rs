@@ -196,7 +196,7 @@ async fn invariant_09_rules_refine_a_mode_by_argument() -> TestResult {
     let asked: Vec<_> = approver.seen().into_iter().map(|r| r.arguments["command"].clone()).collect();
     assert_eq!(asked, vec![json!("git push")]);
     assert_eq!(shell.calls().len(), 2);
-    assert!(tool_result(session.history(), 2).0.starts_with("denied: a rule"));
+    assert!(tool_result(session.history(), 2).0.starts_with("denied: the rule deny `rm`"));
     Ok(())
 }
 

@@ -4,11 +4,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bosun_core::{
-    CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
+    CallEffects, CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
 };
 use serde_json::{Value, json};
 
 type Body = dyn Fn(Value, ToolContext) -> ToolFuture<'static> + Send + Sync;
+type Effects = dyn Fn(&Value) -> CallEffects + Send + Sync;
 
 /// A tool whose behaviour is a closure. Records the arguments of every
 /// invocation; clones share the record.
@@ -18,6 +19,7 @@ pub struct FnTool {
     category: ToolCategory,
     cancellation: CancellationPolicy,
     body: Arc<Body>,
+    effects: Option<Arc<Effects>>,
     calls: Arc<Mutex<Vec<Value>>>,
     finished: Arc<AtomicUsize>,
 }
@@ -43,6 +45,7 @@ impl FnTool {
             category,
             cancellation: CancellationPolicy::FinishOnceStarted,
             body: Arc::new(body),
+            effects: None,
             calls: Arc::default(),
             finished: Arc::default(),
         }
@@ -100,6 +103,12 @@ impl FnTool {
         self
     }
 
+    /// Sets what the tool reports a call would do (`Tool::effects`).
+    pub fn effects(mut self, effects: impl Fn(&Value) -> CallEffects + Send + Sync + 'static) -> Self {
+        self.effects = Some(Arc::new(effects));
+        self
+    }
+
     /// Arguments of every invocation so far.
     pub fn calls(&self) -> Vec<Value> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
@@ -122,6 +131,10 @@ impl Tool for FnTool {
 
     fn cancellation(&self) -> CancellationPolicy {
         self.cancellation
+    }
+
+    fn effects(&self, arguments: &Value) -> CallEffects {
+        self.effects.as_ref().map_or_else(CallEffects::none, |effects| effects(arguments))
     }
 
     fn execute<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {

@@ -21,7 +21,7 @@ use crate::event::{Decision, Event};
 use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, concat_text};
-use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, decide};
+use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
 use crate::tool::{CancellationPolicy, ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
@@ -151,7 +151,19 @@ impl Session {
         if let Err(error) = tool.schema.validate(&call.arguments) {
             return Ok(Gate::Done(refusal(call, format!("invalid arguments for `{}`: {error}", call.name))));
         }
-        let (permission, why) = decide(self.mode, &self.rules, &call.name, tool.category, &call.arguments);
+        // The tool reads its own arguments for the pipeline (paths written,
+        // the command line run); a panic there refuses the call.
+        let effects = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.effects(&call.arguments)))
+        {
+            Ok(effects) => effects,
+            Err(_) => {
+                let text = format!("`{}` could not describe what this call would do", call.name);
+                return Ok(Gate::Done(refusal(call, text)));
+            }
+        };
+        let proposed = ProposedCall::new(&call.name, tool.category, &call.arguments, &effects);
+        let decided = decide(self.mode, &self.rules, &proposed);
+        let (permission, why, protected) = (decided.permission, decided.reason, decided.protected);
         match permission {
             Permission::Allow => Ok(Gate::Run(tool)),
             Permission::Deny => {
@@ -163,13 +175,13 @@ impl Session {
                 emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
                 Ok(Gate::Done(refusal(call, format!("denied: {why}"))))
             }
-            Permission::Ask if self.grants.covers(&call.name, &call.arguments) => {
+            Permission::Ask if self.grants.covers(&call.name, &call.arguments, protected) => {
                 let decided =
                     Event::ApprovalDecided { call_id: call.id, decision: Decision::Granted, reason: None };
                 emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
                 Ok(Gate::Run(tool))
             }
-            Permission::Ask => self.ask(state, call, tool, why, emitter).await,
+            Permission::Ask => self.ask(state, call, tool, why, protected, emitter).await,
         }
     }
 
@@ -179,6 +191,7 @@ impl Session {
         call: &Call,
         tool: Arc<ResolvedTool>,
         why: String,
+        protected: bool,
         emitter: &mut Emitter<'_>,
     ) -> Result<Gate, TurnErrorKind> {
         let request = ApprovalRequest {
@@ -187,6 +200,7 @@ impl Session {
             category: tool.category,
             arguments: call.arguments.clone(),
             reason: why.clone(),
+            protected,
         };
         let requested = Event::ApprovalRequested {
             call_id: call.id,
