@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -54,6 +54,11 @@ impl Tool for ApplyPatchTool {
 
     fn category(&self) -> ToolCategory {
         ToolCategory::Write
+    }
+
+    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+        let patch = arguments.get("patch").and_then(serde_json::Value::as_str).unwrap_or_default();
+        CallEffects::writes(crate::patch::named_paths(patch))
     }
 
     fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {

@@ -2,7 +2,7 @@
 //! replacement that must match once (or everywhere, when asked), written
 //! atomically, answered with a unified diff.
 
-use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
@@ -60,6 +60,10 @@ impl Tool for EditFileTool {
 
     fn category(&self) -> ToolCategory {
         ToolCategory::Write
+    }
+
+    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+        CallEffects::writes(arguments.get("path").and_then(serde_json::Value::as_str).map(str::to_owned))
     }
 
     fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {

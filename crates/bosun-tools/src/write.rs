@@ -1,7 +1,7 @@
 //! `write_file {path, content}`: create a file, or replace one the session
 //! has read, atomically (invariant 17).
 
-use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
 use rustix::fs::FileType;
 use serde::Deserialize;
 use serde_json::json;
@@ -51,6 +51,10 @@ impl Tool for WriteFileTool {
 
     fn category(&self) -> ToolCategory {
         ToolCategory::Write
+    }
+
+    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+        CallEffects::writes(arguments.get("path").and_then(serde_json::Value::as_str).map(str::to_owned))
     }
 
     fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {

@@ -61,7 +61,7 @@
 mod parse;
 mod plan;
 
-pub use parse::parse;
+pub use parse::{named_paths, parse};
 pub use plan::{apply_hunks, plan};
 
 /// A parsed patch: its operations, in the order they appear.

@@ -101,6 +101,20 @@ enum Marker<'a> {
     Unknown,
 }
 
+/// Every path a patch's headers name (added, deleted, updated, moved to),
+/// whether or not the patch parses: what the permission pipeline checks
+/// against protected paths before anything runs.
+pub fn named_paths(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| match marker(line.trim_start()) {
+            Some(Marker::Add(path) | Marker::Delete(path) | Marker::Update(path) | Marker::MoveTo(path)) => {
+                Some(path.to_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn marker(text: &str) -> Option<Marker<'_>> {
     if !text.starts_with("***") {
         return None;
