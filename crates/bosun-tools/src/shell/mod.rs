@@ -13,6 +13,7 @@
 //! Approval of a command is not a sandbox: a process that leaves the group
 //! (`setsid`) escapes the kill, and the command sees the whole file system.
 
+mod analyze;
 mod capture;
 mod group;
 mod run;
@@ -21,7 +22,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use bosun_core::{
-    CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
+    CallEffects, CancellationPolicy, CommandLine, Tool, ToolCategory, ToolContext, ToolDefinition,
+    ToolFuture, ToolOutput,
 };
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -220,6 +222,19 @@ impl Tool for ShellTool {
     /// The session's wait is short: the kill plus at most a two-second drain.
     fn cancellation(&self) -> CancellationPolicy {
         CancellationPolicy::FinishOnceStarted
+    }
+
+    /// The command line the call runs: a string parsed as bash, an argv run
+    /// directly (wrappers in either are seen through); arguments that are
+    /// not valid are an opaque line, never "no command".
+    fn effects(&self, arguments: &Value) -> CallEffects {
+        CallEffects::command(match Arguments::parse(arguments) {
+            Ok(Arguments { invocation: Invocation::Script(script), .. }) => analyze::script(&script),
+            Ok(Arguments { invocation: Invocation::Argv(program, rest), .. }) => {
+                analyze::argv(&[vec![program], rest].concat())
+            }
+            Err(error) => CommandLine::opaque(format!("invalid arguments: {error}")),
+        })
     }
 
     fn execute<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
