@@ -58,6 +58,19 @@ pub struct AuthoritySnapshot {
     pub enabled: Vec<String>,
     /// Effective limits.
     pub limits: Limits,
+    /// Whether the session may see the clock (invariant 19: opt-in). Left
+    /// out of the serialised form while off, so snapshots recorded before
+    /// this field existed, and their digests, are unchanged.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub clock: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn on_off(value: bool) -> &'static str {
+    if value { "on" } else { "off" }
 }
 
 /// SHA-256 of a snapshot's canonical JSON, in hex.
@@ -131,6 +144,9 @@ impl AuthoritySnapshot {
         }
         if self.limits != current.limits {
             out.push(format!("limits were {:?}, now {:?}", self.limits, current.limits));
+        }
+        if self.clock != current.clock {
+            out.push(format!("the clock was {}, now {}", on_off(self.clock), on_off(current.clock)));
         }
         out
     }

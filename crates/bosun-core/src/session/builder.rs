@@ -35,6 +35,7 @@ pub struct SessionBuilder {
     limits: Limits,
     execution: ToolExecution,
     workspace: Option<WorkspaceIdentity>,
+    clock: bool,
     journal: Option<Box<dyn Journal>>,
 }
 
@@ -73,6 +74,7 @@ impl SessionBuilder {
             limits: Limits::default(),
             execution: ToolExecution::default(),
             workspace: None,
+            clock: false,
             journal: None,
         }
     }
@@ -173,6 +175,15 @@ impl SessionBuilder {
         self
     }
 
+    /// Whether the session may see the clock (off unless set; invariant 19).
+    /// Recorded in the authority snapshot: resuming with it changed fails.
+    /// The core reads no clock itself; this records what the caller let the
+    /// model and tools see.
+    pub fn clock(mut self, on: bool) -> Self {
+        self.clock = on;
+        self
+    }
+
     /// Where the session records itself.
     pub fn journal(mut self, journal: impl Journal + 'static) -> Self {
         self.journal = Some(Box::new(journal));
@@ -234,6 +245,7 @@ impl SessionBuilder {
                 .collect(),
             enabled: active.iter().cloned().collect(),
             limits: self.limits,
+            clock: self.clock,
         };
         Ok(Resolved { tools: Arc::new(tools), active, snapshot })
     }

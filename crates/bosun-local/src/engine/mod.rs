@@ -73,6 +73,10 @@ pub struct LocalOptions {
     /// prompt, kept on disk so the next load of the same file starts from it
     /// (see `prompt_cache`). None when unset.
     pub prompt_cache: Option<PathBuf>,
+    /// Whether the chat template sees the system clock (`strftime_now`,
+    /// `date_string`). Off by default (invariant 19): the template then sees
+    /// the fixed neutral date 2024-01-01.
+    pub clock: bool,
 }
 
 impl LocalOptions {
@@ -103,6 +107,13 @@ impl LocalOptions {
     /// Keeps the prompt cache in `dir` (created when missing).
     pub fn prompt_cache(mut self, dir: impl Into<PathBuf>) -> Self {
         self.prompt_cache = Some(dir.into());
+        self
+    }
+
+    /// Lets the chat template see today's date (off by default: the neutral
+    /// date 2024-01-01 instead).
+    pub fn clock(mut self, on: bool) -> Self {
+        self.clock = on;
         self
     }
 }
@@ -237,7 +248,8 @@ impl LocalModel {
         let bos = token_text(&model, vocab.bos());
         let eos = token_text(&model, vocab.eos());
         let template = ChatTemplate::new(&source, tool_use.as_deref(), &bos, &eos)
-            .map_err(|source| LocalError::Template { path: path.to_owned(), source })?;
+            .map_err(|source| LocalError::Template { path: path.to_owned(), source })?
+            .with_clock(options.clock);
         let capabilities = template.capabilities().to_capabilities();
 
         let threads = options.threads.filter(|t| *t > 0).unwrap_or_else(host::physical_cores);

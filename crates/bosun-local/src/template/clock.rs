@@ -1,5 +1,12 @@
 //! `strftime_now(format)` for templates (Llama 3.x prints "Today Date: 26 Jul 2024").
 //!
+//! The clock is opt-in (invariant 19): unless it is on
+//! ([`ChatTemplate::with_clock`](super::ChatTemplate::with_clock), from
+//! `LocalOptions::clock`), every date a template sees is [`NEUTRAL_UNIX`],
+//! 2024-01-01 00:00:00 UTC, a fixed date that says nothing about when bosun
+//! runs (and keeps the rendered prompt, and so the prompt cache, the same
+//! from day to day).
+//!
 //! Python's `datetime.now().strftime(format)` uses local time; this uses UTC
 //! from the system clock, which needs no time-zone database and differs at
 //! most by a day. Supported directives: `%Y %y %m %d %e %j %b %h %B %a %A %H %I
@@ -32,9 +39,14 @@ pub(crate) fn now_unix() -> i64 {
         .unwrap_or(0)
 }
 
-/// The `strftime_now` template function.
-pub(crate) fn strftime_now(format: &str) -> String {
-    strftime(format, now_unix())
+/// The neutral date templates see while the clock is off: 2024-01-01
+/// 00:00:00 UTC (a Monday).
+pub(crate) const NEUTRAL_UNIX: i64 = 1_704_067_200;
+
+/// The `strftime_now` template function: now with the clock on, the
+/// neutral date otherwise.
+pub(crate) fn strftime_now(format: &str, clock: bool) -> String {
+    strftime(format, if clock { now_unix() } else { NEUTRAL_UNIX })
 }
 
 /// Formats the UTC time `unix_seconds` with a C `strftime` format.
@@ -126,6 +138,8 @@ mod tests {
         assert_eq!(strftime("%F %T", 0), "1970-01-01 00:00:00");
         assert_eq!(strftime("%d %b %Y %a", 951_782_400), "29 Feb 2000 Tue");
         assert_eq!(strftime("%Y-%m-%d %j", -86_400), "1969-12-31 365");
+        assert_eq!(strftime("%F %T %a", NEUTRAL_UNIX), "2024-01-01 00:00:00 Mon");
+        assert_eq!(strftime_now("%F", false), "2024-01-01");
     }
 
     #[test]

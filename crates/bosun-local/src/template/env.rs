@@ -2,7 +2,8 @@
 //!
 //! HF renders with Jinja2 (`trim_blocks`, `lstrip_blocks`, loop controls), a
 //! `tojson` that is Python's `json.dumps`, and the globals `raise_exception`
-//! and `strftime_now`; templates also call Python methods (`.strip()`,
+//! and `strftime_now` (the neutral date unless the clock is on, see
+//! `clock`); templates also call Python methods (`.strip()`,
 //! `.startswith()`, `.items()`, `.get()`), which minijinja-contrib's pycompat
 //! callback provides. Not provided: HF's `{% generation %}` tag (training
 //! masks only; no GGUF template is known to need it).
@@ -41,8 +42,14 @@ pub(crate) fn environment() -> Result<Environment<'static>, Error> {
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.add_filter("tojson", json::tojson);
     env.add_function("raise_exception", raise_exception);
-    env.add_function("strftime_now", |format: &str| clock::strftime_now(format));
+    set_clock(&mut env, false);
     Ok(env)
+}
+
+/// Registers `strftime_now`: the system clock when `clock`, the neutral
+/// date otherwise.
+pub(crate) fn set_clock(env: &mut Environment<'static>, clock: bool) {
+    env.add_function("strftime_now", move |format: &str| clock::strftime_now(format, clock));
 }
 
 /// `raise_exception(message)`: aborts rendering with the template's message.

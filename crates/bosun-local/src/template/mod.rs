@@ -15,7 +15,11 @@
 //! them with these variables: `messages`, `tools` (absent, not empty, when
 //! there are none: templates test `tools is defined` / `tools is not none`),
 //! `add_generation_prompt`, `bos_token`, `eos_token`, `enable_thinking` (only
-//! when set) and `date_string` (today, `"%d %b %Y"`, UTC).
+//! when set) and `date_string` (`"%d %b %Y"`, UTC).
+//!
+//! The clock is opt-in (invariant 19): `date_string` and `strftime_now` give
+//! the fixed neutral date 2024-01-01 unless [`ChatTemplate::with_clock`]
+//! turned the clock on; then they give today (UTC).
 //!
 //! What the capabilities change: without a system role the system prompt is
 //! merged into the first user message here; a template that only renders
@@ -56,6 +60,8 @@ pub struct ChatTemplate {
     bos_token: String,
     eos_token: String,
     caps: TemplateCaps,
+    /// Whether templates see the system clock (else the neutral date).
+    clock: bool,
 }
 
 /// Options of one rendering.
@@ -170,6 +176,7 @@ impl ChatTemplate {
             bos_token: bos_token.to_owned(),
             eos_token: eos_token.to_owned(),
             caps: TemplateCaps::default(),
+            clock: false,
         };
         template.caps = probe::probe(&template);
         Ok(template)
@@ -196,6 +203,21 @@ impl ChatTemplate {
         })
     }
 
+    /// Lets the template see the system clock (`date_string`,
+    /// `strftime_now`) when `on`; off (the default), it sees the neutral
+    /// date 2024-01-01 (invariant 19).
+    #[must_use]
+    pub fn with_clock(mut self, on: bool) -> Self {
+        self.clock = on;
+        env::set_clock(&mut self.env, on);
+        self
+    }
+
+    /// Whether the template sees the system clock.
+    pub fn clock(&self) -> bool {
+        self.clock
+    }
+
     /// What the template supports, found by rendering probes (computed once in `new`).
     pub fn capabilities(&self) -> &TemplateCaps {
         &self.caps
@@ -217,7 +239,7 @@ impl ChatTemplate {
             bos_token: &self.bos_token,
             eos_token: &self.eos_token,
             enable_thinking: request.enable_thinking,
-            date_string: clock::strftime_now("%d %b %Y"),
+            date_string: clock::strftime_now("%d %b %Y", self.clock),
         };
         template
             .render(Value::from(Serde(&context)))
@@ -232,6 +254,7 @@ impl fmt::Debug for ChatTemplate {
             .field("bos_token", &self.bos_token)
             .field("eos_token", &self.eos_token)
             .field("caps", &self.caps)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
@@ -303,5 +326,22 @@ mod tests {
         let source = "{{ messages[0].content.upper().strip() }} {{ messages[0].get('role') }} \
                       {{ strftime_now('%Y') | length }} {{ bos_token }}{{ eos_token }} {{ date_string | length > 0 }}";
         assert_eq!(render_str(source).unwrap(), "HI user 4 <s></s> True");
+    }
+
+    #[test]
+    fn invariant_19_the_date_is_neutral_unless_the_clock_is_on() {
+        let source = "{{ date_string }}|{{ strftime_now('%Y-%m-%d') }}";
+        let render = |template: &ChatTemplate| {
+            template.render(None, &[Message::user("hi")], &[], &RenderOptions::default()).unwrap()
+        };
+        let off = ChatTemplate::new(source, None, "", "").unwrap();
+        assert_eq!(render(&off), "01 Jan 2024|2024-01-01", "the clock is off by default");
+        let on = ChatTemplate::new(source, None, "", "").unwrap().with_clock(true);
+        let before = clock::now_unix();
+        let shown = render(&on);
+        let after = clock::now_unix();
+        let today = |t| format!("{}|{}", clock::strftime("%d %b %Y", t), clock::strftime("%Y-%m-%d", t));
+        assert!(shown == today(before) || shown == today(after), "{shown}");
+        assert_eq!(render(&on.with_clock(false)), "01 Jan 2024|2024-01-01");
     }
 }
