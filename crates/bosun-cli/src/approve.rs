@@ -7,6 +7,7 @@ use bosun_core::permission::ApprovalFuture;
 use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, GrantScope, Reason};
 
 use crate::output::style;
+use crate::sanitize;
 
 /// Approves everything (`--dangerously-approve-all`).
 #[derive(Debug)]
@@ -58,54 +59,126 @@ fn deny(text: &str) -> ApprovalDecision {
     ApprovalDecision::Deny { reason: Reason::lossy(text, "denied") }
 }
 
-/// What the person sees: the exact command, or the change.
-pub fn describe(request: &ApprovalRequest) -> String {
-    let args = &request.arguments;
+/// What the person sees: the exact command, or the change. Every piece of
+/// the request is sanitised before our colours are added (invariant 20).
+fn describe(tool: &str, args: &serde_json::Value) -> String {
     let text = |key: &str| args.get(key).and_then(|v| v.as_str()).unwrap_or_default();
-    match request.tool.as_str() {
+    match tool {
         "shell" => match args.get("command") {
-            Some(serde_json::Value::String(command)) => format!("$ {command}"),
-            Some(other) => format!("$ {other}"),
+            Some(serde_json::Value::String(command)) => shell_lines(command),
+            Some(serde_json::Value::Array(argv)) => format!("$ {}", sanitize::line(&quote_argv(argv))),
+            Some(other) => format!("$ {}", sanitize::line(&other.to_string())),
             None => String::new(),
         },
         "edit_file" => {
-            let mut out = format!("edit {}\n", text("path"));
-            out.extend(text("old_text").lines().map(|l| format!("{}\n", style::red(&format!("- {l}")))));
-            out.extend(text("new_text").lines().map(|l| format!("{}\n", style::green(&format!("+ {l}")))));
+            let every = if args.get("replace_all") == Some(&serde_json::Value::Bool(true)) {
+                " (every occurrence)"
+            } else {
+                ""
+            };
+            let mut out = format!("edit {}{every}\n", sanitize::line(text("path")));
+            for l in lines(text("old_text")) {
+                out.push_str(&format!("{}\n", style::red(&format!("- {}", sanitize::block(l)))));
+            }
+            for l in lines(text("new_text")) {
+                out.push_str(&format!("{}\n", style::green(&format!("+ {}", sanitize::block(l)))));
+            }
             out
         }
         "write_file" => {
-            let content = text("content");
-            let mut out = format!("write {} ({} lines)\n", text("path"), content.lines().count());
-            out.extend(content.lines().take(20).map(|l| format!("{}\n", style::green(&format!("+ {l}")))));
+            const SHOWN: usize = 20;
+            let content: Vec<&str> = lines(text("content")).collect();
+            let mut out = format!("write {} ({} lines)\n", sanitize::line(text("path")), content.len());
+            for l in content.iter().take(SHOWN) {
+                out.push_str(&format!("{}\n", style::green(&format!("+ {}", sanitize::block(l)))));
+            }
+            if content.len() > SHOWN {
+                out.push_str(&format!(
+                    "{}\n",
+                    style::dim(&format!("… {} more lines", content.len() - SHOWN))
+                ));
+            }
             out
         }
-        "apply_patch" => text("patch")
-            .lines()
+        "apply_patch" => lines(text("patch"))
             .map(|l| {
+                let l = sanitize::block(l);
                 let shown = match l.chars().next() {
-                    Some('+') if !l.starts_with("***") => style::green(l),
-                    Some('-') => style::red(l),
-                    _ => l.to_owned(),
+                    Some('+') if !l.starts_with("***") => style::green(&l),
+                    Some('-') => style::red(&l),
+                    _ => l.into_owned(),
                 };
                 format!("{shown}\n")
             })
             .collect(),
-        _ => args.to_string(),
+        _ => sanitize::line(&args.to_string()).into_owned(),
+    }
+}
+
+/// The lines of `text`, split on `\n` only (so a `\r` stays, to be shown),
+/// without the empty piece after a final newline.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    text.strip_suffix('\n').unwrap_or(text).split('\n').filter(move |_| !text.is_empty())
+}
+
+/// A shell command, every line shown: `$ ` before the first, `> ` before
+/// each further one.
+fn shell_lines(command: &str) -> String {
+    let mut out = String::new();
+    for (i, l) in lines(command).enumerate() {
+        out.push_str(if i == 0 { "$ " } else { "\n> " });
+        out.push_str(&sanitize::block(l));
+    }
+    if out.is_empty() { "$ ".to_owned() } else { out }
+}
+
+/// An argv as one POSIX shell line: words outside a small safe set are
+/// single-quoted (`'` as `'\''`). Not yet sanitised.
+fn quote_argv(argv: &[serde_json::Value]) -> String {
+    let quote = |word: &str| {
+        let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+        if !word.is_empty() && word.chars().all(safe) {
+            word.to_owned()
+        } else {
+            format!("'{}'", word.replace('\'', r"'\''"))
+        }
+    };
+    argv.iter()
+        .map(|item| match item {
+            serde_json::Value::String(word) => quote(word),
+            other => quote(&other.to_string()),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What `[a]` grants, and the label that says so.
+fn session_grant(tool: &str, protected: bool) -> (GrantScope, String) {
+    // A tool-wide grant never covers a protected path (`.git/`, …): offer
+    // this exact call only.
+    if protected {
+        let label = "approve this exact call for the rest of the session (it touches a protected path)";
+        (GrantScope::SameCall, label.to_owned())
+    } else if tool == "shell" {
+        (GrantScope::SameCall, "approve this exact command for the rest of the session".to_owned())
+    } else {
+        let label = format!("approve all later `{}` calls in this session", sanitize::line(tool));
+        (GrantScope::Tool, label)
     }
 }
 
 fn ask(request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
     let mut tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty")?;
     let mut reader = BufReader::new(tty.try_clone()?);
-    writeln!(tty, "\n{} {} wants to run:", style::bold("?"), style::bold(&request.tool))?;
-    writeln!(tty, "{}", describe(request).trim_end())?;
+    let (scope, label) = session_grant(&request.tool, request.protected);
+    writeln!(tty, "\n{} {} wants to run:", style::bold("?"), style::bold(&sanitize::line(&request.tool)))?;
+    writeln!(tty, "{}", describe(&request.tool, &request.arguments).trim_end())?;
+    if !request.reason.is_empty() {
+        writeln!(tty, "{}", style::dim(&format!("  why: {}", sanitize::line(&request.reason))))?;
+    }
+    writeln!(tty, "  [y] approve once\n  [a] {label}\n  [n] deny")?;
     loop {
-        write!(
-            tty,
-            "{} [y] approve once  [a] approve for this session  [n] deny: ",
-            style::bold("approve?")
-        )?;
+        write!(tty, "{} [y/a/n]: ", style::bold("approve?"))?;
         tty.flush()?;
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
@@ -113,11 +186,7 @@ fn ask(request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
         }
         match line.trim().to_lowercase().as_str() {
             "y" | "yes" => return Ok(ApprovalDecision::ApproveOnce),
-            "a" | "always" => {
-                // A command is granted exactly; edits are granted per tool.
-                let scope = if request.tool == "shell" { GrantScope::SameCall } else { GrantScope::Tool };
-                return Ok(ApprovalDecision::ApproveForSession { scope });
-            }
+            "a" | "always" => return Ok(ApprovalDecision::ApproveForSession { scope }),
             "n" | "no" => {
                 write!(tty, "reason (optional, one line): ")?;
                 tty.flush()?;
@@ -127,5 +196,58 @@ fn ask(request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
             }
             _ => writeln!(tty, "please answer y, a or n")?,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_hostile_command_is_shown_whole_and_visibly() {
+        let shown = describe("shell", &json!({"command": "rm -rf ~\rls -la  "}));
+        assert_eq!(shown, "$ rm -rf ~\\rls -la  ");
+        let shown = describe("shell", &json!({"command": "echo hi\n\x1b[1A\x1b[2Krm -rf ~\n"}));
+        assert_eq!(shown, "$ echo hi\n> \\x1b[1A\\x1b[2Krm -rf ~");
+        let shown = describe("shell", &json!({"command": "ls \u{202e}~ fr- mr"}));
+        assert_eq!(shown, "$ ls ⟪U+202E⟫~ fr- mr");
+    }
+
+    #[test]
+    fn an_argv_is_one_quoted_sanitised_line() {
+        let argv = json!({"command": ["rm", "-rf", "~", "it's", "", "a\nb\x1b[2K", "plain/path.txt"]});
+        assert_eq!(describe("shell", &argv), r"$ rm -rf '~' 'it'\''s' '' 'a\nb\x1b[2K' plain/path.txt");
+    }
+
+    #[test]
+    fn edits_writes_patches_and_other_tools_are_sanitised() {
+        let edit = json!({"path": "a\x1b]0;t\x07.rs", "old_text": "x\ty\r\n", "new_text": "\u{9b}2J\nz"});
+        assert_eq!(describe("edit_file", &edit), "edit a\\x1b]0;t\\x07.rs\n- x\ty\\r\n+ \\u{9b}2J\n+ z\n");
+        let every = json!({"path": "p", "old_text": "a", "new_text": "b", "replace_all": true});
+        assert_eq!(describe("edit_file", &every), "edit p (every occurrence)\n- a\n+ b\n");
+        let content: String = (0..25).map(|i| format!("line {i}\n")).collect();
+        let shown = describe("write_file", &json!({"path": "f", "content": content}));
+        assert!(shown.starts_with("write f (25 lines)\n+ line 0\n"), "{shown}");
+        assert!(shown.ends_with("+ line 19\n… 5 more lines\n"), "{shown}");
+        let patch = "*** Begin Patch\n+ok\x1b[8m\n-\u{200b}gone\n";
+        assert_eq!(
+            describe("apply_patch", &json!({"patch": patch})),
+            "*** Begin Patch\n+ok\\x1b[8m\n-⟪U+200B⟫gone\n"
+        );
+        assert_eq!(describe("other", &json!({"q": "\u{202e}"})), "{\"q\":\"⟪U+202E⟫\"}");
+    }
+
+    #[test]
+    fn the_session_grant_says_its_scope() {
+        let (scope, label) = session_grant("shell", false);
+        assert_eq!(scope, GrantScope::SameCall);
+        assert_eq!(label, "approve this exact command for the rest of the session");
+        let (scope, label) = session_grant("edit_file", false);
+        assert_eq!(scope, GrantScope::Tool);
+        assert_eq!(label, "approve all later `edit_file` calls in this session");
+        let (scope, label) = session_grant("edit_file", true);
+        assert_eq!(scope, GrantScope::SameCall);
+        assert!(label.starts_with("approve this exact call for the rest of the session"), "{label}");
     }
 }

@@ -40,6 +40,17 @@ pub enum Command {
     /// Show the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Trust a project: its `.bosun/config.toml` then applies in full
+    /// (recorded in your own config). Untrusted projects may only narrow.
+    Trust {
+        /// The project directory (default: the repository root of the current directory).
+        dir: Option<PathBuf>,
+    },
+    /// Stop trusting a project (recorded as untrusted in your own config).
+    Untrust {
+        /// The project directory (default: the repository root of the current directory).
+        dir: Option<PathBuf>,
+    },
     /// Download, list and remove local models.
     #[command(subcommand)]
     Models(ModelsCommand),

@@ -85,10 +85,18 @@ fn read_prompt(arg: Option<String>) -> Result<String> {
     Ok(prompt)
 }
 
+/// One line on stderr naming what the project's config set and bosun left out.
+fn notice_ignored(settings: &config::Settings) {
+    if let Some(notice) = settings.project.as_ref().and_then(config::ProjectConfig::notice) {
+        eprintln!("{}", style::dim(&format!("bosun: {notice}")));
+    }
+}
+
 /// `bosun exec`.
 pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env: &Env) -> Result<Outcome> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
+    notice_ignored(&settings);
     let prompt = read_prompt(args.prompt)?;
     let model = wire::model(&settings, env).await?;
     let (workspace, tools) = wire::tools(&dir, env)?;
@@ -117,6 +125,7 @@ pub async fn resume(
 ) -> Result<Outcome> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
+    notice_ignored(&settings);
     let model = wire::model(&settings, env).await?;
     let (workspace, tools) = wire::tools(&dir, env)?;
     let store = wire::store(&settings, env)?;

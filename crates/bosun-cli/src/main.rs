@@ -5,9 +5,11 @@ mod approve;
 mod cli;
 mod config;
 mod exec;
+mod harden;
 mod instructions;
 mod models;
 mod output;
+mod sanitize;
 mod sessions;
 mod wire;
 
@@ -17,12 +19,15 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command, ConfigCommand};
-use crate::config::Env;
+use crate::config::{Env, TrustLevel};
 use crate::exec::Outcome;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // First, while single-threaded: copy the environment, then take the keys
+    // out of the process and its /proc view (harden.rs).
     let env = Env::capture();
+    harden::harden();
+    let cli = Cli::parse();
     output::style::init(env.get("NO_COLOR").is_none() && std::io::stderr().is_terminal());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -54,10 +59,33 @@ async fn run(cli: Cli, env: &Env) -> anyhow::Result<Outcome> {
             print!("{}", config::show(&settings));
             Ok(Outcome::Success)
         }
+        Command::Trust { dir: target } => trust(dir, target, env, TrustLevel::Trusted),
+        Command::Untrust { dir: target } => trust(dir, target, env, TrustLevel::Untrusted),
         Command::Models(command) => models::run(command, env).await.map(|()| Outcome::Success),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut std::io::stdout());
             Ok(Outcome::Success)
         }
     }
+}
+
+/// `bosun trust` / `bosun untrust`: the project root (the nearest directory
+/// holding `.git`, else the directory itself), recorded in the user's config.
+fn trust(
+    dir: Option<&std::path::Path>,
+    target: Option<std::path::PathBuf>,
+    env: &Env,
+    level: TrustLevel,
+) -> anyhow::Result<Outcome> {
+    let start = exec::workdir(target.as_deref().or(dir))?;
+    let root = if target.is_some() {
+        start
+    } else {
+        start.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&start).to_path_buf()
+    };
+    let file = config::user_file(env)
+        .ok_or_else(|| anyhow::anyhow!("cannot tell where your config is: set HOME"))?;
+    config::record_trust(&file, &root, Some(level))?;
+    println!("{} is now {} (recorded in {})", root.display(), level.as_str(), file.display());
+    Ok(Outcome::Success)
 }

@@ -1,6 +1,11 @@
 //! `bosun sessions …` and `bosun fork`.
+//!
+//! Stored text (titles, messages, tool results) came from the model, tools
+//! and files; on a terminal it is shown through [`crate::sanitize`]
+//! (invariant 20), piped it stays as stored.
 
-use std::io::{BufReader, Write};
+use std::borrow::Cow;
+use std::io::{BufReader, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -11,6 +16,7 @@ use crate::cli::SessionsCommand;
 use crate::config::{self, Env};
 use crate::exec::workdir;
 use crate::output::style;
+use crate::sanitize;
 use crate::wire;
 
 fn store(
@@ -44,10 +50,17 @@ fn civil(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// Stored text as shown: sanitised as one line on a terminal, as stored
+/// otherwise.
+fn shown(terminal: bool, text: &str) -> Cow<'_, str> {
+    if terminal { sanitize::line(text) } else { Cow::Borrowed(text) }
+}
+
 /// Runs a `sessions` subcommand.
 pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, env: &Env) -> Result<()> {
     let (store, dir) = store(dir, profile, env)?;
     let mut out = std::io::stdout().lock();
+    let terminal = out.is_terminal();
     match command {
         SessionsCommand::List { all, json } => {
             let filter = if all {
@@ -73,7 +86,7 @@ pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, 
                         s.id,
                         time(s.updated_at),
                         s.message_count,
-                        title
+                        shown(terminal, &title)
                     )?;
                 }
             }
@@ -99,7 +112,7 @@ pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, 
                         }
                         _ => ("system", message.text()),
                     };
-                    let first = text.lines().next().unwrap_or_default();
+                    let first = shown(terminal, text.lines().next().unwrap_or_default());
                     writeln!(out, "{} {:>9}  {first}", style::dim(&format!("#{message_id:<5}")), role)?;
                 }
             }

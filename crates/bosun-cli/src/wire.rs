@@ -65,6 +65,8 @@ pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
         let shown = path.display().to_string();
         let mut options =
             LocalOptions::default().context_cap(settings.local_context.unwrap_or(LOCAL_CONTEXT));
+        // The template sees today's date only with the clock on (invariant 19).
+        options = options.clock(settings.clock);
         if let Some(threads) = settings.local_threads {
             options = options.threads(threads);
         }
@@ -103,16 +105,44 @@ fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
     if let Some(url) = settings.base_url.as_deref() {
         config = config.with_base_url(url);
     }
-    let key = key_vars(provider).iter().find_map(|var| env.get(var));
-    if let Some(key) = key {
-        config = config.with_key(ApiKey::new(key));
-    } else if let Some(var) = config.key_env.clone() {
-        bail!("{provider} needs an API key: set {var}");
+    let key = key_vars(provider).iter().find_map(|var| env.get(var).map(|key| (*var, key)));
+    match key {
+        Some((var, key)) => match key_refused(settings) {
+            None => config = config.with_key(ApiKey::new(key)),
+            // A key-less server (a local openai-compatible one) still works.
+            Some(why) if config.key_env.is_none() => eprintln!("bosun: not sending {var}: {why}"),
+            Some(why) => bail!("not sending {var}: {why}"),
+        },
+        None => {
+            if let Some(var) = config.key_env.clone() {
+                bail!("{provider} needs an API key: set {var}");
+            }
+        }
     }
     for (name, value) in &settings.headers {
         config = config.with_header(name.clone(), value.clone());
     }
     Ok(HostedModel::new(config, name)?)
+}
+
+/// Why the provider's key must not go to the base URL in effect, if so: a
+/// key goes to the provider's preset host or to a base URL the user set
+/// (own config, environment, flags); a project's base URL gets it only when
+/// the user's config lists its host in `allowed_key_hosts` (invariant 20).
+fn key_refused(settings: &Settings) -> Option<String> {
+    let url = settings.base_url.as_deref().filter(|_| settings.base_url_from_project)?;
+    let host = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+    if let Some(host) = &host
+        && settings.allowed_key_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(host))
+    {
+        return None;
+    }
+    let file = settings.project.as_ref().map_or_else(String::new, |p| format!(" ({})", p.file.display()));
+    Some(format!(
+        "the project's config{file} sets base_url = {url}, and keys go only to a host you chose; to send it \
+         there, add \"{}\" to allowed_key_hosts in your own config",
+        host.as_deref().unwrap_or(url)
+    ))
 }
 
 /// The session database path.
@@ -166,7 +196,11 @@ pub fn system_prompt(dir: &Path, settings: &Settings) -> (String, Option<String>
     if !settings.project_docs {
         return (prompt, None);
     }
-    let found = instructions::collect(dir);
+    // Read through a handle on the workspace root, as the file tools read.
+    let found = match Workspace::open(dir) {
+        Ok(workspace) => instructions::collect(&workspace),
+        Err(error) => return (prompt, Some(format!("project instructions not read: {error}"))),
+    };
     if let Some(section) = instructions::section(&found) {
         prompt.push_str(&section);
     }
@@ -184,7 +218,8 @@ pub fn builder(
         .workspace(workspace.identity().clone())
         .tools(tools)
         .mode(settings.mode)
-        .rules(settings.rules.clone());
+        .rules(settings.rules.clone())
+        .clock(settings.clock);
     if let Some(rounds) = settings.max_rounds {
         builder = builder.max_rounds(rounds);
     }

@@ -13,122 +13,18 @@
 //! Every child runs under a deadline: a hang fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::{Value, json};
 
-/// No command may take longer than this: a hang fails the test.
-const NO_HANG: Duration = Duration::from_secs(60);
+mod support;
 
-const BOSUN: &str = env!("CARGO_BIN_EXE_bosun");
+use support::*;
+
 const GREET: &str = "echo \"hello wrold\"\n";
 const FIXED: &str = "echo \"hello world\"\n";
 const TASK: &str = "please fix greet.sh";
-
-// ---------------------------------------------------------------- aimock
-
-fn aimock_cli() -> Option<PathBuf> {
-    let path = std::env::var_os("BOSUN_AIMOCK_CLI").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../test-peers/node_modules/@copilotkit/aimock/dist/cli.js")
-    });
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
-        panic!("aimock is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
-    }
-    eprintln!(
-        "\n!!! SKIPPED: aimock is not installed ({}); run scripts/test to install it !!!\n",
-        path.display()
-    );
-    None
-}
-
-/// A running aimock with its own fixtures, killed on drop. `turnIndex` is
-/// strict: a fixture answers only when the request holds exactly that many
-/// assistant messages.
-struct Aimock {
-    url: String,
-    child: Child,
-    _fixtures: tempfile::NamedTempFile,
-}
-
-impl Aimock {
-    fn start(fixtures: &Value) -> Option<Self> {
-        let cli = aimock_cli()?;
-        let file = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
-        std::fs::write(file.path(), fixtures.to_string()).unwrap();
-        let mut child = Command::new("node")
-            .arg(cli)
-            .args(["-p", "0", "-h", "127.0.0.1", "--log-level", "info", "-f"])
-            .arg(file.path())
-            .env("AIMOCK_STRICT_TURN_INDEX", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        // Reads until the address shows, then keeps draining so aimock never
-        // blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(at) = line.find("listening on ")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(url) => Some(Self { url, child, _fixtures: file }),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("aimock did not start listening within 30 s");
-            }
-        }
-    }
-
-    /// The requests aimock received, oldest first.
-    fn journal(&self) -> Vec<Value> {
-        let host = self.url.strip_prefix("http://").expect("an http URL");
-        let mut stream = TcpStream::connect(host).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(stream, "GET /__aimock/journal HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-        assert!(head.lines().next().unwrap_or_default().contains(" 200 "), "journal: {head}");
-        serde_json::from_str::<Vec<Value>>(body).expect("the journal is a JSON array")
-    }
-
-    /// The last request's body, as JSON text.
-    fn last_request(&self) -> String {
-        let journal = self.journal();
-        let last = journal.last().expect("aimock saw a request");
-        last["body"].to_string()
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The APIs the task runs on.
 #[derive(Clone, Copy, Debug)]
@@ -201,262 +97,30 @@ fn fixtures(list: Vec<Value>) -> Value {
 
 // ---------------------------------------------------------------- sandbox
 
-/// A temporary home, config directory, session store and workspace (with
-/// the typo'd greet.sh).
-struct Sandbox {
-    root: tempfile::TempDir,
+/// A sandbox whose workspace holds the typo'd greet.sh.
+fn task_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.ws().join("greet.sh"), GREET).unwrap();
+    sandbox
 }
 
-impl Sandbox {
-    fn new() -> Self {
-        let root = tempfile::tempdir().unwrap();
-        for dir in ["home", "xdg", "bosun", "ws"] {
-            std::fs::create_dir(root.path().join(dir)).unwrap();
-        }
-        std::fs::write(root.path().join("ws/greet.sh"), GREET).unwrap();
-        Self { root }
-    }
+/// The task's view of a sandbox.
+trait Task {
+    fn greet(&self) -> String;
+    /// `bosun -C WS exec --model … --base-url …` with the API's key set.
+    fn exec(&self, api: Api, mock: &Aimock) -> Command;
+}
 
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.path().join(rel)
-    }
-
-    fn ws(&self) -> PathBuf {
-        self.path("ws")
-    }
-
+impl Task for Sandbox {
     fn greet(&self) -> String {
         std::fs::read_to_string(self.ws().join("greet.sh")).unwrap()
     }
 
-    /// `bosun -C DIR` with a cleared, isolated environment (`PATH` kept for
-    /// the shell tool) and the given `BOSUN_HOME`.
-    fn bosun_in(&self, dir: &Path, bosun_home: &Path) -> Command {
-        let mut cmd = Command::new(BOSUN);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
-            .env("HOME", self.path("home"))
-            .env("XDG_CONFIG_HOME", self.path("xdg"))
-            .env("BOSUN_HOME", bosun_home)
-            .arg("-C")
-            .arg(dir);
-        cmd
-    }
-
-    /// `bosun -C WS` with the sandbox's session store in `bosun_home`.
-    fn bosun_at(&self, bosun_home: &Path) -> Command {
-        self.bosun_in(&self.ws(), bosun_home)
-    }
-
-    fn bosun(&self) -> Command {
-        self.bosun_at(&self.path("bosun"))
-    }
-
-    /// `bosun -C WS exec --model … --base-url …` with the API's key set.
     fn exec(&self, api: Api, mock: &Aimock) -> Command {
         let mut cmd = self.bosun();
         cmd.env(api.key_var(), "test").arg("exec").args(api.args(mock));
         cmd
     }
-}
-
-// ---------------------------------------------------------------- running
-
-/// A finished command.
-#[derive(Debug)]
-struct Output {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    /// Asserts the exit code, showing everything when it differs.
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.status.code(), Some(code), "exit status {}\n{self:#?}", self.status);
-        self
-    }
-}
-
-fn pump(mut source: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        // A pseudo-terminal's master reads EIO once the child is gone.
-        while let Ok(n @ 1..) = source.read(&mut buf) {
-            into.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    })
-}
-
-/// A running child whose stdout and stderr (or terminal) are collected.
-struct Running {
-    child: Child,
-    out: Arc<Mutex<Vec<u8>>>,
-    err: Arc<Mutex<Vec<u8>>>,
-    readers: Vec<JoinHandle<()>>,
-    /// The pseudo-terminal's master, to type on.
-    terminal: Option<File>,
-}
-
-impl Running {
-    /// Spawns with stdin null (or `stdin` written to a pipe), stdout and
-    /// stderr piped.
-    fn spawn(mut cmd: Command, stdin: Option<&str>) -> Self {
-        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("the command starts");
-        if let Some(text) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
-            let text = text.to_owned();
-            std::thread::spawn(move || {
-                let _ = pipe.write_all(text.as_bytes());
-            });
-        }
-        let (out, err) = (Arc::default(), Arc::default());
-        let readers = vec![
-            pump(child.stdout.take().unwrap(), Arc::clone(&out)),
-            pump(child.stderr.take().unwrap(), Arc::clone(&err)),
-        ];
-        Self { child, out, err, readers, terminal: None }
-    }
-
-    /// Spawns `cmd` in a new session whose controlling terminal is a fresh
-    /// pseudo-terminal (stdin and stderr on it, stdout piped), through
-    /// util-linux `setsid --ctty`. What the terminal shows is `stderr()`.
-    fn spawn_in_terminal(cmd: Command) -> Self {
-        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-        grantpt(&master).unwrap();
-        unlockpt(&master).unwrap();
-        let name = ptsname(&master, Vec::new()).unwrap();
-        let open_slave = || {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
-                .open(name.to_str().unwrap())
-                .unwrap()
-        };
-        let mut setsid = Command::new("setsid");
-        setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
-        for (key, value) in cmd.get_envs() {
-            if let Some(value) = value {
-                setsid.env(key, value);
-            }
-        }
-        setsid.stdin(open_slave()).stdout(Stdio::piped()).stderr(open_slave());
-        let mut child = setsid.spawn().expect("setsid (util-linux) runs");
-        // Only the child holds the terminal now, so the master reads EIO
-        // when it exits.
-        drop(setsid);
-        let master = File::from(master);
-        let (out, err) = (Arc::default(), Arc::default());
-        let readers = vec![
-            pump(child.stdout.take().unwrap(), Arc::clone(&out)),
-            pump(master.try_clone().unwrap(), Arc::clone(&err)),
-        ];
-        Self { child, out, err, readers, terminal: Some(master) }
-    }
-
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
-    }
-
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
-    }
-
-    /// Polls `ready` until it holds; fails if the child exits first or the
-    /// deadline passes.
-    fn wait_for(&mut self, what: &str, ready: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + NO_HANG;
-        while !ready(self) {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                // The output may still be draining.
-                std::thread::sleep(Duration::from_millis(100));
-                if ready(self) {
-                    return;
-                }
-                panic!(
-                    "exited ({status}) before {what}\nstdout:\n{}\nstderr:\n{}",
-                    self.stdout(),
-                    self.stderr()
-                );
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "timed out waiting for {what}\nstdout:\n{}\nstderr:\n{}",
-                    self.stdout(),
-                    self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// Types `text` on the terminal.
-    fn type_line(&mut self, text: &str) {
-        let terminal = self.terminal.as_mut().expect("a terminal");
-        terminal.write_all(format!("{text}\n").as_bytes()).unwrap();
-        terminal.flush().unwrap();
-    }
-
-    /// Waits for the exit, within the deadline.
-    fn finish(mut self) -> Output {
-        let deadline = Instant::now() + NO_HANG;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("the command hung\nstdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        for reader in self.readers.drain(..) {
-            reader.join().unwrap();
-        }
-        Output { status, stdout: self.stdout(), stderr: self.stderr() }
-    }
-}
-
-impl Drop for Running {
-    /// A failed assertion leaves no child behind.
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Runs `cmd` with stdin null, within the deadline.
-fn run(cmd: Command) -> Output {
-    Running::spawn(cmd, None).finish()
-}
-
-/// `--json` output: every line parses, is an object with a string `type`
-/// and the same string `session_id`.
-fn json_events(stdout: &str) -> Vec<Value> {
-    let events: Vec<Value> = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")))
-        .collect();
-    assert!(!events.is_empty(), "no events");
-    let session = events[0]["session_id"].as_str().expect("a session_id").to_owned();
-    for event in &events {
-        assert!(event["type"].is_string(), "no type: {event}");
-        assert_eq!(event["session_id"].as_str(), Some(session.as_str()), "{event}");
-    }
-    events
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
 }
 
 /// The session id from the human output's last line (`session ID`).
@@ -500,7 +164,7 @@ fn approved_by_flag_the_task_reads_edits_runs_and_answers() {
     let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
     for api in APIS {
         // Human output: the answer on stdout, progress on stderr, `-o`.
-        let sandbox = Sandbox::new();
+        let sandbox = task_sandbox();
         let answer = sandbox.path("answer.txt");
         let mut cmd = sandbox.exec(api, &mock);
         cmd.arg("--dangerously-approve-all").arg("-o").arg(&answer).arg(TASK);
@@ -527,7 +191,7 @@ fn approved_by_flag_the_task_reads_edits_runs_and_answers() {
         assert_eq!(roles.len(), 8, "{api:?}: {roles:?}");
 
         // `--json`: only JSON on stdout, the same story as events.
-        let sandbox = Sandbox::new();
+        let sandbox = task_sandbox();
         let mut cmd = sandbox.exec(api, &mock);
         cmd.args(["--json", "--dangerously-approve-all", TASK]);
         let out = run(cmd);
@@ -572,7 +236,7 @@ fn without_a_terminal_the_edit_is_denied_and_the_model_sees_it() {
     let Some(mock) = Aimock::start(&fixtures(list)) else { return };
     for api in APIS {
         // stdin null and stderr piped: no terminal to ask on.
-        let sandbox = Sandbox::new();
+        let sandbox = task_sandbox();
         let mut cmd = sandbox.exec(api, &mock);
         cmd.args(["--json", TASK]);
         let out = run(cmd);
@@ -595,7 +259,7 @@ fn without_a_terminal_the_edit_is_denied_and_the_model_sees_it() {
         assert_eq!(sandbox.greet(), GREET, "{api:?}");
 
         // The same in human output: the denial on stderr, the answer on stdout.
-        let sandbox = Sandbox::new();
+        let sandbox = task_sandbox();
         let mut cmd = sandbox.exec(api, &mock);
         cmd.arg(TASK);
         let out = run(cmd);
@@ -625,7 +289,7 @@ fn prompts(running: &Running, text: &str) -> usize {
 #[test]
 fn on_a_terminal_the_edit_and_the_command_are_approved_at_the_prompt() {
     let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let out = in_terminal(&mock, &sandbox, |running| {
         running.wait_for("the edit's approval prompt", |r| prompts(r, "approve?") == 1);
         let screen = running.stderr();
@@ -649,7 +313,7 @@ fn on_a_terminal_a_denial_with_a_reason_reaches_the_model() {
     let reason = "use sed instead";
     let answer = "Understood, I left greet.sh alone.";
     let Some(mock) = Aimock::start(&fixtures(denial_fixtures("fix", reason, answer))) else { return };
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let out = in_terminal(&mock, &sandbox, |running| {
         running.wait_for("the edit's approval prompt", |r| prompts(r, "approve?") == 1);
         running.type_line("n");
@@ -675,7 +339,7 @@ fn ctrl_c_mid_turn_exits_130_and_resume_last_continues() {
     list.push(json!({"match": {"userMessage": "continue"}, "response": {"content": "Continued."}}));
     list.push(json!({"match": {"userMessage": "left off"}, "response": {"content": "Nothing left to do."}}));
     let Some(mock) = Aimock::start(&fixtures(list)) else { return };
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
     cmd.arg("a slow task");
     let mut running = Running::spawn(cmd, None);
@@ -693,7 +357,7 @@ fn ctrl_c_mid_turn_exits_130_and_resume_last_continues() {
     assert!(out.stderr.contains("bosun resume --last"), "{}", out.stderr);
 
     // The same with --json: only events on stdout, the last one says cancelled.
-    let other = Sandbox::new();
+    let other = task_sandbox();
     let mut cmd = other.exec(Api::OpenAiChat, &mock);
     cmd.args(["--json", "another slow task"]);
     let mut running = Running::spawn(cmd, None);
@@ -761,7 +425,7 @@ fn ctrl_c_mid_turn_exits_130_and_resume_last_continues() {
 
 #[test]
 fn usage_and_configuration_errors_exit_2_with_a_clear_message() {
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let case = |args: &[&str], key: Option<&str>, wanted: &[&str]| {
         let mut cmd = sandbox.bosun();
         cmd.args(args);
@@ -794,7 +458,7 @@ fn usage_and_configuration_errors_exit_2_with_a_clear_message() {
 #[test]
 fn exec_dash_reads_the_task_from_stdin_and_o_writes_the_answer() {
     let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let answer = sandbox.path("answer.txt");
     let mut cmd = sandbox.bosun();
     cmd.env("OPENAI_API_KEY", "test")
@@ -822,7 +486,7 @@ fn exec_dash_reads_the_task_from_stdin_and_o_writes_the_answer() {
 #[test]
 fn sessions_list_show_export_import_and_rm() {
     let Some(mock) = Aimock::start(&fixtures(task_fixtures("fix"))) else { return };
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let mut ids = Vec::new();
     for api in APIS {
         std::fs::write(sandbox.ws().join("greet.sh"), GREET).unwrap();
@@ -927,13 +591,14 @@ fn sessions_list_show_export_import_and_rm() {
 
 #[test]
 fn config_show_names_where_each_value_came_from() {
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let project = sandbox.ws().join(".bosun/config.toml");
     std::fs::create_dir(sandbox.ws().join(".bosun")).unwrap();
-    std::fs::write(&project, "model = \"anthropic/from-project\"\nmode = \"write\"\n").unwrap();
+    // An untrusted project may narrow the mode, not choose the model.
+    std::fs::write(&project, "model = \"anthropic/from-project\"\nmode = \"read-only\"\n").unwrap();
     let user = sandbox.path("xdg/bosun/config.toml");
     std::fs::create_dir(sandbox.path("xdg/bosun")).unwrap();
-    std::fs::write(&user, "max_rounds = 7\nmode = \"read-only\"\n").unwrap();
+    std::fs::write(&user, "max_rounds = 7\nmode = \"write\"\n").unwrap();
     let mut cmd = sandbox.bosun();
     cmd.env("BOSUN_MODEL", "openai/from-env").args(["config", "show"]);
     let out = run(cmd);
@@ -942,15 +607,20 @@ fn config_show_names_where_each_value_came_from() {
     let user = std::fs::canonicalize(&user).unwrap();
     for line in [
         "model = openai/from-env    # environment BOSUN_MODEL".to_owned(),
-        format!("mode = write    # {}", project.display()),
+        format!("mode = read-only    # {}", project.display()),
         format!("max_rounds = 7    # {}", user.display()),
+        format!(
+            "# project {} (untrusted: its config may only narrow)",
+            sandbox.ws().canonicalize().unwrap().display()
+        ),
+        format!("# ignored from {}: model", project.display()),
         "project_docs = true    # default".to_owned(),
     ] {
         assert!(out.stdout.lines().any(|l| l == line), "no {line:?} in\n{}", out.stdout);
     }
 
     // Without a model anywhere, it says how to set one.
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let mut cmd = sandbox.bosun();
     cmd.args(["config", "show"]);
     let out = run(cmd);
@@ -961,7 +631,7 @@ fn config_show_names_where_each_value_came_from() {
 
 #[test]
 fn completions_version_and_help() {
-    let sandbox = Sandbox::new();
+    let sandbox = task_sandbox();
     let out = |args: &[&str]| {
         let mut cmd = sandbox.bosun();
         cmd.args(args);

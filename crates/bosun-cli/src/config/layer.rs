@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use bosun_core::permission::Capability;
 use bosun_core::{ArgumentPattern, Permission, PermissionRule};
 use serde::Deserialize;
 
@@ -34,15 +35,56 @@ pub struct Layer {
     pub local_context: Option<u32>,
     /// Threads a local model runs on (the physical cores when unset).
     pub local_threads: Option<u32>,
+    /// Let the model see today's date (a local model's chat template asks for
+    /// it); off, the template gets a fixed neutral date (invariant 19).
+    pub clock: Option<bool>,
     /// Per-tool permission rules.
     #[serde(default)]
     pub permissions: BTreeMap<String, ToolRule>,
     /// Extra headers sent to the provider.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Tools to leave out of the session.
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+    /// Hosts (besides each provider's own) that may receive the provider's
+    /// key when a project's config sets the base URL (user file only).
+    pub allowed_key_hosts: Option<Vec<String>>,
+    /// Per-project settings by absolute path (user file only):
+    /// `[projects."/abs/path"] trust_level = "trusted"`.
+    #[serde(default)]
+    pub projects: BTreeMap<String, ProjectEntry>,
     /// Named profiles (files only).
     #[serde(default)]
     pub profiles: BTreeMap<String, Layer>,
+}
+
+/// One project's entry in the user's config.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectEntry {
+    /// `trusted` or `untrusted`.
+    pub trust_level: Option<TrustLevel>,
+}
+
+/// Whether the user trusts a project's files to widen what bosun may do.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TrustLevel {
+    /// The project's config applies in full.
+    Trusted,
+    /// The project's config may only narrow.
+    Untrusted,
+}
+
+impl TrustLevel {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Trusted => "trusted",
+            Self::Untrusted => "untrusted",
+        }
+    }
 }
 
 /// A tool's rule: one answer for every call, or answers by command prefix.
@@ -93,29 +135,39 @@ impl Answer {
 }
 
 impl ToolRule {
-    /// The core rules this stands for. Prefixes match the `command`
-    /// argument, and never a command that chains another.
-    pub fn rules(&self, tool: &str) -> Vec<PermissionRule> {
-        match self {
-            Self::Always(answer) => vec![PermissionRule::tool(tool, answer.permission())],
-            Self::Prefixes(prefixes) => [
-                (Answer::Allow, &prefixes.allow),
-                (Answer::Ask, &prefixes.ask),
-                (Answer::Deny, &prefixes.deny),
-            ]
-            .into_iter()
-            .flat_map(|(answer, list)| {
-                list.iter().map(move |prefix| {
-                    let pattern = match answer {
-                        // Deny and ask also catch chained commands.
-                        Answer::Allow => ArgumentPattern::command_prefix("/command", prefix.clone()),
-                        _ => ArgumentPattern::prefix("/command", prefix.clone()),
-                    };
-                    PermissionRule::matching(tool, pattern, answer.permission())
+    /// The core rules this stands for, under `name`: a tool, or a
+    /// capability (`edit`) that covers every tool with it. Prefixes are
+    /// argv words of the command the tool runs (its `command` argument),
+    /// matched on the parsed command line (see `bosun_core::Matcher::Command`).
+    pub fn rules(&self, name: &str) -> Result<Vec<PermissionRule>> {
+        let capability = Capability::from_name(name);
+        match (self, capability) {
+            (Self::Always(answer), Some(capability)) => {
+                Ok(vec![PermissionRule::capability(capability, answer.permission())])
+            }
+            (Self::Always(answer), None) => Ok(vec![PermissionRule::tool(name, answer.permission())]),
+            (Self::Prefixes(_), Some(_)) => {
+                bail!(
+                    "`permissions.{name}` is a capability and takes one answer: \"allow\", \"ask\" or \"deny\""
+                )
+            }
+            (Self::Prefixes(prefixes), None) => Ok(prefixes
+                .entries()
+                .map(|(answer, prefix)| {
+                    let pattern = ArgumentPattern::command("/command", prefix);
+                    PermissionRule::matching(name, pattern, answer.permission())
                 })
-            })
-            .collect(),
+                .collect()),
         }
+    }
+}
+
+impl Prefixes {
+    /// Every entry with its answer.
+    pub fn entries(&self) -> impl Iterator<Item = (Answer, &str)> {
+        [(Answer::Allow, &self.allow), (Answer::Ask, &self.ask), (Answer::Deny, &self.deny)]
+            .into_iter()
+            .flat_map(|(answer, list)| list.iter().map(move |p| (answer, p.as_str())))
     }
 }
 
@@ -146,14 +198,20 @@ impl Layer {
         ("max_rounds", "BOSUN_MAX_ROUNDS"),
         ("local_context", "BOSUN_LOCAL_CONTEXT"),
         ("local_threads", "BOSUN_LOCAL_THREADS"),
+        ("clock", "BOSUN_CLOCK"),
     ];
 
     /// Reads and checks a file.
     pub fn load(path: &Path) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::parse(&text, path)
+    }
+
+    /// Checks a file's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self> {
         let table: toml::Table =
-            toml::from_str(&text).with_context(|| format!("{} is not valid TOML", path.display()))?;
+            toml::from_str(text).with_context(|| format!("{} is not valid TOML", path.display()))?;
         refuse_secrets(&toml::Value::Table(table.clone()), "", path)?;
         let layer: Layer = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             let at = e.path().to_string();
@@ -190,6 +248,7 @@ impl Layer {
             max_rounds: number("BOSUN_MAX_ROUNDS")?,
             local_context: number("BOSUN_LOCAL_CONTEXT")?,
             local_threads: number("BOSUN_LOCAL_THREADS")?,
+            clock: flag("BOSUN_CLOCK")?,
             ..Self::default()
         })
     }
@@ -205,6 +264,7 @@ impl Layer {
             "max_rounds" => into.max_rounds = self.max_rounds,
             "local_context" => into.local_context = self.local_context,
             "local_threads" => into.local_threads = self.local_threads,
+            "clock" => into.clock = self.clock,
             _ => {}
         }
     }

@@ -4,16 +4,19 @@
 //! environment for settings.
 
 mod layer;
+mod trust;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use bosun_core::permission::RuleOrigin;
 use bosun_core::{Mode, PermissionRule};
 
 use crate::cli::{ModeArg, RunOptions};
-pub use layer::Layer;
+pub use layer::{Layer, TrustLevel};
+pub use trust::{ProjectConfig, record as record_trust};
 
 /// The process environment, read once in `main`.
 #[derive(Clone, Debug, Default)]
@@ -85,10 +88,21 @@ pub struct Settings {
     pub local_context: Option<u32>,
     /// The threads of a local model.
     pub local_threads: Option<u32>,
+    /// Whether the model may see today's date.
+    pub clock: bool,
     /// Permission rules, from every layer.
     pub rules: Vec<PermissionRule>,
     /// Extra provider headers.
     pub headers: Vec<(String, String)>,
+    /// Tools left out of the session.
+    pub disabled_tools: Vec<String>,
+    /// Hosts besides the provider's own that may receive its key when a
+    /// project's config set the base URL.
+    pub allowed_key_hosts: Vec<String>,
+    /// Whether the base URL in effect came from a project's config.
+    pub base_url_from_project: bool,
+    /// The project's config file, if one was found, and what was made of it.
+    pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
     pub sources: BTreeMap<String, (String, Source)>,
 }
@@ -105,12 +119,18 @@ impl Settings {
             tool_timeout_secs: None,
             local_context: None,
             local_threads: None,
+            clock: false,
             rules: Vec::new(),
             headers: Vec::new(),
+            disabled_tools: Vec::new(),
+            allowed_key_hosts: Vec::new(),
+            base_url_from_project: false,
+            project: None,
             sources: BTreeMap::new(),
         };
         settings.note("mode", "propose", Source::Default);
         settings.note("project_docs", "true", Source::Default);
+        settings.note("clock", "false", Source::Default);
         settings
     }
 
@@ -119,12 +139,19 @@ impl Settings {
     }
 
     fn apply(&mut self, layer: &Layer, source: &Source) -> Result<()> {
+        self.apply_from(layer, source, RuleOrigin::User)
+    }
+
+    /// Applies a layer. A project's rules are marked as the project's and
+    /// add to the user's instead of replacing them, so they only narrow.
+    fn apply_from(&mut self, layer: &Layer, source: &Source, origin: RuleOrigin) -> Result<()> {
         if let Some(model) = &layer.model {
             self.model = Some(model.clone());
             self.note("model", model, source.clone());
         }
         if let Some(url) = &layer.base_url {
             self.base_url = Some(url.clone());
+            self.base_url_from_project = origin == RuleOrigin::Project;
             self.note("base_url", url, source.clone());
         }
         if let Some(mode) = &layer.mode {
@@ -161,11 +188,32 @@ impl Settings {
             self.local_threads = Some(threads);
             self.note("local_threads", threads, source.clone());
         }
-        for (tool, rule) in &layer.permissions {
-            // A later layer's rules for a tool replace the earlier ones.
-            self.rules.retain(|r| &r.tool != tool);
-            self.rules.extend(rule.rules(tool));
-            self.note(&format!("permissions.{tool}"), rule, source.clone());
+        if let Some(clock) = layer.clock {
+            self.clock = clock;
+            self.note("clock", clock, source.clone());
+        }
+        for (name, rule) in &layer.permissions {
+            let rules = rule.rules(name).with_context(|| format!("in {source}"))?;
+            if origin == RuleOrigin::Project {
+                self.rules.extend(rules.into_iter().map(PermissionRule::from_project));
+            } else {
+                // A later user layer's rules for a name replace the earlier ones.
+                self.rules.retain(|r| !rules.iter().any(|new| new.target == r.target));
+                self.rules.extend(rules);
+            }
+            self.note(&format!("permissions.{name}"), rule, source.clone());
+        }
+        for tool in &layer.disabled_tools {
+            if !self.disabled_tools.contains(tool) {
+                self.disabled_tools.push(tool.clone());
+            }
+        }
+        if !layer.disabled_tools.is_empty() {
+            self.note("disabled_tools", self.disabled_tools.join(", "), source.clone());
+        }
+        if let Some(hosts) = &layer.allowed_key_hosts {
+            self.allowed_key_hosts = hosts.clone();
+            self.note("allowed_key_hosts", hosts.join(", "), source.clone());
         }
         for (name, value) in &layer.headers {
             self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
@@ -176,7 +224,7 @@ impl Settings {
     }
 }
 
-fn parse_mode(text: &str) -> Result<Mode> {
+pub(crate) fn parse_mode(text: &str) -> Result<Mode> {
     Ok(match text {
         "read-only" => Mode::ReadOnly,
         "propose" => Mode::Propose,
@@ -213,12 +261,23 @@ pub fn project_file(dir: &Path) -> Option<PathBuf> {
 pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions) -> Result<Settings> {
     let mut settings = Settings::defaults();
     let mut files = Vec::new();
-    for path in [user_file(env), project_file(dir)].into_iter().flatten() {
-        if path.is_file() {
-            let layer = Layer::load(&path)?;
-            settings.apply(&layer, &Source::File(path.clone()))?;
-            files.push((path, layer));
-        }
+    let mut user_layer = None;
+    if let Some(path) = user_file(env).filter(|p| p.is_file()) {
+        let layer = Layer::load(&path)?;
+        settings.apply(&layer, &Source::File(path.clone()))?;
+        user_layer = Some(layer.clone());
+        files.push((path, layer));
+    }
+    if let Some(path) = project_file(dir) {
+        let layer = trust::load_project_file(&path)?;
+        let project_dir = path.parent().and_then(Path::parent).unwrap_or(dir).to_path_buf();
+        let trusted = trust::is_trusted(user_layer.as_ref(), &project_dir);
+        let limits =
+            trust::Limits { max_rounds: settings.max_rounds, tool_timeout_secs: settings.tool_timeout_secs };
+        let (applied, ignored) = trust::gate(&layer, trusted, settings.mode, limits);
+        settings.apply_from(&applied, &Source::File(path.clone()), RuleOrigin::Project)?;
+        settings.project = Some(ProjectConfig { file: path.clone(), dir: project_dir, trusted, ignored });
+        files.push((path, applied));
     }
     let profile = profile.map(str::to_owned).or_else(|| env.get("BOSUN_PROFILE").map(str::to_owned));
     if let Some(name) = profile {
@@ -226,7 +285,9 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         let Some((path, layer)) = found else {
             bail!("no profile `{name}` in the configuration files ({})", describe_files(&files));
         };
-        settings.apply(layer, &Source::Profile(name.clone(), path.clone()))?;
+        let from_project = settings.project.as_ref().is_some_and(|p| &p.file == path);
+        let origin = if from_project { RuleOrigin::Project } else { RuleOrigin::User };
+        settings.apply_from(layer, &Source::Profile(name.clone(), path.clone()), origin)?;
     }
     let from_env = Layer::from_env(env)?;
     for (key, var) in Layer::ENV_VARS {
@@ -268,12 +329,22 @@ fn describe_files(files: &[(PathBuf, Layer)]) -> String {
 /// `bosun config show`.
 pub fn show(settings: &Settings) -> String {
     let mut out = String::new();
+    match &settings.project {
+        Some(project) => {
+            let trust = if project.trusted { "trusted" } else { "untrusted: its config may only narrow" };
+            out.push_str(&format!("# project {} ({trust})\n", project.dir.display()));
+            for key in &project.ignored {
+                out.push_str(&format!("# ignored from {}: {key}\n", project.file.display()));
+            }
+        }
+        None => out.push_str("# no project config\n"),
+    }
     for (key, (value, source)) in &settings.sources {
         out.push_str(&format!("{key} = {value}    # {source}\n"));
     }
     if settings.model.is_none() {
         out.push_str(
-            "# model: not set (the local model arrives in a later release; use --model PROVIDER/MODEL)\n",
+            "# model: not set: the embedded local model (`bosun models pull`), or name one with --model PROVIDER/MODEL\n",
         );
     }
     out
