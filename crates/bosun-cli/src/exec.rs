@@ -13,7 +13,7 @@ use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
 use crate::cli::{ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
 use crate::output::{HumanSink, JsonSink, style};
-use crate::wire;
+use crate::{sanitize, wire};
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +88,7 @@ fn read_prompt(arg: Option<String>) -> Result<String> {
 /// One line on stderr naming what the project's config set and bosun left out.
 fn notice_ignored(settings: &config::Settings) {
     if let Some(notice) = settings.project.as_ref().and_then(config::ProjectConfig::notice) {
-        eprintln!("{}", style::dim(&format!("bosun: {notice}")));
+        eprintln!("{}", style::dim(&sanitize::line(&format!("bosun: {notice}"))));
     }
 }
 
@@ -105,7 +105,7 @@ pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env
     let id = journal.session_id().to_owned();
     let (system, warning) = wire::system_prompt(&dir, &settings);
     if let Some(warning) = warning {
-        eprintln!("{}", style::red(&format!("warning: {warning}")));
+        eprintln!("{}", style::red(&sanitize::line(&format!("warning: {warning}"))));
     }
     let mut session = wire::builder(model, &workspace, tools, &settings)
         .system_prompt(system)
@@ -199,7 +199,8 @@ async fn drive(session: &mut Session, prompt: UserInput, run: &RunOptions, id: &
         }
         Err(error) => {
             if !run.json {
-                eprintln!("{}", style::dim(&format!("the turn failed ({error}); session {id}")));
+                let shown = sanitize::line(&format!("the turn failed ({error}); session {id}")).into_owned();
+                eprintln!("{}", style::dim(&shown));
             }
             Ok(Outcome::TurnFailed)
         }

@@ -41,7 +41,8 @@ fn main() -> ExitCode {
 
 /// Usage and configuration errors: the cause chain on stderr, exit 2.
 fn fatal(error: &anyhow::Error) -> ExitCode {
-    eprintln!("{} {error:#}", output::style::red("bosun:"));
+    // Errors quote what servers, files and tools said: shown, not obeyed.
+    eprintln!("{} {}", output::style::red("bosun:"), sanitize::block(&format!("{error:#}")));
     ExitCode::from(2)
 }
 

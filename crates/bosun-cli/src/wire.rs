@@ -110,7 +110,9 @@ fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
         Some((var, key)) => match key_refused(settings) {
             None => config = config.with_key(ApiKey::new(key)),
             // A key-less server (a local openai-compatible one) still works.
-            Some(why) if config.key_env.is_none() => eprintln!("bosun: not sending {var}: {why}"),
+            Some(why) if config.key_env.is_none() => {
+                eprintln!("bosun: not sending {var}: {}", crate::sanitize::line(&why))
+            }
             Some(why) => bail!("not sending {var}: {why}"),
         },
         None => {

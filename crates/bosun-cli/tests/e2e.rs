@@ -10,48 +10,18 @@
 //! Every command runs with a cleared environment: `HOME`, `XDG_CONFIG_HOME`
 //! and `BOSUN_HOME` point into a temporary directory, so neither the
 //! developer's configuration nor their sessions nor their API keys are read.
-//! Every child runs under a deadline: a hang fails the test.
+//! Every child runs under a deadline: a hang fails the test. Without aimock
+//! every test here that needs it FAILS, unless `BOSUN_SKIP_AIMOCK=1` says to
+//! skip (loudly).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
 mod support;
 
 use support::*;
-
-const GREET: &str = "echo \"hello wrold\"\n";
-const FIXED: &str = "echo \"hello world\"\n";
-const TASK: &str = "please fix greet.sh";
-
-/// The APIs the task runs on.
-#[derive(Clone, Copy, Debug)]
-enum Api {
-    OpenAiChat,
-    Anthropic,
-}
-
-const APIS: [Api; 2] = [Api::OpenAiChat, Api::Anthropic];
-
-impl Api {
-    fn key_var(self) -> &'static str {
-        match self {
-            Self::OpenAiChat => "OPENAI_API_KEY",
-            Self::Anthropic => "ANTHROPIC_API_KEY",
-        }
-    }
-
-    /// `--model … --base-url …` for this API against `mock`.
-    fn args(self, mock: &Aimock) -> Vec<String> {
-        let (model, url) = match self {
-            Self::OpenAiChat => ("openai/gpt-test", format!("{}/v1", mock.url)),
-            Self::Anthropic => ("anthropic/claude-test", mock.url.clone()),
-        };
-        vec!["--model".into(), model.into(), "--base-url".into(), url]
-    }
-}
 
 /// Read greet.sh, then `second` (the answer to the result of the read).
 fn read_then(word: &str, second: Value) -> Vec<Value> {
@@ -89,38 +59,6 @@ fn denial_fixtures(word: &str, denial: &str, answer: &str) -> Vec<Value> {
         "response": {"content": answer}})];
     fixtures.extend(read_then(word, edit_call()));
     fixtures
-}
-
-fn fixtures(list: Vec<Value>) -> Value {
-    json!({ "fixtures": list })
-}
-
-// ---------------------------------------------------------------- sandbox
-
-/// A sandbox whose workspace holds the typo'd greet.sh.
-fn task_sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    std::fs::write(sandbox.ws().join("greet.sh"), GREET).unwrap();
-    sandbox
-}
-
-/// The task's view of a sandbox.
-trait Task {
-    fn greet(&self) -> String;
-    /// `bosun -C WS exec --model … --base-url …` with the API's key set.
-    fn exec(&self, api: Api, mock: &Aimock) -> Command;
-}
-
-impl Task for Sandbox {
-    fn greet(&self) -> String {
-        std::fs::read_to_string(self.ws().join("greet.sh")).unwrap()
-    }
-
-    fn exec(&self, api: Api, mock: &Aimock) -> Command {
-        let mut cmd = self.bosun();
-        cmd.env(api.key_var(), "test").arg("exec").args(api.args(mock));
-        cmd
-    }
 }
 
 /// The session id from the human output's last line (`session ID`).

@@ -20,288 +20,59 @@
 //! every read, and every wait has a deadline that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{Value, json};
 
-/// No run may take longer than this: a hang fails the test.
-const NO_HANG: Duration = Duration::from_secs(60);
+mod support;
 
-const BOSUN: &str = env!("CARGO_BIN_EXE_bosun");
-const GREET: &str = "echo \"hello wrold\"\n";
+use support::*;
 
 /// The emulated screen: tall and wide enough that nothing scrolls or wraps.
 const ROWS: u16 = 200;
 const COLS: u16 = 400;
 
-// ---------------------------------------------------------------- aimock
-
-fn aimock_cli() -> Option<PathBuf> {
-    let path = std::env::var_os("BOSUN_AIMOCK_CLI").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../test-peers/node_modules/@copilotkit/aimock/dist/cli.js")
-    });
-    if path.is_file() {
-        return Some(path);
-    }
-    let skip = std::env::var_os("BOSUN_SKIP_AIMOCK").is_some_and(|v| v == "1");
-    if !skip || std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
-        panic!(
-            "aimock is missing at {} (run `npm ci --prefix test-peers`, or set BOSUN_SKIP_AIMOCK=1 to skip)",
-            path.display()
-        );
-    }
-    eprintln!("\n!!! SKIPPED (BOSUN_SKIP_AIMOCK=1): aimock is not installed ({}) !!!\n", path.display());
-    None
-}
-
-/// A running aimock with its own fixtures, killed on drop. `turnIndex` is
-/// strict: a fixture answers only when the request holds exactly that many
-/// assistant messages.
-struct Aimock {
-    url: String,
-    child: Child,
-    _fixtures: tempfile::NamedTempFile,
-}
-
-impl Aimock {
-    fn start(fixtures: Vec<Value>) -> Option<Self> {
-        let cli = aimock_cli()?;
-        let file = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
-        std::fs::write(file.path(), json!({ "fixtures": fixtures }).to_string()).unwrap();
-        let mut child = Command::new("node")
-            .arg(cli)
-            .args(["-p", "0", "-h", "127.0.0.1", "--log-level", "info", "-f"])
-            .arg(file.path())
-            .env("AIMOCK_STRICT_TURN_INDEX", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        // Reads until the address shows, then keeps draining so aimock never
-        // blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(at) = line.find("listening on ")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(url) => Some(Self { url, child, _fixtures: file }),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("aimock did not start listening within 30 s");
-            }
-        }
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-// ---------------------------------------------------------------- sandbox
-
-/// A temporary home, config directory, session store and workspace.
-struct Sandbox {
-    root: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        let root = tempfile::tempdir().unwrap();
-        for dir in ["home", "xdg", "bosun", "ws"] {
-            std::fs::create_dir(root.path().join(dir)).unwrap();
-        }
-        std::fs::write(root.path().join("ws/greet.sh"), GREET).unwrap();
-        Self { root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.path().join(rel)
-    }
-
-    /// `bosun -C WS` with a cleared, isolated environment (`PATH` kept for
-    /// the shell tool).
-    fn bosun(&self) -> Command {
-        let mut cmd = Command::new(BOSUN);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
-            .env("HOME", self.path("home"))
-            .env("XDG_CONFIG_HOME", self.path("xdg"))
-            .env("BOSUN_HOME", self.path("bosun"))
-            .arg("-C")
-            .arg(self.path("ws"));
-        cmd
-    }
-
-    /// `bosun -C WS exec --model openai/gpt-test --base-url MOCK/v1 TASK`
-    /// in propose mode.
-    fn exec(&self, mock: &Aimock, task: &str, extra: &[&str]) -> Command {
-        let mut cmd = self.bosun();
-        cmd.env("OPENAI_API_KEY", "test")
-            .args(["exec", "--model", "openai/gpt-test", "--base-url", &format!("{}/v1", mock.url)])
-            .args(extra)
-            .arg(task);
-        cmd
-    }
+/// `bosun -C WS exec --model openai/gpt-test --base-url MOCK/v1 EXTRA TASK`
+/// in propose mode.
+fn exec(sandbox: &Sandbox, mock: &Aimock, task: &str, extra: &[&str]) -> Command {
+    let mut cmd = sandbox.exec(Api::OpenAiChat, mock);
+    cmd.args(extra).arg(task);
+    cmd
 }
 
 // ---------------------------------------------------------------- a pty
 
-/// Bytes a reader thread collects, and whether its source is closed; the
-/// reader wakes waiters on every read.
-#[derive(Default)]
-struct Collected {
-    state: Mutex<(Vec<u8>, bool)>,
-    changed: Condvar,
-}
-
-impl Collected {
-    fn pump(self: &Arc<Self>, mut source: impl Read + Send + 'static) {
-        let this = Arc::clone(self);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // A pseudo-terminal's master reads EIO once the child is gone.
-            while let Ok(n @ 1..) = source.read(&mut buf) {
-                this.state
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .0
-                    .extend_from_slice(&buf[..n]);
-                this.changed.notify_all();
-            }
-            this.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = true;
-            this.changed.notify_all();
-        });
-    }
-
-    fn bytes(&self) -> Vec<u8> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0.clone()
-    }
-
-    /// Waits until `ready(bytes, closed)` holds, or fails at the deadline.
-    fn wait(&self, what: &str, deadline: Instant, ready: impl Fn(&[u8], bool) -> bool) {
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        while !ready(&state.0, state.1) {
-            let now = Instant::now();
-            if now >= deadline {
-                panic!("timed out waiting for {what}; so far:\n{}", String::from_utf8_lossy(&state.0));
-            }
-            state = self
-                .changed
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
-    }
-}
-
-/// `bosun` in a new session whose controlling terminal is a fresh
-/// pseudo-terminal (stdin and stderr on it; stdout on it too, or piped),
-/// through util-linux `setsid --ctty`.
-struct Terminal {
-    child: Child,
-    master: File,
-    screen: Arc<Collected>,
-    stdout: Option<Arc<Collected>>,
-    deadline: Instant,
-}
+/// `bosun` on a fresh pseudo-terminal (stdin and stderr on it; stdout on it
+/// too, or piped): support's `Running`, which wakes waiters on every read.
+struct Terminal(Running);
 
 impl Terminal {
     fn spawn(cmd: Command, stdout_on_terminal: bool) -> Self {
-        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-        grantpt(&master).unwrap();
-        unlockpt(&master).unwrap();
-        let name = ptsname(&master, Vec::new()).unwrap();
-        let open_slave = || {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
-                .open(name.to_str().unwrap())
-                .unwrap()
-        };
-        let mut setsid = Command::new("setsid");
-        setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
-        for (key, value) in cmd.get_envs() {
-            if let Some(value) = value {
-                setsid.env(key, value);
-            }
-        }
-        setsid.stdin(open_slave()).stderr(open_slave());
-        if stdout_on_terminal {
-            setsid.stdout(open_slave());
-        } else {
-            setsid.stdout(Stdio::piped());
-        }
-        let mut child = setsid.spawn().expect("setsid (util-linux) runs");
-        // Only the child holds the terminal now, so the master reads EIO
-        // when it exits.
-        drop(setsid);
-        let master = File::from(master);
-        let screen = Arc::new(Collected::default());
-        screen.pump(master.try_clone().unwrap());
-        let stdout = child.stdout.take().map(|pipe| {
-            let collected = Arc::new(Collected::default());
-            collected.pump(pipe);
-            collected
-        });
-        Self { child, master, screen, stdout, deadline: Instant::now() + NO_HANG }
+        Self(Running::spawn_on_terminal(cmd, stdout_on_terminal))
+    }
+
+    /// Everything the terminal received so far.
+    fn screen(&self) -> Vec<u8> {
+        self.0.stderr_bytes()
     }
 
     /// Waits until the terminal has shown `text` `times` times in all.
-    fn wait_for(&self, text: &str, times: usize) {
-        self.screen.wait(&format!("{text:?} ×{times} on the terminal"), self.deadline, |bytes, _| {
-            String::from_utf8_lossy(bytes).matches(text).count() >= times
+    fn wait_for(&mut self, text: &str, times: usize) {
+        self.0.wait_for(&format!("{text:?} ×{times} on the terminal"), |r| {
+            r.stderr().matches(text).count() >= times
         });
     }
 
     /// Types `text` and Enter.
     fn type_line(&mut self, text: &str) {
-        self.master.write_all(format!("{text}\n").as_bytes()).unwrap();
-        self.master.flush().unwrap();
+        self.0.type_line(text);
     }
 
     /// Waits for the exit (the terminal and stdout closed), within the
     /// deadline; the exit code, the terminal's bytes and stdout's.
-    fn finish(mut self) -> (Option<i32>, Vec<u8>, Vec<u8>) {
-        self.screen.wait("the terminal to close", self.deadline, |_, closed| closed);
-        if let Some(stdout) = &self.stdout {
-            stdout.wait("stdout to close", self.deadline, |_, closed| closed);
-        }
-        let status = self.child.wait().unwrap();
-        let stdout = self.stdout.as_ref().map(|s| s.bytes()).unwrap_or_default();
-        (status.code(), self.screen.bytes(), stdout)
-    }
-}
-
-impl Drop for Terminal {
-    /// A failed assertion leaves no child behind.
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+    fn finish(self) -> (Option<i32>, Vec<u8>, Vec<u8>) {
+        let (status, stdout, screen) = self.0.finish_bytes();
+        (status.code(), screen, stdout)
     }
 }
 
@@ -479,22 +250,22 @@ const SHELL_GRANT: &str = "[a] approve this exact command for the rest of the se
 #[test]
 fn invariant_20_hostile_commands_show_visibly_at_the_approval_prompt() {
     let cases = corpus();
-    let mut fixtures = Vec::new();
+    let mut list = Vec::new();
     for case in &cases {
         let task = format!("hostile case {} please", case.name);
-        fixtures.push(json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
+        list.push(json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
             "toolCalls": [{"name": "shell", "arguments": {"command": case.command}}]}}));
-        fixtures.push(json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {
+        list.push(json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {
             "content": format!("Not running {}.", case.name)}}));
     }
-    let Some(mock) = Aimock::start(fixtures) else { return };
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
     for case in &cases {
-        let sandbox = Sandbox::new();
+        let sandbox = task_sandbox();
         let task = format!("hostile case {} please", case.name);
-        let mut terminal = Terminal::spawn(sandbox.exec(&mock, &task, &[]), false);
+        let mut terminal = Terminal::spawn(exec(&sandbox, &mock, &task, &[]), false);
         terminal.wait_for(PROMPT, 1);
         // What the person sees when asked.
-        let asked = Screen::of(terminal.screen.bytes());
+        let asked = Screen::of(terminal.screen());
         for text in case.shows {
             assert!(
                 asked.shows(text),
@@ -536,17 +307,17 @@ fn invariant_20_hostile_commands_show_visibly_at_the_approval_prompt() {
 fn invariant_20_a_multi_line_command_shows_every_line_on_its_own_line() {
     let command = "echo one\nrm -rf ~ \x1b[8m hidden\necho three";
     let task = "a multi-line command";
-    let Some(mock) = Aimock::start(vec![
+    let Some(mock) = Aimock::start(&fixtures(vec![
         json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
             "toolCalls": [{"name": "shell", "arguments": {"command": command}}]}}),
         json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {"content": "ok"}}),
-    ]) else {
+    ])) else {
         return;
     };
-    let sandbox = Sandbox::new();
-    let mut terminal = Terminal::spawn(sandbox.exec(&mock, task, &[]), false);
+    let sandbox = task_sandbox();
+    let mut terminal = Terminal::spawn(exec(&sandbox, &mock, task, &[]), false);
     terminal.wait_for(PROMPT, 1);
-    let screen = Screen::of(terminal.screen.bytes());
+    let screen = Screen::of(terminal.screen());
     let lines = screen.lines();
     let at = lines.iter().position(|l| *l == "$ echo one").unwrap_or_else(|| panic!("{}", screen.contents));
     assert_eq!(lines[at + 1..at + 3], [r"> rm -rf ~ \x1b[8m hidden", "> echo three"], "{}", screen.contents);
@@ -564,20 +335,20 @@ fn invariant_20_a_multi_line_command_shows_every_line_on_its_own_line() {
 fn invariant_20_a_hostile_edit_shows_visibly_in_the_prompt_and_the_diff_and_is_written_exactly() {
     let new_text = "wor\x1b]0;pwned\x07ld\x1b[2J\r";
     let task = "a hostile edit";
-    let Some(mock) = Aimock::start(vec![
+    let Some(mock) = Aimock::start(&fixtures(vec![
         json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
             "toolCalls": [{"name": "read_file", "arguments": {"path": "greet.sh"}}]}}),
         json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {
             "toolCalls": [{"name": "edit_file",
                 "arguments": {"path": "greet.sh", "old_text": "wrold", "new_text": new_text}}]}}),
         json!({"match": {"userMessage": task, "turnIndex": 2}, "response": {"content": "Edited."}}),
-    ]) else {
+    ])) else {
         return;
     };
-    let sandbox = Sandbox::new();
-    let mut terminal = Terminal::spawn(sandbox.exec(&mock, task, &[]), false);
+    let sandbox = task_sandbox();
+    let mut terminal = Terminal::spawn(exec(&sandbox, &mock, task, &[]), false);
     terminal.wait_for(PROMPT, 1);
-    let asked = Screen::of(terminal.screen.bytes());
+    let asked = Screen::of(terminal.screen());
     assert!(asked.shows(r"+ wor\x1b]0;pwned\x07ld\x1b[2J\r"), "{}", asked.contents);
     assert!(asked.shows("- wrold"), "{}", asked.contents);
     assert!(asked.shows("[a] approve all later `edit_file` calls in this session"), "{}", asked.contents);
@@ -594,7 +365,7 @@ fn invariant_20_a_hostile_edit_shows_visibly_in_the_prompt_and_the_diff_and_is_w
     assert!(screen.shows("wants to run:"), "{}", screen.contents);
     screen.assert_only_drawing("edit diff");
     // The file holds exactly what the model wrote.
-    let written = std::fs::read_to_string(sandbox.path("ws/greet.sh")).unwrap();
+    let written = sandbox.greet();
     assert_eq!(written, format!("echo \"hello {new_text}\"\n"));
 }
 
@@ -611,10 +382,10 @@ fn answer_fixtures(task: &str) -> Vec<Value> {
 #[test]
 fn invariant_20_a_hostile_answer_shows_visibly_on_a_terminal_stdout() {
     let task = "answer on a terminal";
-    let Some(mock) = Aimock::start(answer_fixtures(task)) else { return };
-    let sandbox = Sandbox::new();
+    let Some(mock) = Aimock::start(&fixtures(answer_fixtures(task))) else { return };
+    let sandbox = task_sandbox();
     let file = sandbox.path("answer.txt");
-    let terminal = Terminal::spawn(sandbox.exec(&mock, task, &["-o", file.to_str().unwrap()]), true);
+    let terminal = Terminal::spawn(exec(&sandbox, &mock, task, &["-o", file.to_str().unwrap()]), true);
     let (code, raw, _) = terminal.finish();
     assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&raw));
     let screen = Screen::of(raw);
@@ -650,11 +421,11 @@ fn invariant_20_a_hostile_answer_shows_visibly_on_a_terminal_stdout() {
 #[test]
 fn invariant_20_a_piped_answer_stays_byte_exact() {
     let task = "answer into a pipe";
-    let Some(mock) = Aimock::start(answer_fixtures(task)) else { return };
-    let sandbox = Sandbox::new();
+    let Some(mock) = Aimock::start(&fixtures(answer_fixtures(task))) else { return };
+    let sandbox = task_sandbox();
     let file = sandbox.path("answer.txt");
     // stderr is still a terminal; stdout is a pipe.
-    let terminal = Terminal::spawn(sandbox.exec(&mock, task, &["-o", file.to_str().unwrap()]), false);
+    let terminal = Terminal::spawn(exec(&sandbox, &mock, task, &["-o", file.to_str().unwrap()]), false);
     let (code, raw, stdout) = terminal.finish();
     assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&raw));
     assert_eq!(String::from_utf8(stdout).unwrap(), format!("{HOSTILE_ANSWER}\n"));

@@ -1,8 +1,12 @@
 //! What the CLI's end-to-end suites share: the real aimock mock-LLM server
 //! (npm `@copilotkit/aimock`, installed by `scripts/test`) with its request
-//! journal, and children run under a deadline with their output collected,
-//! optionally on a pseudo-terminal. A missing aimock fails the test when
-//! `BOSUN_REQUIRE_PEERS` is set, and is reported as skipped otherwise.
+//! journal, a sandboxed `bosun` command, and children run under a deadline
+//! with their output collected, optionally on a pseudo-terminal. Nothing
+//! sleeps to synchronise: reader threads wake waiters on every read.
+//!
+//! A missing aimock FAILS the test, unless `BOSUN_SKIP_AIMOCK=1` says to
+//! skip (loudly, on stderr); `BOSUN_REQUIRE_PEERS` (set by `scripts/test`)
+//! wins over a skip.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs::File;
@@ -11,8 +15,7 @@ use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -21,9 +24,16 @@ use serde_json::Value;
 pub const NO_HANG: Duration = Duration::from_secs(60);
 
 pub const BOSUN: &str = env!("CARGO_BIN_EXE_bosun");
-const GREET: &str = "echo \"hello wrold\"\n";
-const FIXED: &str = "echo \"hello world\"\n";
-const TASK: &str = "please fix greet.sh";
+
+/// The binary under test: this build's, or `BOSUN_TEST_BIN` (to run a suite
+/// against another build, such as the commit before a fix, and see it fail).
+pub fn bosun_bin() -> PathBuf {
+    std::env::var_os("BOSUN_TEST_BIN").map_or_else(|| PathBuf::from(BOSUN), PathBuf::from)
+}
+/// The task's file before and after the fix, and the task.
+pub const GREET: &str = "echo \"hello wrold\"\n";
+pub const FIXED: &str = "echo \"hello world\"\n";
+pub const TASK: &str = "please fix greet.sh";
 
 // ---------------------------------------------------------------- aimock
 
@@ -35,14 +45,21 @@ pub fn aimock_cli() -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
-        panic!("aimock is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
+    let skip = std::env::var_os("BOSUN_SKIP_AIMOCK").is_some_and(|v| v == "1");
+    if !skip || std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
+        panic!(
+            "aimock is not installed at {}: run `scripts/test` or `npm ci --prefix test-peers` \
+             (or set BOSUN_SKIP_AIMOCK=1 to skip)",
+            path.display()
+        );
     }
-    eprintln!(
-        "\n!!! SKIPPED: aimock is not installed ({}); run scripts/test to install it !!!\n",
-        path.display()
-    );
+    eprintln!("\n!!! SKIPPED (BOSUN_SKIP_AIMOCK=1): aimock is not installed ({}) !!!\n", path.display());
     None
+}
+
+/// `{"fixtures": list}`, what `Aimock::start` takes.
+pub fn fixtures(list: Vec<Value>) -> Value {
+    serde_json::json!({ "fixtures": list })
 }
 
 /// A running aimock with its own fixtures, killed on drop. `turnIndex` is
@@ -140,24 +157,94 @@ impl Output {
     }
 }
 
-pub fn pump(mut source: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        // A pseudo-terminal's master reads EIO once the child is gone.
-        while let Ok(n @ 1..) = source.read(&mut buf) {
-            into.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    })
+/// What a child's reader threads collect from its stdout and its stderr (or
+/// terminal), and how many of them still read; every read and every close
+/// wakes the waiters.
+#[derive(Default)]
+struct Collected {
+    state: Mutex<Streams>,
+    changed: Condvar,
 }
 
-/// A running child whose stdout and stderr (or terminal) are collected.
+#[derive(Default)]
+struct Streams {
+    /// stdout, then stderr or the terminal.
+    bytes: [Vec<u8>; 2],
+    /// Reads so far, to tell a change.
+    reads: u64,
+    open: usize,
+}
+
+const OUT: usize = 0;
+const ERR: usize = 1;
+
+/// Why a wait ended without what it waited for.
+enum Unmet {
+    Closed,
+    TimedOut,
+}
+
+impl Collected {
+    fn state(&self) -> std::sync::MutexGuard<'_, Streams> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reads `source` into stream `into` until it ends.
+    fn pump(self: &Arc<Self>, into: usize, mut source: impl Read + Send + 'static) {
+        self.state().open += 1;
+        let this = Arc::clone(self);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // A pseudo-terminal's master reads EIO once the child is gone.
+            while let Ok(n @ 1..) = source.read(&mut buf) {
+                let mut state = this.state();
+                state.bytes[into].extend_from_slice(&buf[..n]);
+                state.reads += 1;
+                drop(state);
+                this.changed.notify_all();
+            }
+            this.state().open -= 1;
+            this.changed.notify_all();
+        });
+    }
+
+    fn bytes(&self, stream: usize) -> Vec<u8> {
+        self.state().bytes[stream].clone()
+    }
+
+    fn reads(&self) -> u64 {
+        self.state().reads
+    }
+
+    /// Waits until `done` holds, every stream is closed, or the deadline.
+    fn wait(&self, deadline: Instant, done: impl Fn(&Streams) -> bool) -> Result<(), Unmet> {
+        let mut state = self.state();
+        while !done(&state) {
+            if state.open == 0 {
+                return Err(Unmet::Closed);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Unmet::TimedOut);
+            }
+            state = self
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        Ok(())
+    }
+}
+
+/// A running child whose stdout and stderr (or terminal) are collected. No
+/// wait on it lasts past `NO_HANG` from its start.
 pub struct Running {
     pub child: Child,
-    pub out: Arc<Mutex<Vec<u8>>>,
-    pub err: Arc<Mutex<Vec<u8>>>,
-    pub readers: Vec<JoinHandle<()>>,
+    collected: Arc<Collected>,
     /// The pseudo-terminal's master, to type on.
-    pub terminal: Option<File>,
+    terminal: Option<File>,
+    deadline: Instant,
 }
 
 impl Running {
@@ -175,18 +262,22 @@ impl Running {
                 let _ = pipe.write_all(text.as_bytes());
             });
         }
-        let (out, err) = (Arc::default(), Arc::default());
-        let readers = vec![
-            pump(child.stdout.take().unwrap(), Arc::clone(&out)),
-            pump(child.stderr.take().unwrap(), Arc::clone(&err)),
-        ];
-        Self { child, out, err, readers, terminal: None }
+        let collected = Arc::new(Collected::default());
+        collected.pump(OUT, child.stdout.take().unwrap());
+        collected.pump(ERR, child.stderr.take().unwrap());
+        Self { child, collected, terminal: None, deadline: Instant::now() + NO_HANG }
     }
 
     /// Spawns `cmd` in a new session whose controlling terminal is a fresh
     /// pseudo-terminal (stdin and stderr on it, stdout piped), through
     /// util-linux `setsid --ctty`. What the terminal shows is `stderr()`.
     pub fn spawn_in_terminal(cmd: Command) -> Self {
+        Self::spawn_on_terminal(cmd, false)
+    }
+
+    /// `spawn_in_terminal`, with stdout on the terminal too when
+    /// `stdout_on_terminal` (then `stdout()` is empty).
+    pub fn spawn_on_terminal(cmd: Command, stdout_on_terminal: bool) -> Self {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
         grantpt(&master).unwrap();
@@ -207,82 +298,99 @@ impl Running {
                 setsid.env(key, value);
             }
         }
-        setsid.stdin(open_slave()).stdout(Stdio::piped()).stderr(open_slave());
+        setsid.stdin(open_slave()).stderr(open_slave());
+        if stdout_on_terminal {
+            setsid.stdout(open_slave());
+        } else {
+            setsid.stdout(Stdio::piped());
+        }
         let mut child = setsid.spawn().expect("setsid (util-linux) runs");
         // Only the child holds the terminal now, so the master reads EIO
         // when it exits.
         drop(setsid);
         let master = File::from(master);
-        let (out, err) = (Arc::default(), Arc::default());
-        let readers = vec![
-            pump(child.stdout.take().unwrap(), Arc::clone(&out)),
-            pump(master.try_clone().unwrap(), Arc::clone(&err)),
-        ];
-        Self { child, out, err, readers, terminal: Some(master) }
+        let collected = Arc::new(Collected::default());
+        if let Some(stdout) = child.stdout.take() {
+            collected.pump(OUT, stdout);
+        }
+        collected.pump(ERR, master.try_clone().unwrap());
+        Self { child, collected, terminal: Some(master), deadline: Instant::now() + NO_HANG }
     }
 
     pub fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+        String::from_utf8_lossy(&self.stdout_bytes()).into_owned()
     }
 
     pub fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
+        String::from_utf8_lossy(&self.stderr_bytes()).into_owned()
     }
 
-    /// Polls `ready` until it holds; fails if the child exits first or the
-    /// deadline passes.
+    pub fn stdout_bytes(&self) -> Vec<u8> {
+        self.collected.bytes(OUT)
+    }
+
+    /// Stderr's bytes, or on a terminal everything the terminal received.
+    pub fn stderr_bytes(&self) -> Vec<u8> {
+        self.collected.bytes(ERR)
+    }
+
+    /// Waits until `ready` holds, checked on every read; fails if the
+    /// output closes first or the deadline passes.
     pub fn wait_for(&mut self, what: &str, ready: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + NO_HANG;
-        while !ready(self) {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                // The output may still be draining.
-                std::thread::sleep(Duration::from_millis(100));
-                if ready(self) {
-                    return;
+        loop {
+            let seen = self.collected.reads();
+            if ready(self) {
+                return;
+            }
+            match self.collected.wait(self.deadline, |state| state.reads != seen) {
+                Ok(()) => {}
+                Err(Unmet::Closed) => {
+                    let status = self.child.wait().unwrap();
+                    panic!(
+                        "exited ({status}) before {what}\nstdout:\n{}\nstderr:\n{}",
+                        self.stdout(),
+                        self.stderr()
+                    );
                 }
-                panic!(
-                    "exited ({status}) before {what}\nstdout:\n{}\nstderr:\n{}",
-                    self.stdout(),
-                    self.stderr()
-                );
+                Err(Unmet::TimedOut) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "timed out waiting for {what}\nstdout:\n{}\nstderr:\n{}",
+                        self.stdout(),
+                        self.stderr()
+                    );
+                }
             }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "timed out waiting for {what}\nstdout:\n{}\nstderr:\n{}",
-                    self.stdout(),
-                    self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
-    /// Types `text` on the terminal.
+    /// Types `text` and Enter on the terminal.
     pub fn type_line(&mut self, text: &str) {
         let terminal = self.terminal.as_mut().expect("a terminal");
         terminal.write_all(format!("{text}\n").as_bytes()).unwrap();
         terminal.flush().unwrap();
     }
 
-    /// Waits for the exit, within the deadline.
-    pub fn finish(mut self) -> Output {
-        let deadline = Instant::now() + NO_HANG;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("the command hung\nstdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        for reader in self.readers.drain(..) {
-            reader.join().unwrap();
+    /// Waits for the exit (every stream closed), within the deadline: the
+    /// status, stdout's bytes and stderr's (or the terminal's).
+    pub fn finish_bytes(mut self) -> (ExitStatus, Vec<u8>, Vec<u8>) {
+        if let Err(Unmet::TimedOut) = self.collected.wait(self.deadline, |state| state.open == 0) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            panic!("the command hung\nstdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
         }
-        Output { status, stdout: self.stdout(), stderr: self.stderr() }
+        let status = self.child.wait().unwrap();
+        (status, self.stdout_bytes(), self.stderr_bytes())
+    }
+
+    /// Waits for the exit, within the deadline.
+    pub fn finish(self) -> Output {
+        let (status, stdout, stderr) = self.finish_bytes();
+        Output {
+            status,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
     }
 }
 
@@ -386,7 +494,7 @@ impl Sandbox {
     /// `bosun -C DIR` with a cleared, isolated environment (`PATH` kept for
     /// the shell tool) and the given `BOSUN_HOME`.
     pub fn bosun_in(&self, dir: &Path, bosun_home: &Path) -> Command {
-        let mut cmd = Command::new(BOSUN);
+        let mut cmd = Command::new(bosun_bin());
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
             .env("HOME", self.path("home"))
@@ -404,5 +512,52 @@ impl Sandbox {
 
     pub fn bosun(&self) -> Command {
         self.bosun_at(&self.path("bosun"))
+    }
+
+    /// `bosun -C WS exec --model … --base-url …` on `api` against `mock`,
+    /// with the API's key set.
+    pub fn exec(&self, api: Api, mock: &Aimock) -> Command {
+        let mut cmd = self.bosun();
+        cmd.env(api.key_var(), "test").arg("exec").args(api.args(mock));
+        cmd
+    }
+
+    /// The workspace's greet.sh.
+    pub fn greet(&self) -> String {
+        std::fs::read_to_string(self.ws().join("greet.sh")).unwrap()
+    }
+}
+
+/// A sandbox whose workspace holds the typo'd greet.sh.
+pub fn task_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.ws().join("greet.sh"), GREET).unwrap();
+    sandbox
+}
+
+/// The APIs the task runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Api {
+    OpenAiChat,
+    Anthropic,
+}
+
+pub const APIS: [Api; 2] = [Api::OpenAiChat, Api::Anthropic];
+
+impl Api {
+    pub fn key_var(self) -> &'static str {
+        match self {
+            Self::OpenAiChat => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// `--model … --base-url …` for this API against `mock`.
+    pub fn args(self, mock: &Aimock) -> Vec<String> {
+        let (model, url) = match self {
+            Self::OpenAiChat => ("openai/gpt-test", format!("{}/v1", mock.url)),
+            Self::Anthropic => ("anthropic/claude-test", mock.url.clone()),
+        };
+        vec!["--model".into(), model.into(), "--base-url".into(), url]
     }
 }
