@@ -57,7 +57,8 @@ async fn run(cli: Cli, env: &Env) -> anyhow::Result<Outcome> {
         Command::Config(ConfigCommand::Show) => {
             let workdir = exec::workdir(dir)?;
             let settings = config::resolve(&workdir, env, profile, &Default::default())?;
-            print!("{}", config::show(&settings));
+            // Values and key names come from files the repository wrote.
+            print!("{}", sanitize::block(&config::show(&settings)));
             Ok(Outcome::Success)
         }
         Command::Trust { dir: target } => trust(dir, target, env, TrustLevel::Trusted),
