@@ -1,16 +1,18 @@
 //! `apply_patch {patch}`: the `*** Begin Patch` envelope, validated in full
 //! before anything is written, then applied file by file atomically; a
-//! failure while applying undoes the files already changed.
+//! failure while applying undoes the files already changed. The locks of
+//! every path the patch names are held from the first read to the last
+//! undo, so no other call of the workspace changes those files meanwhile.
 
 use std::collections::HashMap;
 
-use bosun_core::{CallEffects, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, ContentPart, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, cap, parse_args};
+use crate::common::{Context, Shared, blocking, cap, parse_args, stale};
 use crate::edit::unified_diff;
-use crate::patch::{self, FileChange};
+use crate::patch::{self, FileChange, Operation};
 use crate::workspace::{FileIdentity, Precondition, RelPath, WorkspaceError};
 
 #[derive(Deserialize)]
@@ -94,6 +96,18 @@ fn apply(shared: &Shared, text: &str) -> ToolOutput {
             return ToolOutput::error(format!("the patch is malformed, nothing was changed: {error}"));
         }
     };
+    // Every path the patch names, move targets too; a malformed one is
+    // refused by the plan below, so it needs no lock.
+    let paths: Vec<RelPath> = parsed
+        .operations
+        .iter()
+        .flat_map(|operation| match operation {
+            Operation::Update { path, move_to: Some(to), .. } => vec![path.as_str(), to.as_str()],
+            other => vec![other.path()],
+        })
+        .filter_map(|name| RelPath::parse(name).ok())
+        .collect();
+    let _locks = shared.workspace.lock_paths(&paths);
     let mut originals: HashMap<String, Before> = HashMap::new();
     let mut read = |name: &str| -> Result<Option<String>, String> {
         let path = RelPath::parse(name).map_err(|e| e.to_string())?;
@@ -128,6 +142,16 @@ fn apply(shared: &Shared, text: &str) -> ToolOutput {
             }
             Err(error) => {
                 let undone = undo(shared, done);
+                // A file changed from outside since the plan read it: show
+                // what it holds now, to patch against.
+                if let WorkspaceError::Changed { path } = &error
+                    && let Ok(path) = RelPath::parse(path)
+                {
+                    let mut output = stale(shared, &path);
+                    let head = format!("applying the patch failed, {undone}: ");
+                    output.content.insert(0, ContentPart::text(head));
+                    return output;
+                }
                 return ToolOutput::error(format!("applying the patch failed, {undone}: {error}"));
             }
         }

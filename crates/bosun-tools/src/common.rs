@@ -1,11 +1,14 @@
 //! What the file tools share: the read ledger, argument parsing, running
-//! blocking work off the async executor, and result text helpers.
+//! blocking work off the async executor (and telling it to stop), and
+//! result text helpers.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bosun_core::{ToolContext, ToolOutput};
 use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
 
 use crate::limits::ToolLimits;
 use crate::workspace::{FileIdentity, RelPath, Workspace, WorkspaceError};
@@ -54,6 +57,8 @@ pub(crate) fn parse_args<T: DeserializeOwned>(
 /// Runs blocking file work on tokio's blocking pool and waits for it. The
 /// work always runs to completion: the file tools are finish-once-started,
 /// so a cancelled turn still waits here and no write is left half done.
+/// Work that may run long and can stop anywhere (walks, searches) uses
+/// [`blocking_stoppable`] instead.
 pub(crate) async fn blocking<F>(work: F) -> ToolOutput
 where
     F: FnOnce() -> ToolOutput + Send + 'static,
@@ -65,6 +70,90 @@ where
         }
         Err(_) => ToolOutput::error("the tool was stopped before it finished"),
     }
+}
+
+/// Set once the call's cancellation token fires (the turn was cancelled or
+/// the call timed out). Blocking work that may run long (walks, searches)
+/// checks it between files and between buffers of a file and stops early;
+/// a plain load, cheap enough for a hot loop.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stop(Arc<AtomicBool>);
+
+impl Stop {
+    /// Whether the work should stop.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Asks the work to stop.
+    pub(crate) fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs stoppable blocking work: `stop` is set when `cancel` fires, and the
+/// work is still waited for, so what it returns (a partial result saying it
+/// was cancelled) is the call's result.
+pub(crate) async fn blocking_stoppable<F>(cancel: CancellationToken, work: F) -> ToolOutput
+where
+    F: FnOnce(&Stop) -> ToolOutput + Send + 'static,
+{
+    let stop = Stop::default();
+    if cancel.is_cancelled() {
+        stop.set();
+    }
+    let flag = stop.clone();
+    let task = blocking(move || work(&flag));
+    tokio::pin!(task);
+    tokio::select! {
+        biased;
+        output = &mut task => output,
+        () = cancel.cancelled() => {
+            stop.set();
+            task.await
+        }
+    }
+}
+
+/// The refusal of a change to a file that changed since it was read (by
+/// another call or outside bosun): nothing was written, and the file's
+/// current content is shown, so the model can make its change again
+/// against it. What is shown counts as read, as with `read_file`. Call it
+/// while holding the path's lock.
+pub(crate) fn stale(shared: &Shared, path: &RelPath) -> ToolOutput {
+    let head = format!(
+        "`{path}` changed since it was read (by another call or outside bosun); nothing was written."
+    );
+    let file = match shared.workspace.read(path, shared.limits.max_file_bytes) {
+        Ok(file) => file,
+        Err(WorkspaceError::NotFound { .. }) => {
+            shared.ledger.forget(path);
+            return ToolOutput::error(format!("{head} It no longer exists."));
+        }
+        Err(error) => {
+            return ToolOutput::error(format!("{head} Its current content cannot be shown: {error}"));
+        }
+    };
+    shared.ledger.record(path, file.identity.clone());
+    let size = file.bytes.len();
+    let text = match String::from_utf8(file.bytes) {
+        Ok(text) if !text.contains('\0') => text,
+        _ => return ToolOutput::error(format!("{head} It now holds {size} bytes that are not text.")),
+    };
+    let mut shown = format!("{head} Its current content follows; make the change against it.\n");
+    if text.is_empty() {
+        shown.push_str("(empty file)\n");
+    }
+    let max = shared.limits.max_output_bytes;
+    for (index, line) in text.lines().enumerate() {
+        let entry = format!("{:>6}\t{line}\n", index + 1);
+        if shown.len() + entry.len() > max {
+            shown.push_str(&format!("[content cut at line {index}; read the rest with read_file]"));
+            break;
+        }
+        shown.push_str(&entry);
+    }
+    ToolOutput::error(shown)
 }
 
 /// A refusal or failure, as the model sees it.

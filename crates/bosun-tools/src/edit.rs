@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
 
-use crate::common::{Context, Shared, blocking, cap, parse_args, refuse};
+use crate::common::{Context, Shared, blocking, cap, parse_args, refuse, stale};
 use crate::workspace::{Precondition, RelPath, WorkspaceError};
 
 /// Files longer than this get no "nearest lines" hint (it is quadratic).
@@ -83,6 +83,9 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
         Ok(path) => path,
         Err(error) => return refuse(error),
     };
+    // Held from the read through the swap and the ledger update: edits of
+    // one file in one response apply one after the other, none lost.
+    let _lock = shared.workspace.lock_paths([&path]);
     let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
         Ok(file) => file,
         Err(error) => return refuse(error),
@@ -90,7 +93,7 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
     if let Some(seen) = shared.ledger.get(&path)
         && seen.hash != file.identity.hash
     {
-        return refuse(WorkspaceError::Changed { path: path.to_string() });
+        return stale(shared, &path);
     }
     let Ok(original) = String::from_utf8(file.bytes) else {
         return ToolOutput::error(format!("`{path}` is not UTF-8 text; edit_file only edits text"));
@@ -125,6 +128,7 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
             let text = format!("edited `{path}`: {count} replacement{plural}\n{diff}");
             ToolOutput::text(cap(text, shared.limits.max_output_bytes, "diff"))
         }
+        Err(WorkspaceError::Changed { .. }) => stale(shared, &path),
         Err(error) => refuse(error),
     }
 }

@@ -1,5 +1,6 @@
 //! `list_files {path?, depth?}`: a sorted, gitignore-aware listing that
-//! never follows a symlink, bounded in depth, count and time.
+//! never follows a symlink, bounded in depth, count and time, and stopped
+//! between entries when the call is cancelled or times out.
 
 use std::time::{Duration, Instant};
 
@@ -7,7 +8,7 @@ use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, cap, parse_args, refuse};
+use crate::common::{Context, Shared, Stop, blocking_stoppable, cap, parse_args, refuse};
 use crate::workspace::{EntryKind, Flow, RelPath};
 
 const DEFAULT_DEPTH: usize = 3;
@@ -57,19 +58,19 @@ impl Tool for ListFilesTool {
         ToolCategory::Read
     }
 
-    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
+    fn execute<'a>(&'a self, arguments: serde_json::Value, context: Context) -> ToolFuture<'a> {
         let shared = self.shared.clone();
         Box::pin(async move {
             let args: Args = match parse_args("list_files", arguments) {
                 Ok(args) => args,
                 Err(output) => return output,
             };
-            blocking(move || list(&shared, &args)).await
+            blocking_stoppable(context.cancel, move |stop| list(&shared, &args, stop)).await
         })
     }
 }
 
-fn list(shared: &Shared, args: &Args) -> ToolOutput {
+fn list(shared: &Shared, args: &Args, stop: &Stop) -> ToolOutput {
     let dir = match RelPath::parse(args.path.as_deref().unwrap_or("")) {
         Ok(dir) => dir,
         Err(error) => return refuse(error),
@@ -79,7 +80,14 @@ fn list(shared: &Shared, args: &Args) -> ToolOutput {
     let max_entries = shared.limits.max_entries;
     let mut entries = Vec::new();
     let mut truncated = None;
+    let mut cancelled = false;
     let walked = shared.workspace.walk(&dir, depth, &mut |entry| {
+        if stop.is_set() {
+            cancelled = true;
+            truncated =
+                Some(format!("[listing cancelled after {} entries; it is incomplete]", entries.len()));
+            return Flow::Stop;
+        }
         if entries.len() >= max_entries {
             truncated = Some(format!(
                 "[listing stopped at {max_entries} entries; list a subdirectory or lower depth]"
@@ -108,5 +116,7 @@ fn list(shared: &Shared, args: &Args) -> ToolOutput {
         text.push('\n');
         text.push_str(&note);
     }
-    ToolOutput::text(cap(text, shared.limits.max_output_bytes, "listing"))
+    let mut output = ToolOutput::text(cap(text, shared.limits.max_output_bytes, "listing"));
+    output.is_error = cancelled;
+    output
 }

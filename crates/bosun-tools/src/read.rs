@@ -77,11 +77,15 @@ fn read(shared: &Shared, args: &Args) -> ToolOutput {
         Ok(path) => path,
         Err(error) => return refuse(error),
     };
+    // Under the path's lock, so the ledger never records a version older
+    // than one a concurrent edit already recorded.
+    let lock = shared.workspace.lock_paths([&path]);
     let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
         Ok(file) => file,
         Err(error) => return refuse(error),
     };
     shared.ledger.record(&path, file.identity.clone());
+    drop(lock);
     let sniff = &file.bytes[..file.bytes.len().min(BINARY_SNIFF)];
     if sniff.contains(&0) {
         return ToolOutput::text(format!(

@@ -1,6 +1,17 @@
 //! `search {pattern, path?, glob?, literal?, context?}`: regular expression
 //! or literal search with ripgrep's own libraries, gitignore-aware, every
 //! file opened through the workspace handle.
+//!
+//! Bounded in input, work and time (invariant 16): patterns of at most
+//! [`MAX_PATTERN_BYTES`]; lines searched only in their first
+//! [`lines::MAX_LINE_BYTES`] (see `search/lines.rs`); and a search stops,
+//! between files and between reads of a file, when its call is cancelled
+//! (the turn, or the call's timeout) or after [`TIME_BUDGET`], with the
+//! partial result and a note saying so.
+
+mod lines;
+#[cfg(test)]
+mod tests;
 
 use std::io;
 use std::sync::Mutex;
@@ -14,9 +25,14 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, cap, parse_args, refuse};
+use crate::common::{Context, Shared, Stop, blocking_stoppable, cap, parse_args, refuse};
 use crate::workspace::{EntryKind, Flow, RelPath, WalkEntry};
+use lines::{CutLines, LineCap, MAX_LINE_BYTES};
 
+/// Longest pattern accepted, in bytes. Matching work grows with pattern
+/// length (with pattern × line length for some patterns), and no useful
+/// search needs more; a longer one is refused with a clear error.
+pub(crate) const MAX_PATTERN_BYTES: usize = 4 * 1024;
 const MAX_CONTEXT: usize = 10;
 const TIME_BUDGET: Duration = Duration::from_secs(30);
 const MAX_LINE_CHARS: usize = 500;
@@ -47,11 +63,12 @@ impl SearchTool {
             "search",
             "Search file contents under a path (default: the workspace root) for a regular expression (Rust regex \
              syntax), or a literal string with `literal: true`. Honours .gitignore. `glob` filters file paths \
-             (e.g. `*.rs`, `src/**/*.ts`); `context` adds lines around each match. Results are `path:line:text`.",
+             (e.g. `*.rs`, `src/**/*.ts`); `context` adds lines around each match. Results are `path:line:text`. \
+             Lines longer than 64 KiB are searched only in their first 64 KiB.",
             json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression, or literal text with literal: true"},
+                    "pattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_BYTES, "description": "Regular expression, or literal text with literal: true"},
                     "path": {"type": "string", "description": "File or directory relative to the workspace root (default: the root)"},
                     "glob": {"type": "string", "minLength": 1, "description": "Only search files whose path matches this glob"},
                     "literal": {"type": "boolean", "description": "Treat the pattern as literal text", "default": false},
@@ -74,14 +91,14 @@ impl Tool for SearchTool {
         ToolCategory::Read
     }
 
-    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
+    fn execute<'a>(&'a self, arguments: serde_json::Value, context: Context) -> ToolFuture<'a> {
         let shared = self.shared.clone();
         Box::pin(async move {
             let args: Args = match parse_args("search", arguments) {
                 Ok(args) => args,
                 Err(output) => return output,
             };
-            blocking(move || search(&shared, &args)).await
+            blocking_stoppable(context.cancel, move |stop| search(&shared, &args, stop, &|| {})).await
         })
     }
 }
@@ -91,10 +108,70 @@ struct FileHits {
     path: String,
     lines: Vec<String>,
     matches: usize,
+    /// Lines searched only in their first `MAX_LINE_BYTES`.
+    cut: CutLines,
 }
 
-/// The search as a value, so the benchmark can run it without a session.
-fn search(shared: &Shared, args: &Args) -> ToolOutput {
+/// Why a search ends early, checked between files and between reads.
+struct Halt<'s> {
+    stop: &'s Stop,
+    deadline: Instant,
+    cancelled: AtomicBool,
+    timed_out: AtomicBool,
+}
+
+impl Halt<'_> {
+    fn halted(&self) -> bool {
+        if self.stop.is_set() {
+            self.cancelled.store(true, Ordering::Relaxed);
+            return true;
+        }
+        if Instant::now() > self.deadline {
+            self.timed_out.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// A cancelled search did not do what was asked: its partial answer is
+    /// an error. (One stopped by the time budget keeps its partial answer,
+    /// with the note.)
+    fn mark(&self, mut output: ToolOutput) -> ToolOutput {
+        if self.cancelled.load(Ordering::Relaxed) {
+            output.is_error = true;
+        }
+        output
+    }
+
+    /// The note for a search that ended early.
+    fn note(&self, files: usize) -> Option<String> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            let plural = if files == 1 { "" } else { "s" };
+            Some(format!("[search cancelled after {files} file{plural}; the results are incomplete]"))
+        } else if self.timed_out.load(Ordering::Relaxed) {
+            Some(format!("[search stopped after {} s; the results are incomplete]", TIME_BUDGET.as_secs()))
+        } else {
+            None
+        }
+    }
+}
+
+/// The search. `on_match` runs on every match found (a test hook: it lets a
+/// test cancel a search at a known point).
+fn search(shared: &Shared, args: &Args, stop: &Stop, on_match: &(dyn Fn() + Sync)) -> ToolOutput {
+    if args.pattern.len() > MAX_PATTERN_BYTES {
+        return ToolOutput::error(format!(
+            "the pattern is {} bytes, over the {MAX_PATTERN_BYTES}-byte limit; search for a shorter, distinctive \
+             part of it",
+            args.pattern.len()
+        ));
+    }
+    let halt = Halt {
+        stop,
+        deadline: Instant::now() + TIME_BUDGET,
+        cancelled: AtomicBool::new(false),
+        timed_out: AtomicBool::new(false),
+    };
     let matcher = match RegexMatcherBuilder::new()
         .fixed_strings(args.literal)
         .line_terminator(Some(b'\n'))
@@ -111,13 +188,14 @@ fn search(shared: &Shared, args: &Args) -> ToolOutput {
     let max_results = shared.limits.max_results;
     // A single file: search it directly.
     if matches!(shared.workspace.kind(&scope), Ok(Some(rustix::fs::FileType::RegularFile))) {
-        let hits = match shared.workspace.open_file(&scope) {
-            Ok((file, _)) => {
-                search_one(&mut searcher(context), &matcher, &scope.as_string(), &file, max_results)
-            }
+        let file = match shared.workspace.open_file(&scope) {
+            Ok((file, _)) => file,
             Err(error) => return refuse(error),
         };
-        return render(shared, vec![hits], false, None);
+        let one = Scan { matcher: &matcher, halt: &halt, on_match };
+        let hits = one.file(&mut searcher(context), &scope.as_string(), &file, max_results);
+        let note = halt.note(1);
+        return halt.mark(render(shared, vec![hits], false, note));
     }
     let glob = match args.glob.as_deref().map(|g| GlobBuilder::new(g).literal_separator(false).build()) {
         None => None,
@@ -125,16 +203,15 @@ fn search(shared: &Shared, args: &Args) -> ToolOutput {
         Some(Err(error)) => return ToolOutput::error(format!("invalid glob: {error}")),
     };
     let found = AtomicUsize::new(0);
-    let timed_out = AtomicBool::new(false);
+    let searched = AtomicUsize::new(0);
     let hits: Mutex<Vec<FileHits>> = Mutex::default();
-    let started = Instant::now();
+    let scan = Scan { matcher: &matcher, halt: &halt, on_match };
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_THREADS);
     let make_visitor = || -> Box<dyn FnMut(&WalkEntry<'_>) -> Flow + Send + '_> {
         let mut searcher = searcher(context);
-        let (matcher, glob, found, timed_out, hits) = (&matcher, &glob, &found, &timed_out, &hits);
+        let (scan, glob, found, searched, hits) = (&scan, &glob, &found, &searched, &hits);
         Box::new(move |entry: &WalkEntry<'_>| {
-            if started.elapsed() > TIME_BUDGET {
-                timed_out.store(true, Ordering::Relaxed);
+            if scan.halt.halted() {
                 return Flow::Stop;
             }
             if entry.kind != EntryKind::File {
@@ -148,8 +225,9 @@ fn search(shared: &Shared, args: &Args) -> ToolOutput {
             }
             let Ok(file) = entry.open_file() else { return Flow::Continue };
             let remaining = max_results.saturating_sub(found.load(Ordering::Relaxed));
-            let file_hits = search_one(&mut searcher, matcher, entry.path, &file, remaining);
-            if file_hits.matches == 0 {
+            let file_hits = scan.file(&mut searcher, entry.path, &file, remaining);
+            searched.fetch_add(1, Ordering::Relaxed);
+            if file_hits.matches == 0 && file_hits.cut.count == 0 {
                 return Flow::Continue;
             }
             let total = found.fetch_add(file_hits.matches, Ordering::Relaxed) + file_hits.matches;
@@ -165,10 +243,8 @@ fn search(shared: &Shared, args: &Args) -> ToolOutput {
     let mut all = hits.into_inner().unwrap_or_default();
     all.sort_by(|a, b| a.path.cmp(&b.path));
     let truncated = found.load(Ordering::Relaxed) >= max_results;
-    let note = timed_out
-        .load(Ordering::Relaxed)
-        .then(|| format!("[search stopped after {} s]", TIME_BUDGET.as_secs()));
-    render(shared, all, truncated, note)
+    let note = halt.note(searched.load(Ordering::Relaxed));
+    halt.mark(render(shared, all, truncated, note))
 }
 
 /// A searcher per worker: building one allocates and zeroes its buffer.
@@ -181,22 +257,34 @@ fn searcher(context: usize) -> Searcher {
         .build()
 }
 
-fn search_one(
-    searcher: &mut Searcher,
-    matcher: &RegexMatcher,
-    path: &str,
-    file: &std::fs::File,
-    max: usize,
-) -> FileHits {
-    let mut sink = Collect { hits: FileHits { path: path.to_owned(), lines: Vec::new(), matches: 0 }, max };
-    // A read error ends this file's search; what was found stays.
-    let _ = searcher.search_file(matcher, file, &mut sink);
-    sink.hits
+/// What every file of one search is searched with.
+struct Scan<'s> {
+    matcher: &'s RegexMatcher,
+    halt: &'s Halt<'s>,
+    on_match: &'s (dyn Fn() + Sync),
 }
 
-struct Collect {
+impl Scan<'_> {
+    /// Searches one file, its lines cut at `MAX_LINE_BYTES`, for at most
+    /// `max` matches.
+    fn file(&self, searcher: &mut Searcher, path: &str, file: &std::fs::File, max: usize) -> FileHits {
+        let hits =
+            FileHits { path: path.to_owned(), lines: Vec::new(), matches: 0, cut: CutLines::default() };
+        let mut sink = Collect { hits, max, halt: self.halt, on_match: self.on_match };
+        let halted = || self.halt.halted();
+        let mut reader = LineCap::new(file, &halted);
+        // A read error ends this file's search; what was found stays.
+        let _ = searcher.search_reader(self.matcher, &mut reader, &mut sink);
+        sink.hits.cut = reader.cut();
+        sink.hits
+    }
+}
+
+struct Collect<'s> {
     hits: FileHits,
     max: usize,
+    halt: &'s Halt<'s>,
+    on_match: &'s (dyn Fn() + Sync),
 }
 
 fn line_text(bytes: &[u8]) -> String {
@@ -209,17 +297,18 @@ fn line_text(bytes: &[u8]) -> String {
     }
 }
 
-impl Sink for Collect {
+impl Sink for Collect<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _searcher: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
         if self.hits.matches >= self.max {
             return Ok(false);
         }
+        (self.on_match)();
         let number = found.line_number().unwrap_or_default();
         self.hits.lines.push(format!("{}:{number}:{}", self.hits.path, line_text(found.bytes())));
         self.hits.matches += 1;
-        Ok(self.hits.matches < self.max)
+        Ok(self.hits.matches < self.max && !self.halt.halted())
     }
 
     fn context(&mut self, _searcher: &Searcher, context: &SinkContext<'_>) -> Result<bool, io::Error> {
@@ -248,6 +337,17 @@ fn render(shared: &Shared, hits: Vec<FileHits>, truncated: bool, note: Option<St
         text.push_str("no matches");
     } else {
         text.push_str(&format!("[{total} matches in {files} files]"));
+    }
+    let cut: Vec<&FileHits> = hits.iter().filter(|h| h.cut.count > 0).collect();
+    if let Some(first) = cut.first() {
+        let lines: usize = cut.iter().map(|h| h.cut.count).sum();
+        text.push_str(&format!(
+            "\n[{lines} lines longer than {MAX_LINE_BYTES} bytes were searched only in their first {MAX_LINE_BYTES} \
+             bytes (line truncated), in {} files; first: {}:{}]",
+            cut.len(),
+            first.path,
+            first.cut.first
+        ));
     }
     if truncated {
         text.push_str(&format!(

@@ -6,7 +6,7 @@ use rustix::fs::FileType;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, parse_args, refuse};
+use crate::common::{Context, Shared, blocking, parse_args, refuse, stale};
 use crate::workspace::{Precondition, RelPath, WorkspaceError};
 
 #[derive(Deserialize)]
@@ -70,31 +70,41 @@ impl Tool for WriteFileTool {
 }
 
 fn write(shared: &Shared, args: &Args) -> ToolOutput {
-    let result = RelPath::parse(&args.path).and_then(|path| {
-        let precondition = match shared.workspace.kind(&path)? {
-            None => Precondition::Absent,
-            Some(FileType::RegularFile) => match shared.ledger.get(&path) {
-                Some(identity) => Precondition::Unchanged(identity),
-                None => return Err(WorkspaceError::NotRead { path: path.to_string() }),
-            },
-            Some(FileType::Directory) => {
-                return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "directory" });
-            }
-            Some(FileType::Symlink) => {
-                return Err(WorkspaceError::Symlink { path: path.to_string(), at: path.to_string() });
-            }
-            Some(_) => return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "special file" }),
-        };
-        let report = shared.workspace.write_atomic(&path, args.content.as_bytes(), &precondition)?;
-        shared.ledger.record(&path, report.identity.clone());
-        Ok((path, report.created))
-    });
-    match result {
-        Ok((path, created)) => {
+    let path = match RelPath::parse(&args.path) {
+        Ok(path) => path,
+        Err(error) => return refuse(error),
+    };
+    // Held from the look at what is there through the swap and the ledger
+    // update, so no other call of this workspace changes it in between.
+    let _lock = shared.workspace.lock_paths([&path]);
+    match replace(shared, &path, &args.content) {
+        Ok(created) => {
             let verb = if created { "created" } else { "replaced" };
             let lines = args.content.lines().count();
             ToolOutput::text(format!("{verb} `{path}` ({} bytes, {lines} lines)", args.content.len()))
         }
+        Err(WorkspaceError::Changed { .. }) => stale(shared, &path),
         Err(error) => refuse(error),
     }
+}
+
+/// Creates or replaces `path`; says whether it created it.
+fn replace(shared: &Shared, path: &RelPath, content: &str) -> Result<bool, WorkspaceError> {
+    let precondition = match shared.workspace.kind(path)? {
+        None => Precondition::Absent,
+        Some(FileType::RegularFile) => match shared.ledger.get(path) {
+            Some(identity) => Precondition::Unchanged(identity),
+            None => return Err(WorkspaceError::NotRead { path: path.to_string() }),
+        },
+        Some(FileType::Directory) => {
+            return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "directory" });
+        }
+        Some(FileType::Symlink) => {
+            return Err(WorkspaceError::Symlink { path: path.to_string(), at: path.to_string() });
+        }
+        Some(_) => return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "special file" }),
+    };
+    let report = shared.workspace.write_atomic(path, content.as_bytes(), &precondition)?;
+    shared.ledger.record(path, report.identity.clone());
+    Ok(report.created)
 }

@@ -109,22 +109,24 @@ async fn invariant_17_a_file_changed_in_place_after_the_read_is_not_replaced() {
     let fx = Fixture::new();
     let path = fx.root().join("f.txt");
     fs::write(&path, "original\n").unwrap();
-    fx.ok("read_file", json!({"path": "f.txt"})).await;
-    // Someone else edits the file in place (same inode, new content).
-    fs::write(&path, "changed by someone else\n").unwrap();
     for (name, arguments) in [
         ("write_file", json!({"path": "f.txt", "content": "mine\n"})),
         ("edit_file", json!({"path": "f.txt", "old_text": "someone", "new_text": "me"})),
     ] {
+        fx.ok("read_file", json!({"path": "f.txt"})).await;
+        // Someone else edits the file in place (same inode, new content).
+        let theirs = format!("changed by someone else before {name}\n");
+        fs::write(&path, &theirs).unwrap();
         let refused = fx.err(name, arguments).await;
         assert!(refused.contains("changed since it was read"), "{name}: {refused}");
-        assert_eq!(fs::read_to_string(&path).unwrap(), "changed by someone else\n", "{name}");
+        // The refusal shows the file's new state, so the model can redo it.
+        assert!(refused.contains(&format!("     1\t{}", theirs.trim_end())), "{name}: {refused}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), theirs, "{name}");
     }
     fx.assert_no_temp_files();
-    // After reading again, the replace goes through.
-    fx.ok("read_file", json!({"path": "f.txt"})).await;
-    fx.ok("write_file", json!({"path": "f.txt", "content": "mine\n"})).await;
-    assert_eq!(fs::read_to_string(&path).unwrap(), "mine\n");
+    // The refusal showed the current content, so a retry against it goes through.
+    fx.ok("edit_file", json!({"path": "f.txt", "old_text": "someone else", "new_text": "me"})).await;
+    assert_eq!(fs::read_to_string(&path).unwrap(), "changed by me before edit_file\n");
 }
 
 #[tokio::test]

@@ -2,6 +2,12 @@
 //! sibling, synced, renamed over the target, and the directory is synced.
 //! Replacing or deleting a file first checks it is still the file that was
 //! read (same inode, same content), right up to the swap.
+//!
+//! The check and the rename are separate system calls. The tools close that
+//! window against each other by holding the path's lock (`lock.rs`) from
+//! their read through the swap; a process outside bosun that writes between
+//! the last check and the rename is not held off (only an OS lock every
+//! writer honours could), but any change before the last check is refused.
 
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};

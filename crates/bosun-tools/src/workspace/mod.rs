@@ -12,6 +12,7 @@
 //! Everything here is blocking; tools call it from `spawn_blocking`.
 
 mod atomic;
+mod lock;
 pub mod path;
 mod walk;
 
@@ -166,9 +167,12 @@ struct Inner {
     identity: WorkspaceIdentity,
     /// Cleared the first time the kernel says it has no `openat2`.
     openat2: AtomicBool,
+    /// Paths being changed, shared by every clone (see `lock.rs`).
+    locks: lock::PathLocks,
 }
 
-/// An open workspace root. Cheap to clone; clones share the handle.
+/// An open workspace root. Cheap to clone; clones share the handle and the
+/// per-path locks the writing tools hold.
 #[derive(Clone)]
 pub struct Workspace {
     inner: Arc<Inner>,
@@ -201,7 +205,9 @@ impl Workspace {
             .map_err(|e| root_error(e.into()))?;
         let stat = rustix::fs::fstat(&fd).map_err(|e| root_error(e.into()))?;
         let identity = WorkspaceIdentity::new(path.display().to_string(), stat.st_dev, stat.st_ino);
-        Ok(Self { inner: Arc::new(Inner { root: fd, path, identity, openat2: AtomicBool::new(true) }) })
+        let inner =
+            Inner { root: fd, path, identity, openat2: AtomicBool::new(true), locks: Default::default() };
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     /// Canonical path and device/inode of the root, for the authority snapshot.
