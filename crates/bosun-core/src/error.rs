@@ -62,7 +62,8 @@ pub enum BuildError {
 pub enum Disposition {
     /// No tool could have had an effect: history is as before the turn.
     RolledBack,
-    /// Tools may have had effects: every committed batch stays, complete.
+    /// The turn's committed messages stay in history, each batch complete:
+    /// tools may have had effects, or the journal already holds them.
     Checkpointed,
 }
 
@@ -111,6 +112,11 @@ pub enum TurnErrorKind {
     /// The journal failed.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// An earlier record could not be written, so the session refuses every
+    /// further turn: the journal no longer follows it. Build a new session
+    /// from the journal with `SessionBuilder::resume`.
+    #[error("the session's journal failed earlier ({0}); resume the session from its journal to go on")]
+    JournalLost(JournalError),
     /// The turn was cancelled.
     #[error("cancelled")]
     Cancelled,
@@ -132,7 +138,7 @@ impl TurnErrorKind {
             }
             Self::RoundLimit(_) => "limit",
             Self::Sink(_) => "sink",
-            Self::Journal(_) => "journal",
+            Self::Journal(_) | Self::JournalLost(_) => "journal",
             Self::Cancelled => "cancelled",
             Self::NotUserInput(_) => "input",
             Self::Capability(_) => "capability",

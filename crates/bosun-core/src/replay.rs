@@ -4,9 +4,12 @@
 //! open (the process died) is closed here: a batch whose calls started gets a
 //! result for every call, "interrupted: outcome unknown, not re-run" for one
 //! that started and never finished, so nothing is silently repeated; a turn
-//! with no possible effect leaves no trace in history. The records that close
-//! it are returned so the caller journals them, and the next replay sees a
-//! closed turn.
+//! with no possible effect leaves no trace in history, but its prompt is kept
+//! (invariant 21). The records that close it are returned so the caller
+//! journals them, and the next replay sees a closed turn.
+//!
+//! The same `Ledger` is the live session's: it checks and applies every
+//! record the turn loop writes, so live and replayed history agree.
 
 use std::collections::{HashMap, HashSet};
 
@@ -34,8 +37,9 @@ pub struct Replayed {
     pub turns: u64,
     /// Records that close a turn found open; journal them before going on.
     pub recovery: Vec<JournalRecord>,
-    /// The prompt of an interrupted turn that left no trace in history, so a
-    /// front end can offer to send it again.
+    /// The prompt of the last turn when it left no trace in history (rolled
+    /// back, or interrupted before any commit), so a front end can offer to
+    /// send it again (invariant 21).
     pub interrupted_prompt: Option<Message>,
 }
 
@@ -59,6 +63,21 @@ pub enum ReplayError {
     Malformed(#[from] HistoryError),
 }
 
+/// The state replay builds from records, kept by a live session too: the
+/// one place where a record changes history. A live session checks a record
+/// here, writes it, then applies it; replay checks and applies each stored
+/// record. Both therefore hold the same history for the same records.
+///
+/// The user message of an open turn is in `messages` from `turn_started`
+/// on; a turn that ends leaving no trace takes it out again.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    open: Option<OpenTurn>,
+    turns: u64,
+    interrupted_prompt: Option<Message>,
+}
+
+#[derive(Debug)]
 struct OpenBatch {
     assistant: Message,
     calls: Vec<(CallId, String)>,
@@ -66,110 +85,107 @@ struct OpenBatch {
     finished: HashMap<CallId, Message>,
 }
 
+#[derive(Debug)]
 struct OpenTurn {
     turn: u64,
     user: Message,
-    user_committed: bool,
-    /// Length of history when the turn began, for a roll back.
+    /// Whether a commit of this turn entered history.
+    committed: bool,
+    /// Length of history before the user message, for a roll back.
     entry: usize,
     /// Whether any call of the turn started; a turn that acted cannot roll back.
     acted: bool,
     batch: Option<OpenBatch>,
 }
 
-/// Replays records strictly.
-pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
-    let Some(JournalRecord::SessionStarted { authority, system }) = records.first() else {
-        return Err(ReplayError::NoSessionStart);
-    };
-    let mut messages = Vec::new();
-    let mut open: Option<OpenTurn> = None;
-    let mut turns = 0;
-    let mut interrupted_prompt = None;
-    for (index, record) in records.iter().enumerate().skip(1) {
-        let bad = |problem: String| ReplayError::OutOfOrder { index, problem };
+impl Ledger {
+    /// A ledger with no open turn, after `turns` turns.
+    pub(crate) fn closed(turns: u64, interrupted_prompt: Option<Message>) -> Self {
+        Self { open: None, turns, interrupted_prompt }
+    }
+
+    /// Turns started so far.
+    pub(crate) fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    /// The prompt of the latest turn if it ended leaving no trace in history.
+    pub(crate) fn interrupted_prompt(&self) -> Option<&Message> {
+        self.interrupted_prompt.as_ref()
+    }
+
+    /// Whether a turn is open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Whether a call of the open turn has started.
+    pub(crate) fn acted(&self) -> bool {
+        self.open.as_ref().is_some_and(|t| t.acted)
+    }
+
+    /// Whether `record` may come next; changes nothing.
+    pub(crate) fn check(&self, record: &JournalRecord) -> Result<(), String> {
         match record {
-            JournalRecord::SessionStarted { .. } => return Err(bad("a second session_started".into())),
+            JournalRecord::SessionStarted { .. } => Err("a second session_started".into()),
             JournalRecord::TurnStarted { turn, message } => {
-                if let Some(current) = &open {
-                    return Err(bad(format!("turn {turn} started while turn {} was open", current.turn)));
+                if let Some(current) = &self.open {
+                    return Err(format!("turn {turn} started while turn {} was open", current.turn));
                 }
-                if *turn != turns + 1 {
-                    return Err(bad(format!("turn {turn} follows turn {turns}")));
+                if *turn != self.turns + 1 {
+                    return Err(format!("turn {turn} follows turn {}", self.turns));
                 }
                 if !matches!(message, Message::User { .. }) {
-                    return Err(bad("a turn must start with a user message".into()));
+                    return Err("a turn must start with a user message".into());
                 }
-                turns = *turn;
-                interrupted_prompt = None;
-                open = Some(OpenTurn {
-                    turn: *turn,
-                    user: message.clone(),
-                    user_committed: false,
-                    entry: messages.len(),
-                    acted: false,
-                    batch: None,
-                });
+                Ok(())
             }
             JournalRecord::BatchStarted { turn, assistant } => {
-                let current = open_turn(&mut open, *turn).map_err(&bad)?;
-                if current.batch.is_some() {
-                    return Err(bad("a batch started while another was open".into()));
+                if open_turn(self.open.as_ref(), *turn)?.batch.is_some() {
+                    return Err("a batch started while another was open".into());
                 }
-                let calls: Vec<_> = assistant.tool_calls().map(|c| (c.id, c.name.to_owned())).collect();
-                if calls.is_empty() {
-                    return Err(bad("a batch without tool calls".into()));
+                if assistant.tool_calls().next().is_none() {
+                    return Err("a batch without tool calls".into());
                 }
-                current.batch = Some(OpenBatch {
-                    assistant: assistant.clone(),
-                    calls,
-                    started: HashSet::new(),
-                    finished: HashMap::new(),
-                });
+                Ok(())
             }
             JournalRecord::InvocationStarted { call_id } => {
-                let batch = open_batch(&mut open).map_err(&bad)?;
-                if !batch.calls.iter().any(|(id, _)| id == call_id) || !batch.started.insert(*call_id) {
-                    return Err(bad(format!("invocation {call_id} is not a fresh call of the open batch")));
+                let batch = open_batch(self.open.as_ref())?;
+                if !batch.calls.iter().any(|(id, _)| id == call_id) || batch.started.contains(call_id) {
+                    return Err(format!("invocation {call_id} is not a fresh call of the open batch"));
                 }
-                if let Some(current) = open.as_mut() {
-                    current.acted = true;
-                }
+                Ok(())
             }
             JournalRecord::InvocationFinished { call_id, result } => {
-                let batch = open_batch(&mut open).map_err(&bad)?;
+                let batch = open_batch(self.open.as_ref())?;
                 let answers = matches!(result, Message::ToolResult { call_id: id, .. } if id == call_id);
                 if !batch.started.contains(call_id) || batch.finished.contains_key(call_id) || !answers {
-                    return Err(bad(format!("invocation {call_id} finished without a matching start")));
+                    return Err(format!("invocation {call_id} finished without a matching start"));
                 }
-                batch.finished.insert(*call_id, result.clone());
+                Ok(())
             }
             JournalRecord::Committed { turn, messages: committed } => {
-                let current = open_turn(&mut open, *turn).map_err(&bad)?;
+                let current = open_turn(self.open.as_ref(), *turn)?;
                 let Some(first @ Message::Assistant { .. }) = committed.first() else {
-                    return Err(bad("a commit must begin with an assistant message".into()));
+                    return Err("a commit must begin with an assistant message".into());
                 };
-                if let Some(batch) = current.batch.take()
+                if let Some(batch) = &current.batch
                     && &batch.assistant != first
                 {
-                    return Err(bad("the commit does not match the open batch".into()));
+                    return Err("the commit does not match the open batch".into());
                 }
-                validate_history(committed).map_err(|e| bad(format!("the commit is malformed: {e}")))?;
+                validate_history(committed).map_err(|e| format!("the commit is malformed: {e}"))?;
                 if committed.len() != 1 + first.tool_calls().count() {
-                    return Err(bad("a commit holds exactly one assistant message and its results".into()));
+                    return Err("a commit holds exactly one assistant message and its results".into());
                 }
-                if !current.user_committed {
-                    messages.push(current.user.clone());
-                    current.user_committed = true;
-                }
-                messages.extend(committed.iter().cloned());
+                Ok(())
             }
             JournalRecord::TurnEnded { turn, outcome } => {
-                let current = open_turn(&mut open, *turn).map_err(&bad)?;
+                let current = open_turn(self.open.as_ref(), *turn)?;
                 let batch_ran = current.batch.as_ref().is_some_and(|b| !b.started.is_empty());
                 let fits = match outcome {
                     TurnRecordOutcome::Completed | TurnRecordOutcome::Checkpointed => {
-                        current.user_committed && !batch_ran
+                        current.committed && !batch_ran
                     }
                     // A turn in which no call started leaves no trace, even
                     // if a batch of refused calls was committed on the way.
@@ -177,21 +193,83 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
                     TurnRecordOutcome::Interrupted => !batch_ran,
                 };
                 if !fits {
-                    return Err(bad(format!("turn {turn} cannot end as {outcome:?} from its records")));
+                    return Err(format!("turn {turn} cannot end as {outcome:?} from its records"));
                 }
-                if *outcome == TurnRecordOutcome::RolledBack {
-                    messages.truncate(current.entry);
-                } else if !current.user_committed && *outcome == TurnRecordOutcome::Interrupted {
-                    interrupted_prompt = Some(current.user.clone());
-                }
-                open = None;
+                Ok(())
             }
         }
     }
-    let mut recovery = Vec::new();
-    if let Some(current) = open {
-        let mut user_committed = current.user_committed;
-        if let Some(batch) = current.batch.filter(|b| !b.started.is_empty()) {
+
+    /// Applies a record [`Ledger::check`] accepted to `messages`.
+    pub(crate) fn apply(&mut self, messages: &mut Vec<Message>, record: JournalRecord) {
+        match record {
+            JournalRecord::SessionStarted { .. } => {}
+            JournalRecord::TurnStarted { turn, message } => {
+                self.turns = turn;
+                self.interrupted_prompt = None;
+                let entry = messages.len();
+                messages.push(message.clone());
+                self.open = Some(OpenTurn {
+                    turn,
+                    user: message,
+                    committed: false,
+                    entry,
+                    acted: false,
+                    batch: None,
+                });
+            }
+            JournalRecord::BatchStarted { assistant, .. } => {
+                if let Some(current) = self.open.as_mut() {
+                    let calls = assistant.tool_calls().map(|c| (c.id, c.name.to_owned())).collect();
+                    current.batch = Some(OpenBatch {
+                        assistant,
+                        calls,
+                        started: HashSet::new(),
+                        finished: HashMap::new(),
+                    });
+                }
+            }
+            JournalRecord::InvocationStarted { call_id } => {
+                if let Some(current) = self.open.as_mut()
+                    && let Some(batch) = current.batch.as_mut()
+                {
+                    batch.started.insert(call_id);
+                    current.acted = true;
+                }
+            }
+            JournalRecord::InvocationFinished { call_id, result } => {
+                if let Some(batch) = self.open.as_mut().and_then(|t| t.batch.as_mut()) {
+                    batch.finished.insert(call_id, result);
+                }
+            }
+            JournalRecord::Committed { messages: committed, .. } => {
+                if let Some(current) = self.open.as_mut() {
+                    current.batch = None;
+                    current.committed = true;
+                    messages.extend(committed);
+                }
+            }
+            JournalRecord::TurnEnded { outcome, .. } => {
+                if let Some(current) = self.open.take()
+                    && (outcome == TurnRecordOutcome::RolledBack || !current.committed)
+                {
+                    // Invariant 21: the turn leaves history, its prompt stays.
+                    messages.truncate(current.entry);
+                    self.interrupted_prompt = Some(current.user);
+                }
+            }
+        }
+    }
+
+    /// Closes a turn left open the way a resume does: a batch whose calls
+    /// started is committed with a result for every call (interrupted, or not
+    /// started), then the turn ends as interrupted. Returns the records that
+    /// did it, applied here already.
+    pub(crate) fn close_open(&mut self, messages: &mut Vec<Message>) -> Vec<JournalRecord> {
+        let Some(current) = self.open.as_ref() else { return Vec::new() };
+        let turn = current.turn;
+        let mut recovery = Vec::new();
+        if let Some(batch) = current.batch.as_ref().filter(|b| !b.started.is_empty()) {
             let mut committed = vec![batch.assistant.clone()];
             for (id, name) in &batch.calls {
                 committed.push(match batch.finished.get(id) {
@@ -202,40 +280,47 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
                     None => Message::tool_result(*id, name, NOT_STARTED_RESULT, true),
                 });
             }
-            if !user_committed {
-                messages.push(current.user.clone());
-                user_committed = true;
-            }
-            messages.extend(committed.iter().cloned());
-            recovery.push(JournalRecord::Committed { turn: current.turn, messages: committed });
+            recovery.push(JournalRecord::Committed { turn, messages: committed });
         }
-        if !user_committed {
-            interrupted_prompt = Some(current.user);
+        recovery.push(JournalRecord::TurnEnded { turn, outcome: TurnRecordOutcome::Interrupted });
+        for record in &recovery {
+            self.apply(messages, record.clone());
         }
         recovery
-            .push(JournalRecord::TurnEnded { turn: current.turn, outcome: TurnRecordOutcome::Interrupted });
     }
+}
+
+/// Replays records strictly.
+pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
+    let Some(JournalRecord::SessionStarted { authority, system }) = records.first() else {
+        return Err(ReplayError::NoSessionStart);
+    };
+    let mut messages = Vec::new();
+    let mut ledger = Ledger::default();
+    for (index, record) in records.iter().enumerate().skip(1) {
+        ledger.check(record).map_err(|problem| ReplayError::OutOfOrder { index, problem })?;
+        ledger.apply(&mut messages, record.clone());
+    }
+    let recovery = ledger.close_open(&mut messages);
     validate_history(&messages)?;
     Ok(Replayed {
         authority: authority.clone(),
         system: system.clone(),
         messages,
-        turns,
+        turns: ledger.turns,
         recovery,
-        interrupted_prompt,
+        interrupted_prompt: ledger.interrupted_prompt,
     })
 }
 
-fn open_turn(open: &mut Option<OpenTurn>, turn: u64) -> Result<&mut OpenTurn, String> {
-    let current = open.as_mut().ok_or_else(|| format!("record for turn {turn} outside any open turn"))?;
+fn open_turn(open: Option<&OpenTurn>, turn: u64) -> Result<&OpenTurn, String> {
+    let current = open.ok_or_else(|| format!("record for turn {turn} outside any open turn"))?;
     if current.turn != turn {
         return Err(format!("record for turn {turn} while turn {} is open", current.turn));
     }
     Ok(current)
 }
 
-fn open_batch(open: &mut Option<OpenTurn>) -> Result<&mut OpenBatch, String> {
-    open.as_mut()
-        .and_then(|t| t.batch.as_mut())
-        .ok_or_else(|| "an invocation record outside an open batch".to_owned())
+fn open_batch(open: Option<&OpenTurn>) -> Result<&OpenBatch, String> {
+    open.and_then(|t| t.batch.as_ref()).ok_or_else(|| "an invocation record outside an open batch".to_owned())
 }

@@ -69,12 +69,10 @@ impl Session {
                 Err(stopped) => return BatchRun { results: None, stopped: Some(stopped) },
             }
         }
-        if gates.iter().any(|g| matches!(g, Gate::Run(_)))
-            && let Some(journal) = self.journal.as_mut()
-        {
+        if gates.iter().any(|g| matches!(g, Gate::Run(_))) {
             let record = JournalRecord::BatchStarted { turn: state.turn, assistant: assistant.clone() };
-            if let Err(error) = journal.append(&record).await {
-                return BatchRun { results: None, stopped: Some(error.into()) };
+            if let Err(stopped) = self.record(record).await {
+                return BatchRun { results: None, stopped: Some(stopped) };
             }
         }
         let mut results: Vec<Option<Message>> = Vec::with_capacity(calls.len());
@@ -247,7 +245,7 @@ impl Session {
         let mut running = FuturesUnordered::new();
         for (index, tool) in runnable {
             let call = &calls[index];
-            if let Err(stopped) = self.start_invocation(state, call, emitter).await {
+            if let Err(stopped) = self.start_invocation(call, emitter).await {
                 // Calls already started keep running to completion below.
                 return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
             }
@@ -313,7 +311,7 @@ impl Session {
                 return Some(state.cancelled(emitter));
             }
             let call = &calls[index];
-            if let Err(stopped) = self.start_invocation(state, call, emitter).await {
+            if let Err(stopped) = self.start_invocation(call, emitter).await {
                 return Some(stopped);
             }
             let context = self.context(state, call, &progress_tx);
@@ -351,14 +349,10 @@ impl Session {
     /// Journals that a call may act from now on, then announces it.
     async fn start_invocation(
         &mut self,
-        state: &mut TurnState,
         call: &Call,
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        if let Some(journal) = self.journal.as_mut() {
-            journal.append(&JournalRecord::InvocationStarted { call_id: call.id }).await?;
-        }
-        state.effect = true;
+        self.record(JournalRecord::InvocationStarted { call_id: call.id }).await?;
         let _ = emitter.emit(Event::ToolStart { call_id: call.id, name: call.name.clone() });
         Ok(())
     }
@@ -373,15 +367,11 @@ impl Session {
     ) -> Result<(), TurnErrorKind> {
         let result = self.result_message(call, output);
         end_event(emitter, &result);
-        let journaled = match self.journal.as_mut() {
-            Some(journal) => {
-                let record = JournalRecord::InvocationFinished { call_id: call.id, result: result.clone() };
-                journal.append(&record).await
-            }
-            None => Ok(()),
-        };
+        let recorded =
+            self.record(JournalRecord::InvocationFinished { call_id: call.id, result: result.clone() });
+        let recorded = recorded.await;
         results[index] = Some(result);
-        journaled.map_err(Into::into)
+        recorded
     }
 
     /// The tool policy's output bound: the middle of over-long text is cut.

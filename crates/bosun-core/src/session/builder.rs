@@ -15,7 +15,7 @@ use crate::limits::Limits;
 use crate::message::Message;
 use crate::model::{GenerationOptions, Model, Support, Thinking};
 use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
-use crate::replay::replay;
+use crate::replay::{Ledger, replay};
 use crate::schema::CompiledSchema;
 use crate::session::ids::CallIdRegistry;
 use crate::session::{ResolvedTool, Session, ToolExecution, ToolSet};
@@ -276,7 +276,7 @@ impl SessionBuilder {
             };
             journal.append(&record).await?;
         }
-        Ok(self.into_session(resolved, system, history, 0))
+        Ok(self.into_session(resolved, system, history, Ledger::default()))
     }
 
     /// Resumes the session recorded in `journal`: replays it strictly, checks
@@ -300,9 +300,8 @@ impl SessionBuilder {
             journal.append(record).await?;
         }
         self.journal = Some(Box::new(journal));
-        let mut session = self.into_session(resolved, replayed.system, replayed.messages, replayed.turns);
-        session.interrupted_prompt = replayed.interrupted_prompt;
-        Ok(session)
+        let ledger = Ledger::closed(replayed.turns, replayed.interrupted_prompt);
+        Ok(self.into_session(resolved, replayed.system, replayed.messages, ledger))
     }
 
     fn into_session(
@@ -310,7 +309,7 @@ impl SessionBuilder {
         resolved: Resolved,
         system: Option<String>,
         history: Vec<Message>,
-        turns: u64,
+        ledger: Ledger,
     ) -> Session {
         let call_ids = CallIdRegistry::with_used(call_ids(&history));
         let mut session = Session {
@@ -332,8 +331,8 @@ impl SessionBuilder {
             journal: self.journal,
             authority: resolved.snapshot,
             call_ids,
-            turns,
-            interrupted_prompt: None,
+            ledger,
+            journal_lost: None,
         };
         session.refresh_advertised();
         session

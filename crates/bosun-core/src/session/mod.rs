@@ -18,11 +18,12 @@ pub use builder::SessionBuilder;
 
 use crate::authority::AuthoritySnapshot;
 use crate::error::BuildError;
-use crate::journal::Journal;
+use crate::journal::{Journal, JournalError};
 use crate::limits::Limits;
 use crate::message::{CallId, ContentPart, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model};
 use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
+use crate::replay::Ledger;
 use crate::schema::CompiledSchema;
 use crate::tool::{CancellationPolicy, Tool, ToolCategory, ToolDefinition};
 
@@ -77,14 +78,18 @@ pub struct Session {
     pub(crate) journal: Option<Box<dyn Journal>>,
     pub(crate) authority: AuthoritySnapshot,
     pub(crate) call_ids: ids::CallIdRegistry,
-    pub(crate) turns: u64,
-    pub(crate) interrupted_prompt: Option<Message>,
+    /// Turns, the open turn and the interrupted prompt, as replay keeps them:
+    /// every record the turn loop writes is applied here (`Session::record`).
+    pub(crate) ledger: Ledger,
+    /// Set when a record could not be written: the journal no longer follows
+    /// the session, which then refuses every further turn.
+    pub(crate) journal_lost: Option<JournalError>,
 }
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("turns", &self.turns)
+            .field("turns", &self.ledger.turns())
             .field("messages", &self.history.len())
             .field("active", &self.active)
             .field("mode", &self.mode)
@@ -193,13 +198,23 @@ impl Session {
 
     /// Turns started so far (including rolled-back ones).
     pub fn turns(&self) -> u64 {
-        self.turns
+        self.ledger.turns()
     }
 
-    /// The prompt of a turn that a crash interrupted before it left any
-    /// trace, found on resume.
+    /// The prompt of the last turn when it left no trace in history: it
+    /// rolled back (invariant 12) or a crash interrupted it before any
+    /// commit. Kept live and on resume, so it can be sent again (invariant
+    /// 21); the next turn clears it.
     pub fn interrupted_prompt(&self) -> Option<&Message> {
-        self.interrupted_prompt.as_ref()
+        self.ledger.interrupted_prompt()
+    }
+
+    /// The journal failure that stopped this session, if one did. Such a
+    /// session refuses every further turn
+    /// ([`TurnErrorKind::JournalLost`](crate::TurnErrorKind::JournalLost));
+    /// resume it from its journal.
+    pub fn journal_failure(&self) -> Option<&JournalError> {
+        self.journal_lost.as_ref()
     }
 
     /// The permission mode.

@@ -2,6 +2,12 @@
 //! batch (run through `batch.rs`, commit, next round). A failure rolls the
 //! turn back when no tool could have acted, and otherwise keeps the latest
 //! complete checkpoint (invariants 2, 3, 11–14).
+//!
+//! [`Session::record`] is the one place the turn loop writes the journal:
+//! write first, then apply the record to history with the ledger replay uses
+//! (invariant 15). A record that cannot be written loses the journal: the
+//! turn ends as a resume of the durable records would end it, and the session
+//! refuses further turns until it is resumed from its journal.
 
 use std::borrow::Cow;
 
@@ -11,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Session, TurnOptions, TurnOutcome, UserInput};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
-use crate::journal::{JournalRecord, TurnRecordOutcome};
+use crate::journal::{JournalError, JournalRecord, TurnRecordOutcome};
 use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
     GenerationOptions, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart, Support, Thinking,
@@ -47,9 +53,6 @@ pub(crate) struct TurnState {
     pub(crate) turn: u64,
     pub(crate) entry: usize,
     pub(crate) ids_mark: usize,
-    /// Set once any tool invocation has started: from then on a failure keeps
-    /// a checkpoint instead of rolling back.
-    pub(crate) effect: bool,
     pub(crate) usage: Usage,
     /// Fires on caller cancellation and on sink failure.
     pub(crate) cancel: CancellationToken,
@@ -95,16 +98,18 @@ impl Session {
         sink: &mut dyn EventSink,
     ) -> Result<TurnOutcome, TurnError> {
         let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
+        if let Some(lost) = &self.journal_lost {
+            return Err(rolled_back(TurnErrorKind::JournalLost(lost.clone())));
+        }
         let content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
         let generation = self.options.layered(&options.generation);
         self.check_turn_capabilities(&generation).map_err(rolled_back)?;
         let cancel = options.cancel.child_token();
         let mut emitter = Emitter { sink, cancel: cancel.clone(), failed: None };
         let mut state = TurnState {
-            turn: self.turns + 1,
+            turn: self.ledger.turns() + 1,
             entry: self.history.len(),
             ids_mark: self.call_ids.mark(),
-            effect: false,
             usage: Usage::default(),
             cancel,
             caller: options.cancel,
@@ -112,15 +117,14 @@ impl Session {
             answer_only: false,
             repeats: Vec::new(),
         };
+        // From here on every path emits `turn_end` (if the sink still works).
         emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
-        let user = Message::User { content };
-        if let Some(journal) = self.journal.as_mut() {
-            let record = JournalRecord::TurnStarted { turn: state.turn, message: user.clone() };
-            journal.append(&record).await.map_err(|e| rolled_back(e.into()))?;
-        }
-        self.turns = state.turn;
-        self.history.push(user);
-        match self.turn_rounds(&mut state, &generation, &mut emitter).await {
+        let record = JournalRecord::TurnStarted { turn: state.turn, message: Message::User { content } };
+        let rounds = match self.record(record).await {
+            Ok(()) => self.turn_rounds(&mut state, &generation, &mut emitter).await,
+            Err(kind) => Err(kind),
+        };
+        match rounds {
             Ok(outcome) => Ok(outcome),
             Err(kind) => Err(self.fail(&state, kind, &mut emitter).await),
         }
@@ -169,6 +173,11 @@ impl Session {
                 });
             }
             let batch = self.run_batch(state, &assistant, emitter).await;
+            if let Some(lost) = &self.journal_lost {
+                // Nothing more is written; `fail` closes the turn as the
+                // durable records end it.
+                return Err(batch.stopped.unwrap_or_else(|| TurnErrorKind::Journal(lost.clone())));
+            }
             match batch.results {
                 Some(results) => {
                     for call in assistant.tool_calls() {
@@ -308,49 +317,64 @@ impl Session {
         Message::Assistant { content, usage: response.usage, stop_reason: response.stop_reason }
     }
 
-    /// Journals messages, then adds them to history (invariant 11: one
-    /// complete batch at a time). The journal write is awaited, so it is
-    /// durable before the next model round (invariant 15).
-    async fn commit(&mut self, state: &TurnState, messages: Vec<Message>) -> Result<(), TurnErrorKind> {
-        let start = self.history.len();
-        self.history.extend(messages);
-        if let Some(journal) = self.journal.as_mut() {
-            let record =
-                JournalRecord::Committed { turn: state.turn, messages: self.history[start..].to_vec() };
-            journal.append(&record).await?;
+    /// The one writer of the turn's records. Checks `record` against the
+    /// ledger, writes it (awaited: durable before the loop goes on,
+    /// invariant 15), then applies it to history exactly as replay would.
+    /// A record that cannot be written is not applied and loses the journal.
+    pub(crate) async fn record(&mut self, record: JournalRecord) -> Result<(), TurnErrorKind> {
+        if let Some(lost) = &self.journal_lost {
+            return Err(TurnErrorKind::JournalLost(lost.clone()));
         }
+        let written = match self.ledger.check(&record) {
+            Err(problem) => Err(JournalError(format!("refused an out-of-order record: {problem}"))),
+            Ok(()) => match self.journal.as_mut() {
+                Some(journal) => journal.append(&record).await,
+                None => Ok(()),
+            },
+        };
+        if let Err(error) = written {
+            self.journal_lost = Some(error.clone());
+            return Err(error.into());
+        }
+        self.ledger.apply(&mut self.history, record);
         Ok(())
+    }
+
+    /// Commits messages (invariant 11: one complete batch at a time).
+    async fn commit(&mut self, state: &TurnState, messages: Vec<Message>) -> Result<(), TurnErrorKind> {
+        self.record(JournalRecord::Committed { turn: state.turn, messages }).await
     }
 
     async fn end_turn(&mut self, state: &TurnState, outcome: TurnRecordOutcome) -> Result<(), TurnErrorKind> {
-        if let Some(journal) = self.journal.as_mut() {
-            journal.append(&JournalRecord::TurnEnded { turn: state.turn, outcome }).await?;
-        }
-        Ok(())
+        self.record(JournalRecord::TurnEnded { turn: state.turn, outcome }).await
     }
 
     /// Ends a failed turn: roll back when no tool acted, else keep the
-    /// checkpoint (invariant 12). Reports the error if the sink still works.
+    /// checkpoint (invariant 12). With the journal lost, the turn ends as a
+    /// resume of the durable records will end it, so live history never
+    /// drops what the journal holds nor keeps what it lacks. Reports the
+    /// error if the sink still works.
     async fn fail(&mut self, state: &TurnState, kind: TurnErrorKind, emitter: &mut Emitter<'_>) -> TurnError {
-        let disposition = if state.effect {
+        if self.journal_lost.is_none() && self.ledger.is_open() {
+            let outcome = if self.ledger.acted() {
+                TurnRecordOutcome::Checkpointed
+            } else {
+                TurnRecordOutcome::RolledBack
+            };
+            if let Err(error) = self.end_turn(state, outcome).await {
+                tracing::warn!(%error, "could not journal the end of a failed turn");
+            }
+        }
+        if self.journal_lost.is_some() {
+            self.ledger.close_open(&mut self.history);
+        }
+        let disposition = if self.history.len() > state.entry {
             Disposition::Checkpointed
         } else {
-            self.history.truncate(state.entry);
             self.call_ids.rollback(state.ids_mark);
-            self.refresh_called();
             Disposition::RolledBack
         };
-        let record_outcome = match disposition {
-            Disposition::RolledBack => TurnRecordOutcome::RolledBack,
-            Disposition::Checkpointed => TurnRecordOutcome::Checkpointed,
-        };
-        // A journal already failing cannot record the end either; the
-        // replay closes such a turn as interrupted.
-        if !matches!(kind, TurnErrorKind::Journal(_))
-            && let Err(error) = self.end_turn(state, record_outcome).await
-        {
-            tracing::warn!(%error, "could not journal the end of a failed turn");
-        }
+        self.refresh_called();
         let outcome = match kind {
             TurnErrorKind::Cancelled | TurnErrorKind::Sink(_) => TurnOutcomeKind::Cancelled,
             _ => TurnOutcomeKind::Failed,
