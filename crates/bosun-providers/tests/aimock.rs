@@ -3,7 +3,12 @@
 //! fixture file. A multi-turn, tool-using session on each of the four APIs,
 //! and the server's fault modes: each ends in the classified error or a
 //! successful retry, never a panic or a hang.
+//!
+//! A missing aimock FAILS these tests, unless `BOSUN_SKIP_AIMOCK=1` says to
+//! skip (and `BOSUN_REQUIRE_PEERS` is unset).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -36,9 +41,12 @@ fn cli() -> Option<PathBuf> {
     if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
         panic!("aimock is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
     }
-    eprintln!(
-        "\n!!! SKIPPED: aimock is not installed ({}); run scripts/test to install it !!!\n",
-        path.display()
+    support::skip_or_fail(
+        "BOSUN_SKIP_AIMOCK",
+        &format!(
+            "aimock is not installed at {}: run `scripts/test` or `npm ci --prefix test-peers`",
+            path.display()
+        ),
     );
     None
 }
@@ -230,6 +238,50 @@ async fn a_stream_slower_than_the_watchdog_ends_in_a_network_error() {
         assert!(
             matches!(&error.kind, TurnErrorKind::Model(ModelError::Network(m)) if m.contains("stalled")),
             "{api:?}: {error}"
+        );
+    }
+}
+
+// ------------------------------------------------------------- no silent skips
+
+/// A missing aimock fails these tests, unless `BOSUN_SKIP_AIMOCK=1`: then
+/// they pass, saying they skipped; `BOSUN_REQUIRE_PEERS` (set by
+/// `scripts/test`) overrides the skip. (Each runs alone in a child of this
+/// binary, with `BOSUN_AIMOCK_CLI` pointing nowhere.)
+#[test]
+fn a_missing_aimock_fails_the_tests_unless_told_to_skip() {
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("cli.js");
+    let cli = ("BOSUN_AIMOCK_CLI", missing.as_os_str());
+    let skip = ("BOSUN_SKIP_AIMOCK", "1".as_ref());
+    for test in
+        ["a_multi_turn_tool_conversation_works_on_all_four_apis", "dropped_requests_end_in_a_server_error"]
+    {
+        let failed = support::run_alone(test, &[cli], &["BOSUN_SKIP_AIMOCK", "BOSUN_REQUIRE_PEERS"]);
+        assert!(!failed.status.success(), "{test} passed without aimock:\n{}", support::describe(&failed));
+        assert!(
+            String::from_utf8_lossy(&failed.stdout).contains("BOSUN_SKIP_AIMOCK=1"),
+            "{test}: the failure names the way to skip:\n{}",
+            support::describe(&failed)
+        );
+
+        let skipped = support::run_alone(test, &[cli, skip], &["BOSUN_REQUIRE_PEERS"]);
+        assert!(
+            skipped.status.success(),
+            "{test} failed though told to skip:\n{}",
+            support::describe(&skipped)
+        );
+        assert!(
+            support::said_skipped(&skipped, "BOSUN_SKIP_AIMOCK"),
+            "{test} skipped without saying so:\n{}",
+            support::describe(&skipped)
+        );
+
+        let required = support::run_alone(test, &[cli, skip, ("BOSUN_REQUIRE_PEERS", "1".as_ref())], &[]);
+        assert!(
+            !required.status.success(),
+            "{test} skipped though the peers are required:\n{}",
+            support::describe(&required)
         );
     }
 }

@@ -844,3 +844,17 @@ fn malformed_events_are_protocol_errors() {
         assert!(matches!(failure(&events), ModelError::Protocol(_)), "{events:?}");
     }
 }
+
+// ------------------------------------------------------------- no silent skips
+
+/// Without the recorded streams the tests that read them fail, unless
+/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
+/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
+#[test]
+fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
+    support::assert_fixture_tests_cannot_skip_silently(&[
+        "recorded_tool_use_stream_gives_the_readme_values",
+        "recorded_thinking_stream_gives_the_readme_values",
+        "a_stream_cut_after_a_delta_is_an_error_not_a_success",
+    ]);
+}

@@ -648,3 +648,19 @@ fn null_usage_is_ignored_and_groq_usage_is_read() {
     assert_eq!(response(&outcome).usage, Usage::new(12, 3));
     assert_eq!(response(&outcome).stop_reason, StopReason::Stop);
 }
+
+// ------------------------------------------------------------- no silent skips
+
+/// Without the recorded streams the tests that read them fail, unless
+/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
+/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
+#[test]
+fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
+    support::assert_fixture_tests_cannot_skip_silently(&[
+        "parallel_tool_calls_recording_through_the_transport",
+        "xai_reasoning_tool_call_recording_with_and_without_done",
+        "recordings_decode_the_same_without_http",
+        "an_in_stream_rate_limit_is_retried_by_the_transport",
+        "a_stream_cut_before_its_end_is_an_error",
+    ]);
+}

@@ -659,3 +659,16 @@ fn bad_json_and_other_stream_errors() {
     let items = decode(&[json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}})]);
     assert!(matches!(error(&items), ModelError::ContextOverflow(_)), "{items:?}");
 }
+
+// ------------------------------------------------------------- no silent skips
+
+/// Without the recorded streams the tests that read them fail, unless
+/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
+/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
+#[test]
+fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
+    support::assert_fixture_tests_cannot_skip_silently(&[
+        "the_recorded_function_call_keeps_its_signature_and_replays_it",
+        "a_stream_cut_before_its_finish_reason_is_an_error",
+    ]);
+}

@@ -713,3 +713,16 @@ async fn items_without_deltas_summary_parts_and_replayed_events_still_add_up() {
     );
     assert_eq!(response.stop_reason, StopReason::ToolUse);
 }
+
+// ------------------------------------------------------------- no silent skips
+
+/// Without the recorded streams the tests that read them fail, unless
+/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
+/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
+#[test]
+fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
+    support::assert_fixture_tests_cannot_skip_silently(&[
+        "the_recorded_tool_loop_decodes_exactly_and_replays_its_reasoning",
+        "a_stream_cut_before_its_end_is_an_error_not_a_response",
+    ]);
+}

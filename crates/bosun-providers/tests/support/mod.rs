@@ -1,9 +1,12 @@
 //! Test support shared by the provider tests: a real HTTP server on
 //! 127.0.0.1 that serves canned responses (split into chunks exactly as
 //! asked) and records requests, and loaders for the recorded provider
-//! streams in `../shared/fixtures/providers/`.
+//! streams in `../shared/fixtures/providers/` (`$BOSUN_FIXTURES/providers/`
+//! when set). A missing fixture folder FAILS the tests that need it, unless
+//! `BOSUN_SKIP_FIXTURES=1` says to skip.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -169,20 +172,52 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
     Some(Recorded { method, path, headers, body })
 }
 
-/// `../shared/fixtures/providers`, or `None` (with a loud message) when the
-/// folder is missing, so tests can skip instead of failing.
-pub fn fixtures_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/providers");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "\n!!! SKIPPED: the recorded provider streams are missing ({}); \
-             these conformance tests did not run !!!\n",
-            dir.display()
-        );
-        None
+/// Whether a test may skip for want of something: only when `variable` is
+/// `1`. Then it says so with one line starting `!!! SKIPPED (<variable>=1)`,
+/// written straight to stderr, past the test harness's capture, so that it
+/// shows in every run and `scripts/test` counts it (once per test); else it
+/// fails the test, naming `missing` and the way to skip.
+pub fn skip_or_fail(variable: &str, missing: &str) {
+    if std::env::var_os(variable).is_none_or(|value| value != "1") {
+        panic!("{missing} (set {variable}=1 to skip instead)");
     }
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.contains(&test) {
+        return;
+    }
+    said.push(test.clone());
+    // One write, so that the harness's own output cannot land inside it.
+    let line = format!("\n!!! SKIPPED ({variable}=1) {test}: {missing}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// The shared fixtures, `$BOSUN_FIXTURES` when set, else `../shared/fixtures`
+/// beside the workspace.
+pub fn fixtures_root() -> PathBuf {
+    std::env::var_os("BOSUN_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
+}
+
+/// The recorded provider streams, `providers/` in [`fixtures_root`]. When the
+/// folder is missing the test FAILS, unless `BOSUN_SKIP_FIXTURES=1`: then
+/// `None`, said loudly, and the test returns having tested nothing.
+pub fn fixtures_dir() -> Option<PathBuf> {
+    let dir = fixtures_root().join("providers");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    skip_or_fail(
+        "BOSUN_SKIP_FIXTURES",
+        &format!(
+            "the recorded provider streams are missing ({}): put the shared fixtures there or point \
+             BOSUN_FIXTURES at them",
+            dir.display()
+        ),
+    );
+    None
 }
 
 /// A recording as the bytes a server would send. Raw `.sse` files are
@@ -219,4 +254,70 @@ pub fn split_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     points.sort_unstable();
     points.dedup();
     points.windows(2).map(|w| bytes[w[0]..w[1]].to_vec()).collect()
+}
+
+/// Runs the test `name` of this test binary alone in a child process, with
+/// `set` added to its environment and `unset` removed from it: how the tests
+/// check that a missing peer or fixture fails a test unless skipping is
+/// asked for.
+pub fn run_alone(name: &str, set: &[(&str, &std::ffi::OsStr)], unset: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command.args(["--exact", name, "--test-threads=1"]).env_remove("RUST_TEST_THREADS");
+    for variable in unset {
+        command.env_remove(variable);
+    }
+    for (variable, value) in set {
+        command.env(variable, value);
+    }
+    command.output().unwrap()
+}
+
+/// A child's stdout and stderr, for assertion messages.
+pub fn describe(output: &std::process::Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Whether a child printed a line starting `!!! SKIPPED (<variable>=1)`.
+pub fn said_skipped(output: &std::process::Output, variable: &str) -> bool {
+    let prefix = format!("!!! SKIPPED ({variable}=1)");
+    String::from_utf8_lossy(&output.stderr).lines().any(|line| line.starts_with(&prefix))
+}
+
+/// Checks that each of `tests` (tests of this binary that read the recorded
+/// streams) FAILS when the fixtures are missing, and passes, saying
+/// `!!! SKIPPED (BOSUN_SKIP_FIXTURES=1)`, only when told to skip.
+pub fn assert_fixture_tests_cannot_skip_silently(tests: &[&str]) {
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("no-fixtures-here");
+    for test in tests {
+        let failed = run_alone(
+            test,
+            &[("BOSUN_FIXTURES", missing.as_os_str())],
+            &["BOSUN_SKIP_FIXTURES", "BOSUN_REQUIRE_PEERS"],
+        );
+        assert!(!failed.status.success(), "{test} passed without its fixtures:\n{}", describe(&failed));
+        assert!(
+            String::from_utf8_lossy(&failed.stdout).contains("BOSUN_SKIP_FIXTURES=1"),
+            "{test}: the failure names the way to skip:\n{}",
+            describe(&failed)
+        );
+        assert!(!said_skipped(&failed, "BOSUN_SKIP_FIXTURES"), "{test}:\n{}", describe(&failed));
+
+        let skipped = run_alone(
+            test,
+            &[("BOSUN_FIXTURES", missing.as_os_str()), ("BOSUN_SKIP_FIXTURES", "1".as_ref())],
+            &["BOSUN_REQUIRE_PEERS"],
+        );
+        assert!(skipped.status.success(), "{test} failed though told to skip:\n{}", describe(&skipped));
+        assert!(
+            said_skipped(&skipped, "BOSUN_SKIP_FIXTURES"),
+            "{test} skipped without saying so:\n{}",
+            describe(&skipped)
+        );
+    }
 }
