@@ -23,6 +23,17 @@ impl Limits {
     pub const HARD_MAX_ROUNDS: u32 = 1_000;
     /// Hard maximum tool timeout: 20 minutes, one long build or test run.
     pub const HARD_MAX_TOOL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+    /// How long past its timeout the session still waits for a call that
+    /// must finish once started ([`CancellationPolicy::FinishOnceStarted`]):
+    /// its token is cancelled at the timeout, and a tool that honours it has
+    /// this long to wind down. 30 s, enough for an atomic write to sync.
+    ///
+    /// [`CancellationPolicy::FinishOnceStarted`]: crate::CancellationPolicy::FinishOnceStarted
+    pub const TOOL_GRACE: Duration = Duration::from_secs(30);
+    /// Hard maximum of [`Limits::tool_ceiling`]: the hard maximum timeout
+    /// plus the grace.
+    pub const HARD_MAX_TOOL_CEILING: Duration =
+        Duration::from_secs(Self::HARD_MAX_TOOL_TIMEOUT.as_secs() + Self::TOOL_GRACE.as_secs());
     /// Hard maximum of [`Limits::tool_output_bytes`]: 1 MiB.
     pub const HARD_MAX_TOOL_OUTPUT: usize = 1 << 20;
 
@@ -48,6 +59,17 @@ impl Limits {
     /// The tool timeout as a duration.
     pub fn tool_timeout(&self) -> Duration {
         Duration::from_millis(self.tool_timeout_ms)
+    }
+
+    /// The longest the session waits for any call: the tool timeout plus
+    /// [`Limits::TOOL_GRACE`], at most [`Limits::HARD_MAX_TOOL_CEILING`].
+    /// A call still running then is given up: its future is dropped and its
+    /// result says it timed out and may have had an effect (it is journaled
+    /// and committed like any finished call, so history stays complete).
+    /// This is the one exception to waiting for started work (invariant 13):
+    /// a tool that ignores its token past the grace cannot hang the turn.
+    pub fn tool_ceiling(&self) -> Duration {
+        (self.tool_timeout() + Self::TOOL_GRACE).min(Self::HARD_MAX_TOOL_CEILING)
     }
 }
 

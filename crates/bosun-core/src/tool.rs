@@ -91,7 +91,9 @@ pub enum ToolCategory {
 pub enum CancellationPolicy {
     /// The call's token is cancelled, then the session waits for it to finish
     /// and records its real result. In sequential mode, no later call of the
-    /// batch starts.
+    /// batch starts. The wait is bounded by
+    /// [`Limits::tool_ceiling`](crate::limits::Limits::tool_ceiling): a call
+    /// still running then is given up with a "may have had an effect" result.
     #[default]
     FinishOnceStarted,
     /// The call's token is cancelled and its future is dropped. Only for tools

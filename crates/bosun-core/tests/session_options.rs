@@ -129,7 +129,7 @@ async fn tool_progress_reaches_the_event_stream() -> TestResult {
 }
 
 #[tokio::test]
-async fn disabled_tools_called_in_history_stay_advertised() -> TestResult {
+async fn disabled_tools_called_in_history_are_withdrawn() -> TestResult {
     let model = ScriptedModel::new().tool_call("read", json!({})).answer("a").answer("b");
     let mut session = Session::builder(model.clone())
         .tool(FnTool::echo("read"))
@@ -139,8 +139,9 @@ async fn disabled_tools_called_in_history_stay_advertised() -> TestResult {
     session.run("one", &mut Vec::new()).await?;
     session.set_active_tools(Vec::<&str>::new())?;
     session.run("two", &mut Vec::new()).await?;
-    let offered = &model.requests()[2].tools;
-    assert_eq!(offered, &vec!["read".to_owned()], "history calls read, so its definition stays");
+    let request = &model.requests()[2];
+    assert!(request.tools.is_empty(), "a disabled tool is withdrawn even though history calls it");
+    assert_eq!(request.messages, session.history()[..5].to_vec(), "its calls stay in history");
     Ok(())
 }
 

@@ -46,6 +46,13 @@ struct Call {
     arguments: serde_json::Value,
 }
 
+/// An approved call with the one argument value it will be dispatched with.
+struct Runnable {
+    index: usize,
+    tool: Arc<ResolvedTool>,
+    arguments: serde_json::Value,
+}
+
 enum Gate {
     Run(Arc<ResolvedTool>),
     Done(Message),
@@ -83,21 +90,16 @@ impl Session {
                     end_event(emitter, &result);
                     results.push(Some(result));
                 }
-                Gate::Run(tool) => {
-                    // Invariant 6, second check: the arguments about to be
-                    // dispatched are the ones the pipeline approved.
-                    match tool.schema.validate(&call.arguments) {
-                        Ok(()) => runnable.push((index, tool)),
-                        Err(error) => {
-                            let result =
-                                refusal(call, format!("invalid arguments for `{}`: {error}", call.name));
-                            end_event(emitter, &result);
-                            results.push(Some(result));
-                            continue;
-                        }
+                Gate::Run(tool) => match dispatchable(&tool, call) {
+                    Ok(arguments) => {
+                        runnable.push(Runnable { index, tool, arguments });
+                        results.push(None);
                     }
-                    results.push(None);
-                }
+                    Err(result) => {
+                        end_event(emitter, &result);
+                        results.push(Some(result));
+                    }
+                },
             }
         }
         let stopped = match self.execution {
@@ -234,7 +236,7 @@ impl Session {
         &mut self,
         state: &mut TurnState,
         calls: &[Call],
-        runnable: Vec<(usize, Arc<ResolvedTool>)>,
+        runnable: Vec<Runnable>,
         results: &mut [Option<Message>],
         emitter: &mut Emitter<'_>,
     ) -> Option<TurnErrorKind> {
@@ -243,16 +245,15 @@ impl Session {
         }
         let (progress_tx, mut progress_rx) = mpsc::channel(64);
         let mut running = FuturesUnordered::new();
-        for (index, tool) in runnable {
+        for Runnable { index, tool, arguments } in runnable {
             let call = &calls[index];
             if let Err(stopped) = self.start_invocation(call, emitter).await {
                 // Calls already started keep running to completion below.
                 return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
             }
             let context = self.context(state, call, &progress_tx);
-            let timeout = self.limits.tool_timeout();
-            let arguments = call.arguments.clone();
-            running.push(async move { (index, invoke(tool, arguments, context, timeout).await) });
+            let bounds = Bounds::of(&self.limits);
+            running.push(async move { (index, invoke(tool, arguments, context, bounds).await) });
         }
         drop(progress_tx);
         loop {
@@ -301,12 +302,12 @@ impl Session {
         &mut self,
         state: &mut TurnState,
         calls: &[Call],
-        runnable: Vec<(usize, Arc<ResolvedTool>)>,
+        runnable: Vec<Runnable>,
         results: &mut [Option<Message>],
         emitter: &mut Emitter<'_>,
     ) -> Option<TurnErrorKind> {
         let (progress_tx, mut progress_rx) = mpsc::channel(64);
-        for (index, tool) in runnable {
+        for Runnable { index, tool, arguments } in runnable {
             if state.cancel.is_cancelled() {
                 return Some(state.cancelled(emitter));
             }
@@ -315,7 +316,7 @@ impl Session {
                 return Some(stopped);
             }
             let context = self.context(state, call, &progress_tx);
-            let work = invoke(tool, call.arguments.clone(), context, self.limits.tool_timeout());
+            let work = invoke(tool, arguments, context, Bounds::of(&self.limits));
             tokio::pin!(work);
             let output = loop {
                 tokio::select! {
@@ -397,6 +398,20 @@ impl Session {
     }
 }
 
+/// Invariant 6, second check: validates the value that will be dispatched
+/// and hands back that very value, which `invoke` moves into
+/// `Tool::execute`; nothing between this check and the call can change it.
+/// (No step after the first check rewrites arguments today: an
+/// `ApprovalDecision` carries none, `Tool::effects` and the approver see a
+/// shared reference or a copy. Were one added, its value must pass here.)
+fn dispatchable(tool: &ResolvedTool, call: &Call) -> Result<serde_json::Value, Message> {
+    let arguments = call.arguments.clone();
+    match tool.schema.validate(&arguments) {
+        Ok(()) => Ok(arguments),
+        Err(error) => Err(refusal(call, format!("invalid arguments for `{}`: {error}", call.name))),
+    }
+}
+
 fn refusal(call: &Call, text: String) -> Message {
     Message::tool_result(call.id, &call.name, text, true)
 }
@@ -414,17 +429,37 @@ fn end_event(emitter: &mut Emitter<'_>, result: &Message) {
     }
 }
 
-/// Runs one call under the tool policy: timeout, panic capture, and the
-/// tool's cancellation policy (invariant 13).
+/// The time bounds of one call: the tool timeout, then the ceiling after
+/// which the session stops waiting (`Limits::tool_ceiling`).
+#[derive(Clone, Copy)]
+struct Bounds {
+    timeout: Duration,
+    ceiling: Duration,
+}
+
+impl Bounds {
+    fn of(limits: &crate::limits::Limits) -> Self {
+        Self { timeout: limits.tool_timeout(), ceiling: limits.tool_ceiling() }
+    }
+}
+
+/// Runs one call under the tool policy: timeout, hard ceiling, panic
+/// capture (in `execute` itself and in its future), and the tool's
+/// cancellation policy (invariant 13).
 async fn invoke(
     tool: Arc<ResolvedTool>,
     arguments: serde_json::Value,
     context: ToolContext,
-    timeout: Duration,
+    bounds: Bounds,
 ) -> ToolOutput {
     let token: CancellationToken = context.cancel.clone();
-    let work = AssertUnwindSafe(tool.tool.execute(arguments, context)).catch_unwind();
+    // A panic before the future exists is caught like one inside it.
+    let work = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.execute(arguments, context))) {
+        Ok(work) => AssertUnwindSafe(work).catch_unwind(),
+        Err(payload) => return settle(Err(payload)),
+    };
     tokio::pin!(work);
+    let timeout = bounds.timeout;
     let timed_out = |secs: f64| format!("timed out after {secs:.1} s");
     match tool.cancellation {
         CancellationPolicy::Interruptible => {
@@ -443,15 +478,25 @@ async fn invoke(
         CancellationPolicy::FinishOnceStarted => match tokio::time::timeout(timeout, &mut work).await {
             Ok(result) => settle(result),
             Err(_) => {
-                // Ask it to stop, then wait: this tool must not be cut off.
+                // Ask it to stop, then wait, but only up to the ceiling: this
+                // tool must not be cut off, nor hang the turn.
                 token.cancel();
-                let mut output = settle(work.await);
-                output.is_error = true;
-                output.content.insert(
-                    0,
-                    ContentPart::text(format!("{}; output so far:\n", timed_out(timeout.as_secs_f64()))),
-                );
-                output
+                let grace = bounds.ceiling.saturating_sub(timeout);
+                match tokio::time::timeout(grace, &mut work).await {
+                    Ok(result) => {
+                        let mut output = settle(result);
+                        output.is_error = true;
+                        let note = format!("{}; output so far:\n", timed_out(timeout.as_secs_f64()));
+                        output.content.insert(0, ContentPart::text(note));
+                        output
+                    }
+                    Err(_) => ToolOutput::error(format!(
+                        "{}; it did not stop within {:.1} s more and was given up; \
+                         it may have had an effect",
+                        timed_out(timeout.as_secs_f64()),
+                        grace.as_secs_f64()
+                    )),
+                }
             }
         },
     }

@@ -318,7 +318,6 @@ impl SessionBuilder {
             tools: resolved.tools,
             active: resolved.active,
             advertised: Vec::new(),
-            called: history.iter().flat_map(|m| m.tool_calls().map(|c| c.name.to_owned())).collect(),
             system,
             history,
             options: self.options,

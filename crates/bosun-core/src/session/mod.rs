@@ -62,10 +62,11 @@ pub struct Session {
     pub(crate) capabilities: Capabilities,
     pub(crate) tools: ToolSet,
     pub(crate) active: BTreeSet<String>,
-    /// Definitions shown to the model: the active tools plus disabled ones
-    /// history already calls, so replayed calls stay meaningful.
+    /// Definitions shown to the model: the active tools only. A disabled
+    /// tool is withdrawn from the request even when history calls it (its
+    /// calls and results stay in history; a call to it now is refused,
+    /// invariant 5), as the answer-only round withdraws every tool.
     pub(crate) advertised: Vec<ToolDefinition>,
-    pub(crate) called: BTreeSet<String>,
     pub(crate) system: Option<String>,
     pub(crate) history: Vec<Message>,
     pub(crate) options: GenerationOptions,
@@ -300,7 +301,7 @@ impl Session {
         self.advertised = self
             .tools
             .values()
-            .filter(|t| self.active.contains(&t.definition.name) || self.called.contains(&t.definition.name))
+            .filter(|t| self.active.contains(&t.definition.name))
             .map(|t| t.definition.clone())
             .collect();
     }

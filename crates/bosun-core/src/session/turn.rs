@@ -180,9 +180,6 @@ impl Session {
             }
             match batch.results {
                 Some(results) => {
-                    for call in assistant.tool_calls() {
-                        self.called.insert(call.name.to_owned());
-                    }
                     state.answer_only = repeats_itself(&mut state.seen_results, &results);
                     if state.answer_only {
                         let start = self.history.len();
@@ -374,7 +371,6 @@ impl Session {
             self.call_ids.rollback(state.ids_mark);
             Disposition::RolledBack
         };
-        self.refresh_called();
         let outcome = match kind {
             TurnErrorKind::Cancelled | TurnErrorKind::Sink(_) => TurnOutcomeKind::Cancelled,
             _ => TurnOutcomeKind::Failed,
@@ -384,14 +380,6 @@ impl Session {
             let _ = emitter.emit(Event::TurnEnd { turn: state.turn, outcome, usage: state.usage });
         }
         TurnError { kind, disposition }
-    }
-
-    fn refresh_called(&mut self) {
-        let called = self.history.iter().flat_map(|m| m.tool_calls().map(|c| c.name.to_owned())).collect();
-        if called != self.called {
-            self.called = called;
-            self.refresh_advertised();
-        }
     }
 }
 
