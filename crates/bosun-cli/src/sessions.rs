@@ -97,6 +97,23 @@ pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, 
                 writeln!(out, "{}", serde_json::to_string(&detail)?)?;
             } else {
                 writeln!(out, "session {}  ({} branches)", detail.summary.id, detail.branches.len())?;
+                // A rolled-back turn's prompt (invariant 21), after the
+                // message it followed.
+                let failed_after = |out: &mut std::io::StdoutLock<'_>, after: Option<i64>| -> Result<()> {
+                    for failed in detail.failed_turns.iter().filter(|f| f.after == after) {
+                        let text = failed.message.text();
+                        let first = shown(terminal, text.lines().next().unwrap_or_default());
+                        writeln!(
+                            out,
+                            "{} {:>9}  {first}  {}",
+                            style::dim("#-    "),
+                            "user",
+                            style::dim("(turn failed, not sent again automatically)")
+                        )?;
+                    }
+                    Ok(())
+                };
+                failed_after(&mut out, None)?;
                 for (message_id, message) in &detail.history {
                     let (role, text) = match message {
                         Message::User { .. } => ("user", message.text()),
@@ -114,6 +131,7 @@ pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, 
                     };
                     let first = shown(terminal, text.lines().next().unwrap_or_default());
                     writeln!(out, "{} {:>9}  {first}", style::dim(&format!("#{message_id:<5}")), role)?;
+                    failed_after(&mut out, Some(*message_id))?;
                 }
             }
         }

@@ -525,6 +525,39 @@ fn sessions_list_show_export_import_and_rm() {
     assert_eq!(all.as_array().unwrap().len(), 1);
 }
 
+#[test]
+fn invariant_21_a_rolled_back_turn_shows_its_prompt_as_failed() {
+    let fixture = json!({"match": {"userMessage": "doomed"}, "response": {
+        "error": {"message": "bad request", "type": "invalid_request_error"}, "status": 400}});
+    let Some(mock) = Aimock::start(&fixtures(vec![fixture])) else { return };
+    let sandbox = task_sandbox();
+    let mut cmd = sandbox.exec(APIS[0], &mock);
+    cmd.arg("a doomed prompt");
+    run(cmd).expect_code(1);
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "list", "--json"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(listed[0]["title"], "a doomed prompt", "{listed}");
+    let id = listed[0]["id"].as_str().unwrap().to_owned();
+
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", &id]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let line = "user  a doomed prompt  (turn failed, not sent again automatically)";
+    assert!(out.stdout.contains(line), "{}", out.stdout);
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", &id, "--json"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let detail: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(detail["history"], json!([]), "not in the history resuming rebuilds");
+    assert_eq!(detail["failed_turns"][0]["failed"], true, "{detail}");
+    assert_eq!(detail["failed_turns"][0]["message"]["content"][0]["text"], "a doomed prompt");
+}
+
 // ---------------------------------------------------------------- the rest
 
 #[test]

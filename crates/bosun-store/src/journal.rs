@@ -1,10 +1,22 @@
 //! [`StoreJournal`]: `bosun_core::Journal` on the store. Each record is one
 //! SQLite transaction, synced before `append` returns (invariant 15); a
 //! committed batch also enters the message tree in the same transaction.
+//!
+//! The SQLite work (a synced commit, waits of up to [`crate::BUSY_TIMEOUT`]
+//! for another process's transaction) runs on the journal's own writer
+//! thread, never on the caller's executor: `append` hands the record over a
+//! channel and awaits the thread's answer, so other tasks run and a
+//! cancelled turn is noticed while a write waits. The thread takes records in
+//! order; one handed over is written even if its `append` is dropped, and the
+//! next waits for it.
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 
 use bosun_core::journal::JournalFuture;
 use bosun_core::{Journal, JournalError, JournalRecord, Message, TurnRecordOutcome, Usage};
 use rusqlite::{Connection, TransactionBehavior, params};
+use tokio::sync::oneshot;
 
 use crate::error::StoreError;
 use crate::lease::{self, LeaseError};
@@ -15,6 +27,14 @@ const TITLE_CHARS: usize = 80;
 
 /// The journal of one branch of one session, holding its lease.
 pub struct StoreJournal {
+    session: String,
+    branch: String,
+    writer: Writer,
+}
+
+/// What the writer thread owns: the connection's store and the journal's
+/// view of what is on disk.
+struct State {
     store: Store,
     session: String,
     branch: String,
@@ -29,6 +49,60 @@ pub struct StoreJournal {
     leased: bool,
 }
 
+/// One piece of work for the writer thread, with where its answer goes.
+enum Job {
+    Write(Box<JournalRecord>, oneshot::Sender<Result<(), StoreError>>),
+    Read(oneshot::Sender<Result<Vec<JournalRecord>, StoreError>>),
+}
+
+/// The writer thread, or why there is none.
+enum Writer {
+    Running { jobs: mpsc::Sender<Job>, thread: JoinHandle<()> },
+    Failed(String),
+}
+
+impl Writer {
+    fn start(state: State) -> Self {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new().name("bosun-journal".into()).spawn(move || {
+            let mut state = state;
+            // Ends when the journal is dropped; the state's drop then
+            // releases the lease.
+            while let Ok(job) = queue.recv() {
+                match job {
+                    // The caller may have stopped waiting; the record is
+                    // written all the same.
+                    Job::Write(record, reply) => drop(reply.send(state.write(&record))),
+                    Job::Read(reply) => drop(reply.send(state.read())),
+                }
+            }
+        });
+        match spawned {
+            Ok(thread) => Self::Running { jobs, thread },
+            Err(error) => Self::Failed(format!("cannot start the journal's writer thread: {error}")),
+        }
+    }
+
+    /// Hands `job` to the thread; the receiver resolves with its answer.
+    fn submit<T>(
+        &self,
+        job: impl FnOnce(oneshot::Sender<Result<T, StoreError>>) -> Job,
+    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, JournalError> {
+        match self {
+            Self::Running { jobs, .. } => {
+                let (reply, answer) = oneshot::channel();
+                jobs.send(job(reply)).map_err(|_| stopped())?;
+                Ok(answer)
+            }
+            Self::Failed(reason) => Err(JournalError(reason.clone())),
+        }
+    }
+}
+
+fn stopped() -> JournalError {
+    JournalError("the journal's writer thread stopped".into())
+}
+
 impl std::fmt::Debug for StoreJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreJournal").field("session", &self.session).field("branch", &self.branch).finish()
@@ -39,7 +113,7 @@ impl Store {
     /// A journal for a new session; the session exists (and is leased) once
     /// its first record is written.
     pub fn new_session(&self) -> StoreJournal {
-        StoreJournal {
+        StoreJournal::start(State {
             store: self.clone(),
             session: uuid::Uuid::now_v7().to_string(),
             branch: uuid::Uuid::now_v7().to_string(),
@@ -50,7 +124,7 @@ impl Store {
             turn_entry: None,
             turn_messages: Vec::new(),
             leased: false,
-        }
+        })
     }
 
     /// The journal of an existing session's head branch, for resuming it.
@@ -72,7 +146,7 @@ impl Store {
         lease::acquire(&transaction, session, &token).map_err(|e| lease_error(self, e))?;
         transaction.commit().map_err(|e| self.sql(e))?;
         drop(connection);
-        Ok(StoreJournal {
+        Ok(StoreJournal::start(State {
             store: self.clone(),
             session: session.to_owned(),
             branch,
@@ -83,7 +157,7 @@ impl Store {
             turn_entry: None,
             turn_messages: Vec::new(),
             leased: true,
-        })
+        }))
     }
 }
 
@@ -95,6 +169,10 @@ fn lease_error(store: &Store, error: LeaseError) -> StoreError {
 }
 
 impl StoreJournal {
+    fn start(state: State) -> Self {
+        Self { session: state.session.clone(), branch: state.branch.clone(), writer: Writer::start(state) }
+    }
+
     /// The session id.
     pub fn session_id(&self) -> &str {
         &self.session
@@ -104,7 +182,9 @@ impl StoreJournal {
     pub fn branch_id(&self) -> &str {
         &self.branch
     }
+}
 
+impl State {
     fn write(&mut self, record: &JournalRecord) -> Result<(), StoreError> {
         let store = self.store.clone();
         let mut connection = store.lock()?;
@@ -143,6 +223,14 @@ impl StoreJournal {
                 pending_user = Some(message.clone());
                 turn_entry = head;
                 turn_messages.clear();
+                // The first prompt names the session even if its turn is
+                // rolled back (invariant 21).
+                transaction
+                    .execute(
+                        "UPDATE sessions SET title = COALESCE(title, ?1) WHERE id = ?2",
+                        params![title_of(message), self.session],
+                    )
+                    .map_err(|e| store.sql(e))?;
             }
             JournalRecord::Committed { messages, .. } => {
                 let user = pending_user.take();
@@ -313,17 +401,32 @@ fn title_of(message: &Message) -> String {
 
 impl Journal for StoreJournal {
     fn append<'a>(&'a mut self, record: &'a JournalRecord) -> JournalFuture<'a, ()> {
-        let result = self.write(record).map_err(JournalError::from);
-        Box::pin(std::future::ready(result))
+        let answer = self.writer.submit(|reply| Job::Write(Box::new(record.clone()), reply));
+        Box::pin(async move { answer?.await.map_err(|_| stopped())?.map_err(JournalError::from) })
     }
 
     fn load(&mut self) -> JournalFuture<'_, Vec<JournalRecord>> {
-        let result = self.read().map_err(JournalError::from);
-        Box::pin(std::future::ready(result))
+        let answer = self.writer.submit(Job::Read);
+        Box::pin(async move { answer?.await.map_err(|_| stopped())?.map_err(JournalError::from) })
     }
 }
 
 impl Drop for StoreJournal {
+    /// Closes the queue and waits for the thread to write what it was given
+    /// and release the lease, so the session is free once this returns.
+    fn drop(&mut self) {
+        if let Writer::Running { jobs, thread } =
+            std::mem::replace(&mut self.writer, Writer::Failed(String::new()))
+        {
+            drop(jobs);
+            if thread.join().is_err() {
+                tracing::warn!(session = %self.session, "the journal's writer thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for State {
     fn drop(&mut self) {
         if self.leased
             && let Ok(connection) = self.store.lock()

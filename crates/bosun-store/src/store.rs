@@ -77,8 +77,29 @@ pub struct SessionDetail {
     pub head_branch: String,
     /// Every branch.
     pub branches: Vec<BranchInfo>,
-    /// The head branch's messages, oldest first, with their ids.
+    /// The head branch's messages, oldest first, with their ids: the
+    /// history resuming rebuilds.
     pub history: Vec<(i64, Message)>,
+    /// The prompts of the head branch's turns that were rolled back
+    /// (invariant 21), oldest first. They are shown, never part of
+    /// `history`.
+    pub failed_turns: Vec<FailedTurn>,
+}
+
+/// A turn rolled back before any tool ran: the user's prompt, kept to be
+/// shown (invariant 21) but not in the history resuming rebuilds. Read from
+/// the branch's journal records.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FailedTurn {
+    /// The turn's number.
+    pub turn: u64,
+    /// The history message it came after; `None` when it was the first.
+    pub after: Option<i64>,
+    /// The prompt, as the user gave it.
+    pub message: Message,
+    /// Always `true`: the turn failed and is not sent again automatically.
+    pub failed: bool,
 }
 
 /// Which sessions to list.
@@ -212,7 +233,8 @@ impl Store {
         let branches = branches(&connection, session).map_err(|e| self.sql(e))?;
         let head = branches.iter().find(|b| b.id == head_branch).and_then(|b| b.head_message);
         let history = chain(&connection, head).map_err(|e| self.sql(e))?;
-        Ok(SessionDetail { summary, head_branch, branches, history })
+        let failed_turns = failed_turns(&connection, &head_branch, &history).map_err(|e| self.sql(e))?;
+        Ok(SessionDetail { summary, head_branch, branches, history, failed_turns })
     }
 
     /// Deletes a session and everything of it. Refused while another live
@@ -371,6 +393,63 @@ pub(crate) fn branches(connection: &Connection, session: &str) -> rusqlite::Resu
         })
     })?;
     rows.collect()
+}
+
+/// The rolled-back turns of `branch`, placed in its `history` by counting
+/// what each record adds to it, as replay does: a turn's prompt enters with
+/// its first commit, and a roll back returns to where the turn started.
+fn failed_turns(
+    connection: &Connection,
+    branch: &str,
+    history: &[(i64, Message)],
+) -> rusqlite::Result<Vec<FailedTurn>> {
+    let mut statement = connection.prepare_cached(
+        "SELECT kind, json_extract(body, '$.turn'),
+            CASE kind WHEN 'committed' THEN json_array_length(body, '$.messages') END,
+            CASE kind WHEN 'turn_started' THEN json_extract(body, '$.message') END,
+            CASE kind WHEN 'turn_ended' THEN json_extract(body, '$.outcome') END
+         FROM records WHERE branch_id = ?1 AND kind IN ('turn_started', 'committed', 'turn_ended')
+         ORDER BY seq",
+    )?;
+    let rows = statement.query_map([branch], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, Option<i64>>(1)?,
+            row.get::<_, Option<i64>>(2)?,
+            row.get::<_, Option<String>>(3)?,
+            row.get::<_, Option<String>>(4)?,
+        ))
+    })?;
+    let mut failed = Vec::new();
+    let (mut length, mut entry) = (0usize, 0usize);
+    let mut prompt: Option<Message> = None;
+    let mut prompt_entered = false;
+    for row in rows {
+        let (kind, turn, committed, message, outcome) = row?;
+        match kind.as_str() {
+            "turn_started" => {
+                entry = length;
+                prompt = message.and_then(|m| serde_json::from_str(&m).ok());
+                prompt_entered = false;
+            }
+            "committed" => {
+                length += usize::from(!prompt_entered) + committed.unwrap_or_default().max(0) as usize;
+                prompt_entered = true;
+            }
+            _ => {
+                if outcome.as_deref() == Some("rolled_back")
+                    && let Some(message) = prompt.take()
+                {
+                    length = entry;
+                    let after = entry.checked_sub(1).and_then(|i| history.get(i)).map(|(id, _)| *id);
+                    let turn = turn.unwrap_or_default().max(0) as u64;
+                    failed.push(FailedTurn { turn, after, message, failed: true });
+                }
+                prompt = None;
+            }
+        }
+    }
+    Ok(failed)
 }
 
 /// The messages from the root to `head`, following parent links.

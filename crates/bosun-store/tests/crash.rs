@@ -548,20 +548,25 @@ fn check_crash(dir: &Path, id: &str, kill: Kill, before: &[JournalRecord], what:
     // The message tree (what `list` and `show` read) agrees with the
     // journal at every crash point, not only after a resume.
     if !after.is_empty() {
-        check_tree(&dir.join(DB), id, &committed_messages(&after), what);
+        check_tree(&dir.join(DB), id, &after, what);
     }
     after
 }
 
-/// The stored message tree, counter and title of the session are those of
-/// `history`.
-fn check_tree(db: &Path, id: &str, history: &[Message], what: &str) {
+/// The stored message tree and counter of the session are those of the
+/// history `records` replay to; its title is the first prompt, whether or not
+/// its turn was committed (invariant 21).
+fn check_tree(db: &Path, id: &str, records: &[JournalRecord], what: &str) {
+    let history = committed_messages(records);
     let detail = Store::open(db).unwrap().show(id).unwrap();
     let shown: Vec<Message> = detail.history.into_iter().map(|(_, m)| m).collect();
     assert_eq!(shown, history, "{what}: the stored message tree");
     assert_eq!(detail.summary.message_count, history.len() as i64, "{what}: the listed message count");
-    let first_user = history.iter().find(|m| matches!(m, Message::User { .. })).map(Message::text);
-    assert_eq!(detail.summary.title, first_user, "{what}: the listed title");
+    let first_prompt = records.iter().find_map(|r| match r {
+        JournalRecord::TurnStarted { message, .. } => Some(message.text()),
+        _ => None,
+    });
+    assert_eq!(detail.summary.title, first_prompt, "{what}: the listed title");
 }
 
 fn check_scenario(scenario: Scenario) {
@@ -701,7 +706,7 @@ fn check_scenario(scenario: Scenario) {
     // holds, the message tree shows it, and the lease was given back.
     let journal = records(&db, &id, what);
     assert_eq!(committed_messages(&journal), finished, "{what}: the journal after resuming");
-    check_tree(&db, &id, &finished, what);
+    check_tree(&db, &id, &journal, what);
     assert_eq!(leases(&db), 0, "{what}: the lease was not released");
 }
 

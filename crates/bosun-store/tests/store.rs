@@ -142,3 +142,108 @@ async fn export_and_import_round_trip_exactly() {
     let garbage = other.import(&mut "{\"nope\":1}\n".as_bytes()).unwrap_err();
     assert!(matches!(garbage, StoreError::Import { line: 1, .. }), "{garbage}");
 }
+
+/// Polls `future` once: is it still pending?
+async fn pending<T>(future: &mut bosun_core::journal::JournalFuture<'_, T>) -> bool {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx).is_pending())).await
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn invariant_15_an_append_waiting_on_a_busy_database_does_not_stall_the_executor() {
+    use bosun_core::{InMemoryJournal, Journal};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let memory = InMemoryJournal::new();
+    let mut session =
+        builder(ScriptedModel::new().answer("hi")).journal(memory.clone()).build().await.unwrap();
+    session.run("hello", &mut Vec::new()).await.unwrap();
+    let records = memory.records();
+    let mut journal = store.new_session();
+    journal.append(&records[0]).await.unwrap();
+
+    // Another process holds the write lock.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let mut append = journal.append(&records[1]);
+    assert!(pending(&mut append).await, "the append waits for the lock without blocking the executor");
+
+    // Another task on this (single) thread still runs: a round trip.
+    let (ping, pinged) = tokio::sync::oneshot::channel::<u32>();
+    let (pong, ponged) = tokio::sync::oneshot::channel::<u32>();
+    let echo = tokio::spawn(async move { pong.send(pinged.await.unwrap() + 1).unwrap() });
+    ping.send(41).unwrap();
+    assert_eq!(ponged.await.unwrap(), 42);
+    echo.await.unwrap();
+    assert!(pending(&mut append).await, "still waiting: the lock is still held");
+
+    other.execute_batch("COMMIT").unwrap();
+    append.await.unwrap();
+    let written: i64 = other.query_row("SELECT count(*) FROM records", [], |r| r.get(0)).unwrap();
+    assert_eq!(written, 2, "durable once append returned");
+    drop(journal);
+    assert!(store.list(&ListFilter::default()).unwrap().len() == 1);
+}
+
+#[tokio::test]
+async fn invariant_21_a_rolled_back_prompt_is_shown_as_a_failed_turn_and_names_the_session() {
+    use bosun_core::ModelError;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("a.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let model = ScriptedModel::new()
+        .reply(Reply::new().error(ModelError::Server("boom".into())))
+        .answer("Second answer.")
+        .reply(Reply::new().error(ModelError::Server("boom again".into())));
+    let mut session = builder(model).journal(journal).build().await.unwrap();
+    session.run("first prompt", &mut Vec::new()).await.unwrap_err();
+
+    // Only a failed turn: no history, but the prompt is shown and names it.
+    let detail = store.show(&id).unwrap();
+    assert!(detail.history.is_empty());
+    assert_eq!(detail.failed_turns.len(), 1);
+    let failed = &detail.failed_turns[0];
+    assert_eq!((failed.turn, failed.after, failed.failed), (1, None, true));
+    assert_eq!(failed.message, Message::user("first prompt"));
+    assert_eq!(detail.summary.title.as_deref(), Some("first prompt"));
+    assert_eq!(detail.summary.message_count, 0);
+
+    session.run("second prompt", &mut Vec::new()).await.unwrap();
+    session.run("third prompt", &mut Vec::new()).await.unwrap_err();
+    let history = session.history().to_vec();
+    drop(session);
+
+    let detail = store.show(&id).unwrap();
+    let shown: Vec<Message> = detail.history.iter().map(|(_, m)| m.clone()).collect();
+    assert_eq!(shown, history, "failed prompts stay out of the history");
+    let failed: Vec<(u64, Option<i64>, String)> =
+        detail.failed_turns.iter().map(|f| (f.turn, f.after, f.message.text())).collect();
+    let answer = detail.history[1].0;
+    assert_eq!(failed, [(1, None, "first prompt".into()), (3, Some(answer), "third prompt".into())]);
+    let json = serde_json::to_value(&detail).unwrap();
+    assert_eq!(json["failed_turns"][1]["failed"], true);
+    assert_eq!(json["failed_turns"][1]["message"]["role"], "user");
+    let listed = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(listed[0].title.as_deref(), Some("first prompt"), "the first prompt, though its turn failed");
+    assert_eq!(listed[0].message_count, 2);
+
+    // Replay is unchanged: the same history, the last prompt to send again.
+    let resumed = builder(ScriptedModel::new()).resume(store.open_session(&id).unwrap()).await.unwrap();
+    assert_eq!(resumed.history(), history.as_slice());
+    assert_eq!(resumed.interrupted_prompt(), Some(&Message::user("third prompt")));
+    drop(resumed);
+
+    // Export and import keep it, byte for byte.
+    let mut first = Vec::new();
+    store.export(&id, &mut first).unwrap();
+    let other = Store::open(dir.path().join("b.db")).unwrap();
+    other.import(&mut first.as_slice()).unwrap();
+    let mut second = Vec::new();
+    other.export(&id, &mut second).unwrap();
+    assert_eq!(String::from_utf8(second).unwrap(), String::from_utf8(first).unwrap());
+    let imported = other.show(&id).unwrap();
+    let texts: Vec<String> = imported.failed_turns.iter().map(|f| f.message.text()).collect();
+    assert_eq!(texts, ["first prompt", "third prompt"]);
+    assert_eq!(imported.summary.title.as_deref(), Some("first prompt"));
+}
