@@ -3,52 +3,22 @@
 //! a rename (a new inode), and keep permission bits.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::sync::Arc;
 
-use bosun_core::message::concat_text;
-use bosun_core::{CallId, Tool, ToolContext};
-use bosun_tools::{Workspace, WorkspaceTools};
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use common::Fixture;
+use serde_json::json;
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    tools: Vec<Arc<dyn Tool>>,
+/// What these tests check beyond the shared fixture.
+trait Listing {
+    fn names(&self) -> Vec<String>;
+    fn assert_no_temp_files(&self);
 }
 
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let tools = WorkspaceTools::new(Workspace::open(dir.path()).unwrap()).without_shell().build();
-        Self { dir, tools }
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    async fn call(&self, name: &str, arguments: Value) -> (String, bool) {
-        let tool = self.tools.iter().find(|t| t.definition().name == name).unwrap();
-        let output =
-            tool.execute(arguments, ToolContext::detached(CallId::new_v7(), CancellationToken::new())).await;
-        (concat_text(&output.content), output.is_error)
-    }
-
-    async fn ok(&self, name: &str, arguments: Value) -> String {
-        let (text, is_error) = self.call(name, arguments.clone()).await;
-        assert!(!is_error, "{name} {arguments} failed: {text}");
-        text
-    }
-
-    async fn err(&self, name: &str, arguments: Value) -> String {
-        let (text, is_error) = self.call(name, arguments.clone()).await;
-        assert!(is_error, "{name} {arguments} should have failed: {text}");
-        text
-    }
-
+impl Listing for Fixture {
     /// Every name in the workspace, recursively, sorted.
     fn names(&self) -> Vec<String> {
         fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {

@@ -4,49 +4,11 @@
 //! says so instead of running on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs;
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use bosun_core::message::concat_text;
-use bosun_core::{CallId, Tool, ToolContext};
-use bosun_tools::{Workspace, WorkspaceTools};
-use serde_json::{Value, json};
+use common::Fixture;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    dir: tempfile::TempDir,
-    tools: Vec<Arc<dyn Tool>>,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let tools = WorkspaceTools::new(Workspace::open(dir.path()).unwrap()).without_shell().build();
-        Self { dir, tools }
-    }
-
-    fn put(&self, path: &str, content: &str) {
-        let full = self.dir.path().join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(full, content).unwrap();
-    }
-
-    /// Runs a call with `token`; a guard against a hang fails the test
-    /// instead of stalling it (the tool is expected to answer at once).
-    async fn call_with(&self, name: &str, arguments: Value, token: CancellationToken) -> (String, bool) {
-        let tool = self.tools.iter().find(|t| t.definition().name == name).unwrap();
-        let call = tool.execute(arguments, ToolContext::detached(CallId::new_v7(), token));
-        let output = tokio::time::timeout(Duration::from_secs(60), call)
-            .await
-            .unwrap_or_else(|_| panic!("`{name}` did not answer within 60 s"));
-        (concat_text(&output.content), output.is_error)
-    }
-
-    async fn call(&self, name: &str, arguments: Value) -> (String, bool) {
-        self.call_with(name, arguments, CancellationToken::new()).await
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invariant_16_search_refuses_a_pattern_over_4_kib_with_a_clear_error() {

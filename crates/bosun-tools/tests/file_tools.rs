@@ -1,66 +1,13 @@
 //! The file tools' behaviour on a real temporary workspace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::fs;
-use std::path::Path;
-use std::sync::Arc;
 
-use bosun_core::message::concat_text;
-use bosun_core::{CallId, Tool, ToolContext};
-use bosun_tools::{ToolLimits, Workspace, WorkspaceTools};
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    dir: tempfile::TempDir,
-    tools: Vec<Arc<dyn Tool>>,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        Self::with_limits(ToolLimits::default())
-    }
-
-    fn with_limits(limits: ToolLimits) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::open(dir.path()).unwrap();
-        let tools = WorkspaceTools::new(workspace).limits(limits).without_shell().build();
-        Self { dir, tools }
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn put(&self, path: &str, content: &str) {
-        let full = self.root().join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(full, content).unwrap();
-    }
-
-    fn get(&self, path: &str) -> String {
-        fs::read_to_string(self.root().join(path)).unwrap()
-    }
-
-    async fn call(&self, name: &str, arguments: Value) -> (String, bool) {
-        let tool = self.tools.iter().find(|t| t.definition().name == name).unwrap();
-        let context = ToolContext::detached(CallId::new_v7(), CancellationToken::new());
-        let output = tool.execute(arguments, context).await;
-        (concat_text(&output.content), output.is_error)
-    }
-
-    async fn ok(&self, name: &str, arguments: Value) -> String {
-        let (text, is_error) = self.call(name, arguments).await;
-        assert!(!is_error, "{name} failed: {text}");
-        text
-    }
-
-    async fn err(&self, name: &str, arguments: Value) -> String {
-        let (text, is_error) = self.call(name, arguments).await;
-        assert!(is_error, "{name} should have failed: {text}");
-        text
-    }
-}
+use bosun_tools::ToolLimits;
+use common::Fixture;
+use serde_json::json;
 
 #[tokio::test]
 async fn tools_are_built_with_names_categories_and_valid_schemas() {

@@ -174,6 +174,11 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
             }
         }
     }
+    // A rule left with no entries says nothing; keep it out of `config show`.
+    kept.permissions.retain(|_, rule| match rule {
+        ToolRule::Prefixes(p) => !(p.allow.is_empty() && p.ask.is_empty() && p.deny.is_empty()),
+        ToolRule::Always(_) => true,
+    });
     // A profile in the project's file passes the same gate when chosen.
     for (name, profile) in &mut kept.profiles {
         let (narrowed, dropped) = gate(profile, false, mode_so_far, limits);
