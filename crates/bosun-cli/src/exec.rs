@@ -103,7 +103,7 @@ pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env
     let store = wire::store(&settings, env)?;
     let journal = store.new_session();
     let id = journal.session_id().to_owned();
-    let (system, warning) = wire::system_prompt(&dir, &settings);
+    let (system, warning) = wire::system_prompt(&workspace, &settings);
     if let Some(warning) = warning {
         eprintln!("{}", style::red(&sanitize::line(&format!("warning: {warning}"))));
     }

@@ -192,17 +192,14 @@ pub fn uses_local_model(settings: &Settings) -> bool {
 
 /// The system prompt, with project instructions when enabled; also returns
 /// a warning to show when the instructions were cut.
-pub fn system_prompt(dir: &Path, settings: &Settings) -> (String, Option<String>) {
+pub fn system_prompt(workspace: &Workspace, settings: &Settings) -> (String, Option<String>) {
     let base = if uses_local_model(settings) { LOCAL_PROMPT } else { BASE_PROMPT };
     let mut prompt = base.to_owned();
     if !settings.project_docs {
         return (prompt, None);
     }
-    // Read through a handle on the workspace root, as the file tools read.
-    let found = match Workspace::open(dir) {
-        Ok(workspace) => instructions::collect(&workspace),
-        Err(error) => return (prompt, Some(format!("project instructions not read: {error}"))),
-    };
+    // Read through the workspace's own handle, as the file tools read.
+    let found = instructions::collect(workspace);
     if let Some(section) = instructions::section(&found) {
         prompt.push_str(&section);
     }
