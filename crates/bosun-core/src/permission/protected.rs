@@ -108,10 +108,16 @@ pub(crate) fn base_name(word: &str) -> &str {
 
 /// Whether a workspace path (as a call names it) is protected.
 pub fn is_protected(path: &str) -> bool {
+    names_protected(path, |component, name| component.eq_ignore_ascii_case(name))
+}
+
+/// Whether `path`, normalised, has a protected directory among its
+/// components or a protected file name last, each compared with `matches`.
+fn names_protected(path: &str, matches: impl Fn(&str, &str) -> bool) -> bool {
     let components = normalise(path);
     let Some(last) = components.last() else { return false };
-    components.iter().any(|c| PROTECTED_DIRS.iter().any(|d| c.eq_ignore_ascii_case(d)))
-        || PROTECTED_FILES.iter().any(|f| last.eq_ignore_ascii_case(f))
+    components.iter().any(|c| PROTECTED_DIRS.iter().any(|d| matches(c, d)))
+        || PROTECTED_FILES.iter().any(|f| matches(last, f))
         || components.windows(2).any(|w| w[0] == ".config" && w[1] == "bosun")
 }
 
@@ -119,13 +125,7 @@ pub fn is_protected(path: &str) -> bool {
 /// glob patterns matched against the protected names.
 fn word_is_protected(word: &str) -> bool {
     let value = word.rsplit('=').next().unwrap_or(word);
-    [word, value].into_iter().any(|candidate| {
-        let components = normalise(candidate);
-        let Some(last) = components.last() else { return false };
-        components.iter().any(|c| PROTECTED_DIRS.iter().any(|d| component_matches(c, d)))
-            || PROTECTED_FILES.iter().any(|f| component_matches(last, f))
-            || components.windows(2).any(|w| w[0] == ".config" && w[1] == "bosun")
-    })
+    [word, value].into_iter().any(|candidate| names_protected(candidate, component_matches))
 }
 
 /// Splits on `/`, drops empty and `.` components and applies `..`
