@@ -8,6 +8,7 @@
 //! returns only once the record is durable, and the loop awaits it before the
 //! next model round.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -30,10 +31,56 @@ pub trait Journal: Send {
     fn load(&mut self) -> JournalFuture<'_, Vec<JournalRecord>>;
 }
 
-/// A journal that could not write or read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("journal: {0}")]
-pub struct JournalError(pub String);
+/// A journal that could not write or read: what kind of failure, and the
+/// underlying error (a store's, an I/O error) as its `source`, so callers can
+/// tell a full disk from a lost lease without parsing text.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("journal: {source}")]
+pub struct JournalError {
+    kind: JournalErrorKind,
+    // Shared so the error can be kept by a session that lost its journal and
+    // still be returned by every refused turn.
+    source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+/// What kind of journal failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JournalErrorKind {
+    /// The disk or the database's size limit is full.
+    Full,
+    /// The storage cannot be reached or is held by someone else (a lost
+    /// lease, an unopenable file, a stopped writer).
+    Unavailable,
+    /// What is stored cannot be read back as a journal.
+    Corrupt,
+    /// The record breaks the journal's order; nothing was written.
+    OutOfOrder,
+    /// A failure injected by a test journal.
+    Injected,
+    /// Anything else.
+    Other,
+}
+
+impl JournalError {
+    /// A failure of `kind` caused by `source` (an error, or a message).
+    pub fn new(
+        kind: JournalErrorKind,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self { kind, source: Arc::from(source.into()) }
+    }
+
+    /// What kind of failure.
+    pub fn kind(&self) -> JournalErrorKind {
+        self.kind
+    }
+
+    /// The underlying error, to downcast to the store's own error type.
+    pub fn cause(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.source
+    }
+}
 
 /// One durable record.
 ///
@@ -64,6 +111,10 @@ pub enum JournalRecord {
         turn: u64,
         /// The assistant message with its tool calls (session-minted ids).
         assistant: Message,
+        /// The id the model gave each of those calls (invariant 4), so the
+        /// mapping outlives the process.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        provider_ids: BTreeMap<CallId, String>,
     },
     /// A call was dispatched to its tool; it may have an effect from now on.
     InvocationStarted {
@@ -83,6 +134,10 @@ pub enum JournalRecord {
         turn: u64,
         /// The messages, in order.
         messages: Vec<Message>,
+        /// The id the model gave each tool call of the assistant message, as
+        /// in `batch_started` (a batch of refused calls has no such record).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        provider_ids: BTreeMap<CallId, String>,
     },
     /// A turn ended.
     TurnEnded {
@@ -160,26 +215,26 @@ impl Journal for InMemoryJournal {
     fn append<'a>(&'a mut self, record: &'a JournalRecord) -> JournalFuture<'a, ()> {
         let result = match self.inner.lock() {
             Ok(mut inner) => match inner.fail_after {
-                Some(0) => Err(JournalError("injected failure".into())),
+                Some(0) => Err(JournalError::new(JournalErrorKind::Injected, "injected failure")),
                 remaining => {
                     inner.fail_after = remaining.map(|n| n - 1);
                     inner.records.push(record.clone());
                     Ok(())
                 }
             },
-            Err(_) => Err(JournalError("journal lock poisoned".into())),
+            Err(_) => Err(poisoned()),
         };
         Box::pin(std::future::ready(result))
     }
 
     fn load(&mut self) -> JournalFuture<'_, Vec<JournalRecord>> {
-        let result = self
-            .inner
-            .lock()
-            .map(|i| i.records.clone())
-            .map_err(|_| JournalError("journal lock poisoned".into()));
+        let result = self.inner.lock().map(|i| i.records.clone()).map_err(|_| poisoned());
         Box::pin(std::future::ready(result))
     }
+}
+
+fn poisoned() -> JournalError {
+    JournalError::new(JournalErrorKind::Other, "journal lock poisoned")
 }
 
 #[cfg(test)]
@@ -202,7 +257,10 @@ mod record_form {
                 },
                 "invocation_finished",
             ),
-            (JournalRecord::Committed { turn: 1, messages: vec![] }, "committed"),
+            (
+                JournalRecord::Committed { turn: 1, messages: vec![], provider_ids: BTreeMap::new() },
+                "committed",
+            ),
             (JournalRecord::TurnEnded { turn: 1, outcome: TurnRecordOutcome::RolledBack }, "turn_ended"),
         ];
         for (record, tag) in samples {
@@ -216,6 +274,31 @@ mod record_form {
         })
         .unwrap();
         assert_eq!(ended, json!({"record": "turn_ended", "turn": 2, "outcome": "checkpointed"}));
+        // The model's call ids ride on the records that carry the calls;
+        // an empty map is left out, so older journals read the same.
+        let assistant = Message::Assistant {
+            content: vec![crate::message::ContentPart::ToolCall {
+                id,
+                name: "t".into(),
+                arguments: json!({}),
+                provider_data: None,
+            }],
+            usage: crate::Usage::default(),
+            stop_reason: crate::StopReason::ToolUse,
+        };
+        let batch = JournalRecord::BatchStarted {
+            turn: 1,
+            assistant: assistant.clone(),
+            provider_ids: BTreeMap::from([(id, "call_0".to_owned())]),
+        };
+        let value = serde_json::to_value(&batch).unwrap();
+        assert_eq!(value["provider_ids"], json!({id.to_string(): "call_0"}));
+        assert_eq!(serde_json::from_value::<JournalRecord>(value).unwrap(), batch);
+        let older = json!({"record": "committed", "turn": 1, "messages": [serde_json::to_value(&assistant).unwrap()]});
+        let JournalRecord::Committed { provider_ids, .. } = serde_json::from_value(older).unwrap() else {
+            panic!("not a commit")
+        };
+        assert!(provider_ids.is_empty());
     }
 
     #[tokio::test]

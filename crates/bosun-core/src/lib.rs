@@ -78,7 +78,9 @@ pub use authority::{AuthorityDigest, AuthoritySnapshot, WorkspaceIdentity};
 pub use error::{BuildError, Disposition, TurnError, TurnErrorKind};
 pub use event::{Event, EventSink, NullSink, SinkError};
 pub use history::{HistoryError, validate_history};
-pub use journal::{InMemoryJournal, Journal, JournalError, JournalRecord, TurnRecordOutcome};
+pub use journal::{
+    InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
+};
 pub use message::{CallId, ContentPart, Message, StopReason, Usage};
 pub use model::{
     Capabilities, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream,

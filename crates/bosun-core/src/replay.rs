@@ -11,7 +11,7 @@
 //! The same `Ledger` is the live session's: it checks and applies every
 //! record the turn loop writes, so live and replayed history agree.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::authority::AuthoritySnapshot;
 use crate::history::{HistoryError, validate_history};
@@ -41,6 +41,9 @@ pub struct Replayed {
     /// back, or interrupted before any commit), so a front end can offer to
     /// send it again (invariant 21).
     pub interrupted_prompt: Option<Message>,
+    /// The model's own id of each tool call in `messages` that the journal
+    /// mapped (invariant 4).
+    pub provider_call_ids: BTreeMap<CallId, String>,
 }
 
 /// A journal that does not follow the turn loop's record order.
@@ -75,11 +78,15 @@ pub(crate) struct Ledger {
     open: Option<OpenTurn>,
     turns: u64,
     interrupted_prompt: Option<Message>,
+    /// Model ids of calls, from the records that carried them; may name
+    /// calls of turns rolled back since.
+    provider_ids: BTreeMap<CallId, String>,
 }
 
 #[derive(Debug)]
 struct OpenBatch {
     assistant: Message,
+    provider_ids: BTreeMap<CallId, String>,
     calls: Vec<(CallId, String)>,
     started: HashSet<CallId>,
     finished: HashMap<CallId, Message>,
@@ -101,7 +108,7 @@ struct OpenTurn {
 impl Ledger {
     /// A ledger with no open turn, after `turns` turns.
     pub(crate) fn closed(turns: u64, interrupted_prompt: Option<Message>) -> Self {
-        Self { open: None, turns, interrupted_prompt }
+        Self { open: None, turns, interrupted_prompt, provider_ids: BTreeMap::new() }
     }
 
     /// Turns started so far.
@@ -140,7 +147,7 @@ impl Ledger {
                 }
                 Ok(())
             }
-            JournalRecord::BatchStarted { turn, assistant } => {
+            JournalRecord::BatchStarted { turn, assistant, .. } => {
                 if open_turn(self.open.as_ref(), *turn)?.batch.is_some() {
                     return Err("a batch started while another was open".into());
                 }
@@ -164,7 +171,7 @@ impl Ledger {
                 }
                 Ok(())
             }
-            JournalRecord::Committed { turn, messages: committed } => {
+            JournalRecord::Committed { turn, messages: committed, .. } => {
                 let current = open_turn(self.open.as_ref(), *turn)?;
                 let Some(first @ Message::Assistant { .. }) = committed.first() else {
                     return Err("a commit must begin with an assistant message".into());
@@ -218,11 +225,13 @@ impl Ledger {
                     batch: None,
                 });
             }
-            JournalRecord::BatchStarted { assistant, .. } => {
+            JournalRecord::BatchStarted { assistant, provider_ids, .. } => {
                 if let Some(current) = self.open.as_mut() {
                     let calls = assistant.tool_calls().map(|c| (c.id, c.name.to_owned())).collect();
+                    self.provider_ids.extend(provider_ids.clone());
                     current.batch = Some(OpenBatch {
                         assistant,
+                        provider_ids,
                         calls,
                         started: HashSet::new(),
                         finished: HashMap::new(),
@@ -242,7 +251,8 @@ impl Ledger {
                     batch.finished.insert(call_id, result);
                 }
             }
-            JournalRecord::Committed { messages: committed, .. } => {
+            JournalRecord::Committed { messages: committed, provider_ids, .. } => {
+                self.provider_ids.extend(provider_ids);
                 if let Some(current) = self.open.as_mut() {
                     current.batch = None;
                     current.committed = true;
@@ -280,7 +290,11 @@ impl Ledger {
                     None => Message::tool_result(*id, name, NOT_STARTED_RESULT, true),
                 });
             }
-            recovery.push(JournalRecord::Committed { turn, messages: committed });
+            recovery.push(JournalRecord::Committed {
+                turn,
+                messages: committed,
+                provider_ids: batch.provider_ids.clone(),
+            });
         }
         recovery.push(JournalRecord::TurnEnded { turn, outcome: TurnRecordOutcome::Interrupted });
         for record in &recovery {
@@ -303,6 +317,7 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
     }
     let recovery = ledger.close_open(&mut messages);
     validate_history(&messages)?;
+    let provider_call_ids = mapped_calls(&messages, ledger.provider_ids);
     Ok(Replayed {
         authority: authority.clone(),
         system: system.clone(),
@@ -310,7 +325,21 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         turns: ledger.turns,
         recovery,
         interrupted_prompt: ledger.interrupted_prompt,
+        provider_call_ids,
     })
+}
+
+/// The mapped ids of the calls `messages` hold; calls of rolled-back turns
+/// are gone from history and from the mapping.
+fn mapped_calls(
+    messages: &[Message],
+    mut provider_ids: BTreeMap<CallId, String>,
+) -> BTreeMap<CallId, String> {
+    messages
+        .iter()
+        .flat_map(Message::tool_calls)
+        .filter_map(|c| Some((c.id, provider_ids.remove(&c.id)?)))
+        .collect()
 }
 
 fn open_turn(open: Option<&OpenTurn>, turn: u64) -> Result<&OpenTurn, String> {

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use bosun_core::journal::JournalFuture;
 use bosun_core::{
-    BuildError, Disposition, Event, InMemoryJournal, Journal, JournalError, JournalRecord, Message,
-    ModelError, Session, SessionBuilder, TurnErrorKind, replay,
+    BuildError, Disposition, Event, InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord,
+    Message, ModelError, Session, SessionBuilder, TurnErrorKind, replay,
 };
 use bosun_testing::{FnTool, Reply, ScriptedModel};
 use common::TestResult;
@@ -47,9 +47,10 @@ impl Journal for FailAt {
             Err(_) => usize::MAX,
         };
         if position == self.fail_at {
-            return Box::pin(std::future::ready(Err(JournalError(format!(
-                "injected failure at {position}"
-            )))));
+            return Box::pin(std::future::ready(Err(JournalError::new(
+                JournalErrorKind::Injected,
+                format!("injected failure at {position}"),
+            ))));
         }
         self.inner.append(record)
     }

@@ -4,13 +4,16 @@
 mod common;
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use bosun_core::{
-    BuildError, CallId, Event, InMemoryJournal, Message, ModelError, Session, ToolCategory, WorkspaceIdentity,
+    BuildError, CallId, Event, InMemoryJournal, Message, ModelError, Session, ToolCategory, ToolOutput,
+    WorkspaceIdentity,
 };
 use bosun_testing::{FnTool, RecordingApprover, Reply, ScriptedModel};
 use common::{TestResult, exec_tool, tool_result};
 use serde_json::json;
+use tokio::sync::Notify;
 
 fn proposed_ids(events: &[Event]) -> Vec<CallId> {
     events
@@ -79,6 +82,86 @@ async fn invariant_04_rolled_back_turn_returns_its_minted_ids() -> TestResult {
     assert!(!session.knows_call_id(ids[0]));
     assert_eq!(session.provider_call_id(ids[0]), None);
     assert!(session.history().is_empty());
+    Ok(())
+}
+
+/// The mapping lives in the journal, not in the process: a crash in the
+/// middle of a batch, then a resume, keeps every minted id used and mapped
+/// to the model's id, for a batch that ran, one of refused calls (committed
+/// without a `batch_started`) and the interrupted one.
+#[tokio::test]
+async fn invariant_04_call_ids_stay_unique_and_mapped_across_resume() -> TestResult {
+    let journal = InMemoryJournal::new();
+    let started = Arc::new(Notify::new());
+    let signal = Arc::clone(&started);
+    let hanging = FnTool::new("deploy", ToolCategory::Read, move |_, _| {
+        let signal = Arc::clone(&signal);
+        Box::pin(async move {
+            signal.notify_one();
+            std::future::pending::<ToolOutput>().await
+        })
+    });
+    let model = ScriptedModel::new()
+        .reply(Reply::new().tool_call_with_id("call_0", "echo", json!({"n": 1})).tool_call_with_id(
+            "call_1",
+            "echo",
+            json!({"n": 2}),
+        ))
+        .reply(Reply::new().tool_call_with_id("call_0", "no_such_tool", json!({})))
+        .answer("first done")
+        .reply(Reply::new().tool_call_with_id("call_0", "deploy", json!({})));
+    let mut session = Session::builder(model)
+        .tool(FnTool::echo("echo"))
+        .tool(hanging.clone())
+        .journal(journal.clone())
+        .build()
+        .await?;
+    let mut events = Vec::new();
+    session.run("first", &mut events).await?;
+    {
+        let run = session.run("second", &mut events);
+        tokio::select! {
+            _ = run => panic!("the turn cannot finish while deploy hangs"),
+            () = started.notified() => {}
+        }
+        // Dropping the turn here is the crash.
+    }
+    drop(session);
+    let before = proposed_ids(&events);
+    assert_eq!(before.len(), 4, "two echoes, one refused call, one deploy");
+    let expected_models = ["call_0", "call_1", "call_0", "call_0"];
+
+    let model = ScriptedModel::new()
+        .reply(Reply::new().tool_call_with_id("call_0", "echo", json!({"n": 3})))
+        .answer("ok");
+    let mut resumed = Session::builder(model)
+        .tool(FnTool::echo("echo"))
+        .tool(hanging.clone())
+        .resume(journal.clone())
+        .await?;
+    for (id, model_id) in before.iter().zip(expected_models) {
+        assert!(resumed.knows_call_id(*id), "{id} is still used after the resume");
+        assert_eq!(resumed.provider_call_id(*id), Some(model_id), "{id} keeps its model id");
+    }
+    let reused: Vec<CallId> = [0, 2, 3].iter().map(|&i| before[i]).collect();
+    assert_eq!(resumed.minted_call_ids("call_0"), reused.as_slice(), "in history order");
+
+    let mut after = Vec::new();
+    resumed.run("third", &mut after).await?;
+    let fresh = proposed_ids(&after);
+    assert_eq!(fresh.len(), 1);
+    assert!(!before.contains(&fresh[0]), "an id minted after the resume is new");
+    assert_eq!(resumed.provider_call_id(fresh[0]), Some("call_0"));
+    assert_eq!(resumed.minted_call_ids("call_0").len(), 4);
+    // A second resume rebuilds the same mapping from the records alone.
+    let again = Session::builder(ScriptedModel::new())
+        .tool(FnTool::echo("echo"))
+        .tool(hanging)
+        .resume(journal)
+        .await?;
+    for id in before.iter().chain(&fresh) {
+        assert_eq!(again.provider_call_id(*id), resumed.provider_call_id(*id));
+    }
     Ok(())
 }
 

@@ -101,6 +101,17 @@ impl StoreError {
 
 impl From<StoreError> for bosun_core::JournalError {
     fn from(error: StoreError) -> Self {
-        bosun_core::JournalError(error.to_string())
+        use bosun_core::JournalErrorKind as Kind;
+        let kind = match &error {
+            StoreError::Full(_) => Kind::Full,
+            StoreError::Leased { .. } | StoreError::Open { .. } | StoreError::NotFound { .. } => {
+                Kind::Unavailable
+            }
+            StoreError::Corrupt { .. } | StoreError::NewerSchema { .. } | StoreError::Import { .. } => {
+                Kind::Corrupt
+            }
+            StoreError::Invalid(_) | StoreError::Sqlite(_) | StoreError::Io(_) => Kind::Other,
+        };
+        bosun_core::JournalError::new(kind, error)
     }
 }

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use bosun_core::journal::JournalFuture;
-use bosun_core::{Journal, JournalError, JournalRecord, Message, TurnRecordOutcome, Usage};
+use bosun_core::{Journal, JournalError, JournalErrorKind, JournalRecord, Message, TurnRecordOutcome, Usage};
 use rusqlite::{Connection, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
@@ -94,13 +94,13 @@ impl Writer {
                 jobs.send(job(reply)).map_err(|_| stopped())?;
                 Ok(answer)
             }
-            Self::Failed(reason) => Err(JournalError(reason.clone())),
+            Self::Failed(reason) => Err(JournalError::new(JournalErrorKind::Unavailable, reason.clone())),
         }
     }
 }
 
 fn stopped() -> JournalError {
-    JournalError("the journal's writer thread stopped".into())
+    JournalError::new(JournalErrorKind::Unavailable, "the journal's writer thread stopped")
 }
 
 impl std::fmt::Debug for StoreJournal {

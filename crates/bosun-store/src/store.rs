@@ -353,7 +353,13 @@ pub(crate) fn records_for(messages: &[Message]) -> Vec<JournalRecord> {
                 let unit: Vec<Message> = messages[index..(index + 1 + calls).min(messages.len())].to_vec();
                 last_was_answer = calls == 0;
                 index += unit.len();
-                records.push(JournalRecord::Committed { turn, messages: unit });
+                // A fork or import starts a new process history: the model ids of
+                // the original calls are not carried (invariant 4 holds per session).
+                records.push(JournalRecord::Committed {
+                    turn,
+                    messages: unit,
+                    provider_ids: Default::default(),
+                });
             }
             _ => index += 1,
         }

@@ -26,8 +26,8 @@ use std::sync::{Arc, Barrier, mpsc};
 use std::time::SystemTime;
 
 use bosun_core::{
-    Disposition, Message, NullSink, Session, SessionBuilder, ToolCategory, TurnErrorKind, Usage,
-    WorkspaceIdentity,
+    Disposition, JournalErrorKind, Message, NullSink, Session, SessionBuilder, ToolCategory, TurnErrorKind,
+    Usage, WorkspaceIdentity,
 };
 use bosun_store::{BUSY_TIMEOUT, ListFilter, Store, StoreError};
 use bosun_testing::{FnTool, Reply, ScriptedModel};
@@ -355,7 +355,14 @@ async fn full_disk_scenario(disk: &Path) {
 
     // Turn 2: the tool fills the disk; the next record cannot be written.
     let error = session.run("fill it up", &mut NullSink).await.unwrap_err();
-    assert!(matches!(error.kind, TurnErrorKind::Journal(_)), "{error:?}");
+    let TurnErrorKind::Journal(journal_error) = &error.kind else { panic!("not a journal error: {error:?}") };
+    // Typed all the way down: the kind says full, the source is the store's.
+    assert_eq!(journal_error.kind(), JournalErrorKind::Full, "{journal_error}");
+    assert!(
+        matches!(journal_error.cause().downcast_ref::<StoreError>(), Some(StoreError::Full(_))),
+        "{:?}",
+        journal_error.cause()
+    );
     assert!(error.to_string().contains("the disk is full"), "{error}");
     assert_eq!(error.disposition, Disposition::Checkpointed, "the tool ran: its effect may stand");
     // A session whose journal failed refuses further turns and says to

@@ -77,7 +77,11 @@ impl Session {
             }
         }
         if gates.iter().any(|g| matches!(g, Gate::Run(_))) {
-            let record = JournalRecord::BatchStarted { turn: state.turn, assistant: assistant.clone() };
+            let record = JournalRecord::BatchStarted {
+                turn: state.turn,
+                assistant: assistant.clone(),
+                provider_ids: self.call_ids.origins_of(assistant),
+            };
             if let Err(stopped) = self.record(record).await {
                 return BatchRun { results: None, stopped: Some(stopped) };
             }

@@ -12,7 +12,7 @@ use crate::error::BuildError;
 use crate::history::{call_ids, validate_history};
 use crate::journal::{Journal, JournalRecord};
 use crate::limits::Limits;
-use crate::message::Message;
+use crate::message::{CallId, Message};
 use crate::model::{GenerationOptions, Model, Support, Thinking};
 use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
@@ -276,7 +276,7 @@ impl SessionBuilder {
             };
             journal.append(&record).await?;
         }
-        Ok(self.into_session(resolved, system, history, Ledger::default()))
+        Ok(self.into_session(resolved, system, history, Ledger::default(), &BTreeMap::new()))
     }
 
     /// Resumes the session recorded in `journal`: replays it strictly, checks
@@ -301,7 +301,13 @@ impl SessionBuilder {
         }
         self.journal = Some(Box::new(journal));
         let ledger = Ledger::closed(replayed.turns, replayed.interrupted_prompt);
-        Ok(self.into_session(resolved, replayed.system, replayed.messages, ledger))
+        Ok(self.into_session(
+            resolved,
+            replayed.system,
+            replayed.messages,
+            ledger,
+            &replayed.provider_call_ids,
+        ))
     }
 
     fn into_session(
@@ -310,8 +316,9 @@ impl SessionBuilder {
         system: Option<String>,
         history: Vec<Message>,
         ledger: Ledger,
+        provider_call_ids: &BTreeMap<CallId, String>,
     ) -> Session {
-        let call_ids = CallIdRegistry::with_used(call_ids(&history));
+        let call_ids = CallIdRegistry::resumed(call_ids(&history), provider_call_ids);
         let mut session = Session {
             capabilities: self.model.capabilities(),
             model: self.model,

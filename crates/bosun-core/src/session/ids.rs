@@ -1,9 +1,9 @@
 //! Session-minted call ids (invariant 4): unique across the whole history,
 //! mapped both ways to the ids models gave, and rolled back with a turn.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::message::CallId;
+use crate::message::{CallId, Message};
 
 #[derive(Debug, Default)]
 pub(crate) struct CallIdRegistry {
@@ -16,8 +16,26 @@ pub(crate) struct CallIdRegistry {
 }
 
 impl CallIdRegistry {
-    pub(crate) fn with_used(ids: impl IntoIterator<Item = CallId>) -> Self {
-        Self { used: ids.into_iter().collect(), ..Self::default() }
+    /// The registry of a resumed session: every id of its history is used,
+    /// and those the journal mapped keep their model ids.
+    pub(crate) fn resumed(ids: impl IntoIterator<Item = CallId>, origins: &BTreeMap<CallId, String>) -> Self {
+        let mut registry = Self::default();
+        for id in ids {
+            registry.used.insert(id);
+            if let Some(provider) = origins.get(&id) {
+                registry.origin.insert(id, provider.clone());
+                registry.by_provider.entry(provider.clone()).or_default().push(id);
+            }
+        }
+        registry
+    }
+
+    /// The model ids of the tool calls in `assistant`, for its record.
+    pub(crate) fn origins_of(&self, assistant: &Message) -> BTreeMap<CallId, String> {
+        assistant
+            .tool_calls()
+            .filter_map(|call| Some((call.id, self.origin.get(&call.id)?.clone())))
+            .collect()
     }
 
     /// Invariant 4: call ids from a model are untrusted. Each call gets a

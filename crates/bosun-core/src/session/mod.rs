@@ -238,7 +238,8 @@ impl Session {
         self.tools.keys().map(String::as_str)
     }
 
-    /// The model's own id for a session-minted call id (this process only).
+    /// The model's own id for a session-minted call id; a resumed session
+    /// knows those of its journal too.
     pub fn provider_call_id(&self, id: CallId) -> Option<&str> {
         self.call_ids.origin(id)
     }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Session, TurnOptions, TurnOutcome, UserInput};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
-use crate::journal::{JournalError, JournalRecord, TurnRecordOutcome};
+use crate::journal::{JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome};
 use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
     GenerationOptions, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart, Support, Thinking,
@@ -323,7 +323,10 @@ impl Session {
             return Err(TurnErrorKind::JournalLost(lost.clone()));
         }
         let written = match self.ledger.check(&record) {
-            Err(problem) => Err(JournalError(format!("refused an out-of-order record: {problem}"))),
+            Err(problem) => Err(JournalError::new(
+                JournalErrorKind::OutOfOrder,
+                format!("refused an out-of-order record: {problem}"),
+            )),
             Ok(()) => match self.journal.as_mut() {
                 Some(journal) => journal.append(&record).await,
                 None => Ok(()),
@@ -339,7 +342,8 @@ impl Session {
 
     /// Commits messages (invariant 11: one complete batch at a time).
     async fn commit(&mut self, state: &TurnState, messages: Vec<Message>) -> Result<(), TurnErrorKind> {
-        self.record(JournalRecord::Committed { turn: state.turn, messages }).await
+        let provider_ids = messages.first().map(|m| self.call_ids.origins_of(m)).unwrap_or_default();
+        self.record(JournalRecord::Committed { turn: state.turn, messages, provider_ids }).await
     }
 
     async fn end_turn(&mut self, state: &TurnState, outcome: TurnRecordOutcome) -> Result<(), TurnErrorKind> {
