@@ -19,6 +19,7 @@
 //! | `approval_decided` | `call_id`, `decision` (`approve_once` / `approve_for_session` / `deny` / `denied_by_policy` / `granted`), `reason`? |
 //! | `tool_start` | `call_id`, `name` |
 //! | `tool_progress` | `call_id`, `message` |
+//! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` |
 //! | `error` | `kind`, `message` |
@@ -98,6 +99,18 @@ pub enum Event {
         call_id: CallId,
         /// The progress line.
         message: String,
+    },
+    /// An idempotent tool failed transiently; the call runs again after
+    /// the delay.
+    ToolRetry {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The attempt about to run, from 2.
+        attempt: u32,
+        /// How long the session waits first, in milliseconds.
+        delay_ms: u64,
+        /// What the failed attempt said, shortened for display.
+        error: String,
     },
     /// A call has its result (run, refused, or not run).
     ToolEnd {
@@ -231,6 +244,7 @@ mod wire_tag_freeze {
             Event::ApprovalDecided { .. } => "approval_decided",
             Event::ToolStart { .. } => "tool_start",
             Event::ToolProgress { .. } => "tool_progress",
+            Event::ToolRetry { .. } => "tool_retry",
             Event::ToolEnd { .. } => "tool_end",
             Event::TurnEnd { .. } => "turn_end",
             Event::Error { .. } => "error",
@@ -281,6 +295,10 @@ mod wire_tag_freeze {
             (
                 Event::ToolProgress { call_id: id, message: "50%".into() },
                 json!({"type": "tool_progress", "call_id": idj, "message": "50%"}),
+            ),
+            (
+                Event::ToolRetry { call_id: id, attempt: 2, delay_ms: 500, error: "busy".into() },
+                json!({"type": "tool_retry", "call_id": idj, "attempt": 2, "delay_ms": 500, "error": "busy"}),
             ),
             (
                 Event::ToolEnd { call_id: id, name: "shell".into(), is_error: false, output: "ok".into() },

@@ -117,9 +117,14 @@ pub enum JournalRecord {
         provider_ids: BTreeMap<CallId, String>,
     },
     /// A call was dispatched to its tool; it may have an effect from now on.
+    /// An idempotent tool's transient failure is retried: each attempt is a
+    /// record of its own, numbered from 1.
     InvocationStarted {
         /// The call.
         call_id: CallId,
+        /// Which attempt; left out for the first.
+        #[serde(default = "first_attempt", skip_serializing_if = "is_first_attempt")]
+        attempt: u32,
     },
     /// A call finished with this result.
     InvocationFinished {
@@ -146,6 +151,14 @@ pub enum JournalRecord {
         /// How.
         outcome: TurnRecordOutcome,
     },
+}
+
+fn first_attempt() -> u32 {
+    1
+}
+
+fn is_first_attempt(attempt: &u32) -> bool {
+    *attempt == 1
 }
 
 /// How a turn ended, as the journal records it.
@@ -249,7 +262,8 @@ mod record_form {
         let id = CallId::from(uuid::Uuid::from_u128(3));
         let samples = [
             (JournalRecord::TurnStarted { turn: 1, message: Message::user("hi") }, "turn_started"),
-            (JournalRecord::InvocationStarted { call_id: id }, "invocation_started"),
+            (JournalRecord::InvocationStarted { call_id: id, attempt: 1 }, "invocation_started"),
+            (JournalRecord::InvocationStarted { call_id: id, attempt: 2 }, "invocation_started"),
             (
                 JournalRecord::InvocationFinished {
                     call_id: id,
@@ -274,6 +288,13 @@ mod record_form {
         })
         .unwrap();
         assert_eq!(ended, json!({"record": "turn_ended", "turn": 2, "outcome": "checkpointed"}));
+        // The first attempt is the record as it always was.
+        let first =
+            serde_json::to_value(JournalRecord::InvocationStarted { call_id: id, attempt: 1 }).unwrap();
+        assert_eq!(first, json!({"record": "invocation_started", "call_id": id.to_string()}));
+        let second =
+            serde_json::to_value(JournalRecord::InvocationStarted { call_id: id, attempt: 2 }).unwrap();
+        assert_eq!(second["attempt"], json!(2));
         // The model's call ids ride on the records that carry the calls;
         // an empty map is left out, so older journals read the same.
         let assistant = Message::Assistant {
@@ -305,7 +326,7 @@ mod record_form {
     async fn injected_failure_refuses_appends_after_the_count() {
         let mut journal = InMemoryJournal::new();
         journal.fail_after(1);
-        let record = JournalRecord::InvocationStarted { call_id: CallId::new_v7() };
+        let record = JournalRecord::InvocationStarted { call_id: CallId::new_v7(), attempt: 1 };
         assert!(journal.append(&record).await.is_ok());
         assert!(journal.append(&record).await.is_err());
         assert_eq!(journal.records().len(), 1);

@@ -92,7 +92,9 @@ pub use permission::{
 };
 pub use replay::{ReplayError, Replayed, replay};
 pub use session::{Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput};
-pub use tool::{CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput};
+pub use tool::{
+    CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
+};
 
 /// Result texts the session writes for calls it did not run to completion.
 pub mod results {

@@ -11,7 +11,7 @@
 //! The same `Ledger` is the live session's: it checks and applies every
 //! record the turn loop writes, so live and replayed history agree.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::authority::AuthoritySnapshot;
 use crate::history::{HistoryError, validate_history};
@@ -88,7 +88,8 @@ struct OpenBatch {
     assistant: Message,
     provider_ids: BTreeMap<CallId, String>,
     calls: Vec<(CallId, String)>,
-    started: HashSet<CallId>,
+    /// The latest attempt of each call that started.
+    started: HashMap<CallId, u32>,
     finished: HashMap<CallId, Message>,
 }
 
@@ -156,17 +157,21 @@ impl Ledger {
                 }
                 Ok(())
             }
-            JournalRecord::InvocationStarted { call_id } => {
+            JournalRecord::InvocationStarted { call_id, attempt } => {
                 let batch = open_batch(self.open.as_ref())?;
-                if !batch.calls.iter().any(|(id, _)| id == call_id) || batch.started.contains(call_id) {
-                    return Err(format!("invocation {call_id} is not a fresh call of the open batch"));
+                if !batch.calls.iter().any(|(id, _)| id == call_id) || batch.finished.contains_key(call_id) {
+                    return Err(format!("invocation {call_id} is not an unfinished call of the open batch"));
+                }
+                let expected = batch.started.get(call_id).map_or(1, |last| last.saturating_add(1));
+                if *attempt != expected {
+                    return Err(format!("invocation {call_id} attempt {attempt} where {expected} was due"));
                 }
                 Ok(())
             }
             JournalRecord::InvocationFinished { call_id, result } => {
                 let batch = open_batch(self.open.as_ref())?;
                 let answers = matches!(result, Message::ToolResult { call_id: id, .. } if id == call_id);
-                if !batch.started.contains(call_id) || batch.finished.contains_key(call_id) || !answers {
+                if !batch.started.contains_key(call_id) || batch.finished.contains_key(call_id) || !answers {
                     return Err(format!("invocation {call_id} finished without a matching start"));
                 }
                 Ok(())
@@ -233,16 +238,16 @@ impl Ledger {
                         assistant,
                         provider_ids,
                         calls,
-                        started: HashSet::new(),
+                        started: HashMap::new(),
                         finished: HashMap::new(),
                     });
                 }
             }
-            JournalRecord::InvocationStarted { call_id } => {
+            JournalRecord::InvocationStarted { call_id, attempt } => {
                 if let Some(current) = self.open.as_mut()
                     && let Some(batch) = current.batch.as_mut()
                 {
-                    batch.started.insert(call_id);
+                    batch.started.insert(call_id, attempt);
                     current.acted = true;
                 }
             }
@@ -284,7 +289,7 @@ impl Ledger {
             for (id, name) in &batch.calls {
                 committed.push(match batch.finished.get(id) {
                     Some(result) => result.clone(),
-                    None if batch.started.contains(id) => {
+                    None if batch.started.contains_key(id) => {
                         Message::tool_result(*id, name, INTERRUPTED_RESULT, true)
                     }
                     None => Message::tool_result(*id, name, NOT_STARTED_RESULT, true),

@@ -33,6 +33,13 @@ pub trait Tool: Send + Sync {
         CancellationPolicy::FinishOnceStarted
     }
 
+    /// Whether a call that failed transiently may run again. The default,
+    /// [`RetryPolicy::Never`], is right for any tool whose call may have had
+    /// an effect by the time it fails.
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::Never
+    }
+
     /// What a call with these (schema-valid) arguments would do: the paths it
     /// writes, the command line it runs. The permission pipeline checks rules
     /// by capability, command rules and protected paths against it, so a tool
@@ -102,6 +109,43 @@ pub enum CancellationPolicy {
     Interruptible,
 }
 
+/// Whether the session runs a call again after a transient failure (an
+/// output made with [`ToolOutput::transient`], or a timeout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RetryPolicy {
+    /// One attempt only.
+    #[default]
+    Never,
+    /// Running the call twice has the effect of running it once (a read, a
+    /// lookup, a PUT of the same value), so a transient failure is retried,
+    /// up to `attempts` in all (at most [`RetryPolicy::MAX_ATTEMPTS`]), with
+    /// a doubling delay from [`RetryPolicy::FIRST_DELAY`]. Each attempt is
+    /// journaled before it starts.
+    Idempotent {
+        /// Attempts in all, the first included.
+        attempts: u32,
+    },
+}
+
+impl RetryPolicy {
+    /// The most attempts any tool gets.
+    pub const MAX_ATTEMPTS: u32 = 5;
+    /// The wait before the second attempt; each later wait doubles.
+    pub const FIRST_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
+
+    /// The wait before attempt `next` (from 2), if the policy allows it.
+    pub fn delay_before(self, next: u32) -> Option<std::time::Duration> {
+        match self {
+            Self::Never => None,
+            Self::Idempotent { attempts } => {
+                let allowed = attempts.min(Self::MAX_ATTEMPTS);
+                (next >= 2 && next <= allowed).then(|| Self::FIRST_DELAY * 2u32.pow(next - 2))
+            }
+        }
+    }
+}
+
 /// What a running tool gets besides its arguments.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -165,21 +209,30 @@ pub struct ToolOutput {
     pub content: Vec<ContentPart>,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Whether the failure may pass if the call runs again (a busy server, a
+    /// dropped connection); only tools with [`RetryPolicy::Idempotent`] are
+    /// run again.
+    pub transient: bool,
 }
 
 impl ToolOutput {
     /// A successful text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentPart::text(text)], is_error: false }
+        Self { content: vec![ContentPart::text(text)], is_error: false, transient: false }
     }
 
     /// A failed result with a message for the model.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentPart::text(text)], is_error: true }
+        Self { content: vec![ContentPart::text(text)], is_error: true, transient: false }
+    }
+
+    /// A failure that may pass on another attempt.
+    pub fn transient(text: impl Into<String>) -> Self {
+        Self { content: vec![ContentPart::text(text)], is_error: true, transient: true }
     }
 
     /// A result from parts.
     pub fn new(content: Vec<ContentPart>, is_error: bool) -> Self {
-        Self { content, is_error }
+        Self { content, is_error, transient: false }
     }
 }

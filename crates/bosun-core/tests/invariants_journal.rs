@@ -210,7 +210,7 @@ async fn invariant_15_out_of_order_journal_is_refused() -> TestResult {
         Session::builder(ScriptedModel::new().answer("ok")).journal(journal.clone()).build().await?;
     session.run("go", &mut Vec::new()).await?;
     let mut records = journal.records();
-    records.insert(2, JournalRecord::InvocationStarted { call_id: bosun_core::CallId::new_v7() });
+    records.insert(2, JournalRecord::InvocationStarted { call_id: bosun_core::CallId::new_v7(), attempt: 1 });
     let err = Session::builder(ScriptedModel::new())
         .resume(InMemoryJournal::from_records(records))
         .await

@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bosun_core::{
-    CallEffects, CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
+    CallEffects, CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolContext, ToolDefinition,
+    ToolFuture, ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -18,6 +19,7 @@ pub struct FnTool {
     definition: ToolDefinition,
     category: ToolCategory,
     cancellation: CancellationPolicy,
+    retry: RetryPolicy,
     body: Arc<Body>,
     effects: Option<Arc<Effects>>,
     calls: Arc<Mutex<Vec<Value>>>,
@@ -44,6 +46,7 @@ impl FnTool {
             definition: ToolDefinition::new(name, format!("test tool {name}"), json!({"type": "object"})),
             category,
             cancellation: CancellationPolicy::FinishOnceStarted,
+            retry: RetryPolicy::Never,
             body: Arc::new(body),
             effects: None,
             calls: Arc::default(),
@@ -97,6 +100,12 @@ impl FnTool {
         self
     }
 
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
     /// Sets the description.
     pub fn description(mut self, text: &str) -> Self {
         self.definition.description = text.to_owned();
@@ -131,6 +140,10 @@ impl Tool for FnTool {
 
     fn cancellation(&self) -> CancellationPolicy {
         self.cancellation
+    }
+
+    fn retry(&self) -> RetryPolicy {
+        self.retry
     }
 
     fn effects(&self, arguments: &Value) -> CallEffects {

@@ -4,16 +4,16 @@
 //! (timeout, output bound, panic capture). Results come back in call order,
 //! one per call (invariants 5, 6, 8–13).
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
+use super::invoke::{Bounds, Runnable, Step, attempt, backoff, wait_before_retry};
 use super::turn::{Emitter, TurnState};
 use super::{ResolvedTool, Session, ToolExecution};
 use crate::error::TurnErrorKind;
@@ -22,7 +22,7 @@ use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, concat_text};
 use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
-use crate::tool::{CancellationPolicy, ProgressSink, ToolContext, ToolOutput};
+use crate::tool::{ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
 pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
@@ -43,13 +43,6 @@ pub(crate) struct BatchRun {
 struct Call {
     id: CallId,
     name: String,
-    arguments: serde_json::Value,
-}
-
-/// An approved call with the one argument value it will be dispatched with.
-struct Runnable {
-    index: usize,
-    tool: Arc<ResolvedTool>,
     arguments: serde_json::Value,
 }
 
@@ -247,59 +240,98 @@ impl Session {
         if state.cancel.is_cancelled() {
             return Some(state.cancelled(emitter));
         }
+        let bounds = Bounds::of(&self.limits);
         let (progress_tx, mut progress_rx) = mpsc::channel(64);
         let mut running = FuturesUnordered::new();
-        for Runnable { index, tool, arguments } in runnable {
-            let call = &calls[index];
-            if let Err(stopped) = self.start_invocation(call, emitter).await {
+        for run in runnable {
+            let call = &calls[run.index];
+            if let Err(stopped) = self.start_invocation(call, 1, emitter).await {
                 // Calls already started keep running to completion below.
                 return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
             }
-            let context = self.context(state, call, &progress_tx);
-            let bounds = Bounds::of(&self.limits);
-            running.push(async move { (index, invoke(tool, arguments, context, bounds).await) });
+            running.push(
+                attempt(run, 1, self.context(state, call, &progress_tx), bounds).map(Step::Ended).boxed(),
+            );
         }
-        drop(progress_tx);
         loop {
-            tokio::select! {
+            let step = tokio::select! {
                 Some((call_id, message)) = progress_rx.recv() => {
                     let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                    continue;
                 }
-                finished = running.next() => match finished {
-                    Some((index, output)) => {
-                        forward_progress(&mut progress_rx, emitter);
-                        if let Err(stopped) = self.finish_invocation(index, &calls[index], output, results, emitter).await {
-                            return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
+                step = running.next() => step,
+            };
+            let stopped = match step {
+                None => break,
+                Some(Step::Ended(mut ended)) => {
+                    forward_progress(&mut progress_rx, emitter);
+                    let call = &calls[ended.index];
+                    match ended.retry(&state.cancel) {
+                        Some((run, delay)) => {
+                            let next = ended.attempt + 1;
+                            retrying(emitter, call, next, delay, &ended.output);
+                            running.push(backoff(run, next, ended.output, delay, state.cancel.clone()));
+                            continue;
                         }
+                        None => self
+                            .finish_invocation(ended.index, call, ended.output, results, emitter)
+                            .await
+                            .err(),
                     }
-                    None => break,
-                },
+                }
+                Some(Step::Due { run, attempt: number, last }) => {
+                    let call = &calls[run.index];
+                    if state.cancel.is_cancelled() {
+                        self.finish_invocation(run.index, call, last, results, emitter).await.err()
+                    } else if let Err(stopped) = self.start_invocation(call, number, emitter).await {
+                        self.keep_in_memory(run.index, call, last, results, emitter);
+                        Some(stopped)
+                    } else {
+                        let context = self.context(state, call, &progress_tx);
+                        running.push(attempt(run, number, context, bounds).map(Step::Ended).boxed());
+                        continue;
+                    }
+                }
+            };
+            if let Some(stopped) = stopped {
+                return self.finish_running(state, calls, running, results, emitter, Some(stopped)).await;
             }
         }
         state.cancel.is_cancelled().then(|| state.cancelled(emitter))
     }
 
     /// Waits for calls already running after the journal failed, so no tool
-    /// outlives the turn; their results stay in memory only.
-    async fn finish_running<F>(
+    /// outlives the turn; their results stay in memory only. A call waiting
+    /// to retry ends with the failure it had.
+    async fn finish_running(
         &mut self,
         state: &mut TurnState,
         calls: &[Call],
-        mut running: FuturesUnordered<F>,
+        mut running: FuturesUnordered<BoxFuture<'static, Step>>,
         results: &mut [Option<Message>],
         emitter: &mut Emitter<'_>,
         stopped: Option<TurnErrorKind>,
-    ) -> Option<TurnErrorKind>
-    where
-        F: std::future::Future<Output = (usize, ToolOutput)>,
-    {
+    ) -> Option<TurnErrorKind> {
         state.cancel.cancel();
-        while let Some((index, output)) = running.next().await {
-            let result = self.result_message(&calls[index], output);
-            end_event(emitter, &result);
-            results[index] = Some(result);
+        while let Some(step) = running.next().await {
+            let (index, output) = step.into_final();
+            self.keep_in_memory(index, &calls[index], output, results, emitter);
         }
         stopped
+    }
+
+    /// A call's result when the journal can no longer take it.
+    fn keep_in_memory(
+        &self,
+        index: usize,
+        call: &Call,
+        output: ToolOutput,
+        results: &mut [Option<Message>],
+        emitter: &mut Emitter<'_>,
+    ) {
+        let result = self.result_message(call, output);
+        end_event(emitter, &result);
+        results[index] = Some(result);
     }
 
     async fn run_sequential(
@@ -310,27 +342,40 @@ impl Session {
         results: &mut [Option<Message>],
         emitter: &mut Emitter<'_>,
     ) -> Option<TurnErrorKind> {
+        let bounds = Bounds::of(&self.limits);
         let (progress_tx, mut progress_rx) = mpsc::channel(64);
-        for Runnable { index, tool, arguments } in runnable {
+        for run in runnable {
             if state.cancel.is_cancelled() {
                 return Some(state.cancelled(emitter));
             }
-            let call = &calls[index];
-            if let Err(stopped) = self.start_invocation(call, emitter).await {
+            let (index, call) = (run.index, &calls[run.index]);
+            if let Err(stopped) = self.start_invocation(call, 1, emitter).await {
                 return Some(stopped);
             }
-            let context = self.context(state, call, &progress_tx);
-            let work = invoke(tool, arguments, context, Bounds::of(&self.limits));
-            tokio::pin!(work);
+            let mut work = attempt(run, 1, self.context(state, call, &progress_tx), bounds);
             let output = loop {
-                tokio::select! {
-                    Some((call_id, message)) = progress_rx.recv() => {
-                        let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                let mut ended = loop {
+                    tokio::select! {
+                        Some((call_id, message)) = progress_rx.recv() => {
+                            let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                        }
+                        ended = &mut work => break ended,
                     }
-                    output = &mut work => break output,
+                };
+                forward_progress(&mut progress_rx, emitter);
+                let Some((run, delay)) = ended.retry(&state.cancel) else { break ended.output };
+                let next = ended.attempt + 1;
+                retrying(emitter, call, next, delay, &ended.output);
+                wait_before_retry(delay, &state.cancel).await;
+                if state.cancel.is_cancelled() {
+                    break ended.output;
                 }
+                if let Err(stopped) = self.start_invocation(call, next, emitter).await {
+                    self.keep_in_memory(index, call, ended.output, results, emitter);
+                    return Some(stopped);
+                }
+                work = attempt(run, next, self.context(state, call, &progress_tx), bounds);
             };
-            forward_progress(&mut progress_rx, emitter);
             if let Err(stopped) = self.finish_invocation(index, call, output, results, emitter).await {
                 return Some(stopped);
             }
@@ -351,14 +396,18 @@ impl Session {
         }
     }
 
-    /// Journals that a call may act from now on, then announces it.
+    /// Journals that an attempt of a call may act from now on; the first
+    /// is announced, later ones were announced by `tool_retry`.
     async fn start_invocation(
         &mut self,
         call: &Call,
+        attempt: u32,
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        self.record(JournalRecord::InvocationStarted { call_id: call.id }).await?;
-        let _ = emitter.emit(Event::ToolStart { call_id: call.id, name: call.name.clone() });
+        self.record(JournalRecord::InvocationStarted { call_id: call.id, attempt }).await?;
+        if attempt == 1 {
+            let _ = emitter.emit(Event::ToolStart { call_id: call.id, name: call.name.clone() });
+        }
         Ok(())
     }
 
@@ -433,88 +482,11 @@ fn end_event(emitter: &mut Emitter<'_>, result: &Message) {
     }
 }
 
-/// The time bounds of one call: the tool timeout, then the ceiling after
-/// which the session stops waiting (`Limits::tool_ceiling`).
-#[derive(Clone, Copy)]
-struct Bounds {
-    timeout: Duration,
-    ceiling: Duration,
-}
-
-impl Bounds {
-    fn of(limits: &crate::limits::Limits) -> Self {
-        Self { timeout: limits.tool_timeout(), ceiling: limits.tool_ceiling() }
-    }
-}
-
-/// Runs one call under the tool policy: timeout, hard ceiling, panic
-/// capture (in `execute` itself and in its future), and the tool's
-/// cancellation policy (invariant 13).
-async fn invoke(
-    tool: Arc<ResolvedTool>,
-    arguments: serde_json::Value,
-    context: ToolContext,
-    bounds: Bounds,
-) -> ToolOutput {
-    let token: CancellationToken = context.cancel.clone();
-    // A panic before the future exists is caught like one inside it.
-    let work = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.execute(arguments, context))) {
-        Ok(work) => AssertUnwindSafe(work).catch_unwind(),
-        Err(payload) => return settle(Err(payload)),
-    };
-    tokio::pin!(work);
-    let timeout = bounds.timeout;
-    let timed_out = |secs: f64| format!("timed out after {secs:.1} s");
-    match tool.cancellation {
-        CancellationPolicy::Interruptible => {
-            tokio::select! {
-                biased;
-                () = token.cancelled() => ToolOutput::error(CANCELLED),
-                finished = tokio::time::timeout(timeout, &mut work) => match finished {
-                    Ok(result) => settle(result),
-                    Err(_) => {
-                        token.cancel();
-                        ToolOutput::error(timed_out(timeout.as_secs_f64()))
-                    }
-                },
-            }
-        }
-        CancellationPolicy::FinishOnceStarted => match tokio::time::timeout(timeout, &mut work).await {
-            Ok(result) => settle(result),
-            Err(_) => {
-                // Ask it to stop, then wait, but only up to the ceiling: this
-                // tool must not be cut off, nor hang the turn.
-                token.cancel();
-                let grace = bounds.ceiling.saturating_sub(timeout);
-                match tokio::time::timeout(grace, &mut work).await {
-                    Ok(result) => {
-                        let mut output = settle(result);
-                        output.is_error = true;
-                        let note = format!("{}; output so far:\n", timed_out(timeout.as_secs_f64()));
-                        output.content.insert(0, ContentPart::text(note));
-                        output
-                    }
-                    Err(_) => ToolOutput::error(format!(
-                        "{}; it did not stop within {:.1} s more and was given up; \
-                         it may have had an effect",
-                        timed_out(timeout.as_secs_f64()),
-                        grace.as_secs_f64()
-                    )),
-                }
-            }
-        },
-    }
-}
-
-fn settle(result: Result<ToolOutput, Box<dyn Any + Send>>) -> ToolOutput {
-    result.unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a non-text panic payload".to_owned());
-        ToolOutput::error(format!("the tool panicked: {message}"))
-    })
+/// Announces another attempt of `call` and the failure that led to it.
+fn retrying(emitter: &mut Emitter<'_>, call: &Call, attempt: u32, delay: Duration, failed: &ToolOutput) {
+    let error: String = concat_text(&failed.content).chars().take(EVENT_OUTPUT_CHARS).collect();
+    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+    let _ = emitter.emit(Event::ToolRetry { call_id: call.id, attempt, delay_ms, error });
 }
 
 /// Emits the progress already queued: a tool's last reports may still be in

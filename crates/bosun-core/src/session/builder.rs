@@ -210,6 +210,7 @@ impl SessionBuilder {
             let resolved = ResolvedTool {
                 category: tool.category(),
                 cancellation: tool.cancellation(),
+                retry: tool.retry(),
                 tool: Arc::clone(tool),
                 schema,
                 definition,

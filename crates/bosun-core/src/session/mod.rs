@@ -5,6 +5,7 @@
 mod batch;
 mod builder;
 mod ids;
+mod invoke;
 mod turn;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,7 +26,7 @@ use crate::model::{Capabilities, GenerationOptions, Model};
 use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
 use crate::replay::Ledger;
 use crate::schema::CompiledSchema;
-use crate::tool::{CancellationPolicy, Tool, ToolCategory, ToolDefinition};
+use crate::tool::{CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolDefinition};
 
 /// Whether the calls of one response run at once or one after another.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +44,7 @@ pub(crate) struct ResolvedTool {
     pub(crate) schema: CompiledSchema,
     pub(crate) category: ToolCategory,
     pub(crate) cancellation: CancellationPolicy,
+    pub(crate) retry: RetryPolicy,
 }
 
 pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
