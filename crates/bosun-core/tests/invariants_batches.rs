@@ -228,13 +228,140 @@ async fn invariant_13_cancel_stops_model_generation_and_rolls_back() -> TestResu
 }
 
 #[tokio::test]
-async fn invariant_13_cancellation_wins_ties() -> TestResult {
+async fn invariant_13_cancellation_wins_ties_cancelled_before_the_turn() -> TestResult {
     let token = CancellationToken::new();
     token.cancel();
     let model = ScriptedModel::new().answer("ready at once");
     let mut session = Session::builder(model).build().await?;
     let err = session.run_with("go", TurnOptions::cancel_on(token), &mut Vec::new()).await.unwrap_err();
     assert!(matches!(err.kind, TurnErrorKind::Cancelled));
+    assert!(session.history().is_empty());
+    Ok(())
+}
+
+/// A model whose stream cancels the turn in the very poll that yields its
+/// final response: the cancel and the response arrive together.
+struct AnswersAndCancels {
+    token: CancellationToken,
+    response: bosun_core::ModelResponse,
+}
+
+impl bosun_core::Model for AnswersAndCancels {
+    fn capabilities(&self) -> bosun_core::Capabilities {
+        bosun_core::Capabilities::default()
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _: bosun_core::ModelRequest<'a>,
+        _: CancellationToken,
+    ) -> bosun_core::ModelStream<'a> {
+        let token = self.token.clone();
+        let response = self.response.clone();
+        Box::pin(futures_util::stream::once(async move {
+            token.cancel();
+            Ok(bosun_core::ModelEvent::Done(response))
+        }))
+    }
+}
+
+#[tokio::test]
+async fn invariant_13_cancellation_wins_a_tie_with_the_final_response() -> TestResult {
+    use bosun_core::{ModelResponse, ResponsePart, StopReason, Usage};
+    let answer = ModelResponse::new(vec![ResponsePart::text("answered")], Usage::default(), StopReason::Stop);
+    let call = ModelResponse::new(
+        vec![ResponsePart::tool_call("c1", "write", json!({}))],
+        Usage::default(),
+        StopReason::ToolUse,
+    );
+    for response in [answer, call] {
+        let token = CancellationToken::new();
+        let model = AnswersAndCancels { token: token.clone(), response };
+        let write = common::write_tool("write");
+        let journal = InMemoryJournal::new();
+        let mut session = Session::builder(model)
+            .tool(write.clone())
+            .approver(RecordingApprover::approve_all())
+            .journal(journal.clone())
+            .build()
+            .await?;
+        let err = session.run_with("go", TurnOptions::cancel_on(token), &mut Vec::new()).await.unwrap_err();
+        assert!(matches!(err.kind, TurnErrorKind::Cancelled), "{err}");
+        assert_eq!(err.disposition, Disposition::RolledBack);
+        assert!(session.history().is_empty(), "the response that came with the cancel is not committed");
+        assert!(write.calls().is_empty());
+        assert!(committed(&journal).is_empty());
+    }
+    Ok(())
+}
+
+/// The sink cancels on the text delta; the final response is ready in the
+/// same poll of the turn loop as the cancel.
+#[tokio::test]
+async fn invariant_13_cancellation_wins_a_tie_with_a_model_chunk() -> TestResult {
+    let token = CancellationToken::new();
+    let model = ScriptedModel::new().reply(Reply::new().text("ans").final_text("answer"));
+    let mut session = Session::builder(model.clone()).build().await?;
+    let trigger = token.clone();
+    let mut sink = bosun_core::event::FnSink(move |event: Event| {
+        if matches!(event, Event::TextDelta { .. }) {
+            trigger.cancel();
+        }
+        Ok(())
+    });
+    let err = session.run_with("go", TurnOptions::cancel_on(token), &mut sink).await.unwrap_err();
+    assert!(matches!(err.kind, TurnErrorKind::Cancelled), "{err}");
+    assert!(session.history().is_empty());
+    Ok(())
+}
+
+/// A tool cancels the turn and returns its result in the same poll, while a
+/// second call's result is ready too: both results are kept (they ran), and
+/// no further model round starts.
+#[tokio::test]
+async fn invariant_13_cancellation_wins_a_tie_with_tool_results() -> TestResult {
+    let token = CancellationToken::new();
+    let model = ScriptedModel::new()
+        .reply(Reply::new().tool_call("cancel", json!({})).tool_call("read", json!({})))
+        .answer("never");
+    let read = FnTool::echo("read");
+    let mut session =
+        Session::builder(model.clone()).tool(canceller(&token)).tool(read.clone()).build().await?;
+    let err = session.run_with("go", TurnOptions::cancel_on(token), &mut Vec::new()).await.unwrap_err();
+    assert!(matches!(err.kind, TurnErrorKind::Cancelled), "{err}");
+    assert_eq!(err.disposition, Disposition::Checkpointed);
+    assert_eq!(tool_result(session.history(), 0), ("cancelled the turn and finished".into(), false));
+    assert_eq!(read.calls().len(), 1);
+    assert_eq!(model.remaining(), 1, "no model round after the cancellation");
+    Ok(())
+}
+
+/// The approver cancels the turn and approves in the same poll: the call
+/// does not run.
+#[tokio::test]
+async fn invariant_13_cancellation_wins_a_tie_with_an_approval() -> TestResult {
+    struct ApprovesAndCancels(CancellationToken);
+    impl bosun_core::ApprovalHandler for ApprovesAndCancels {
+        fn decide<'a>(
+            &'a self,
+            _: &'a bosun_core::ApprovalRequest,
+        ) -> bosun_core::permission::ApprovalFuture<'a> {
+            self.0.cancel();
+            Box::pin(std::future::ready(bosun_core::ApprovalDecision::ApproveOnce))
+        }
+    }
+    let token = CancellationToken::new();
+    let model = ScriptedModel::new().tool_call("write", json!({})).answer("never");
+    let write = common::write_tool("write");
+    let mut session = Session::builder(model)
+        .tool(write.clone())
+        .approver(ApprovesAndCancels(token.clone()))
+        .build()
+        .await?;
+    let err = session.run_with("go", TurnOptions::cancel_on(token), &mut Vec::new()).await.unwrap_err();
+    assert!(matches!(err.kind, TurnErrorKind::Cancelled), "{err}");
+    assert_eq!(err.disposition, Disposition::RolledBack);
+    assert!(write.calls().is_empty(), "an approval that came with the cancel runs nothing");
     assert!(session.history().is_empty());
     Ok(())
 }

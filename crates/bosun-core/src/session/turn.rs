@@ -150,6 +150,12 @@ impl Session {
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
             let response = self.model_round(state, generation, emitter).await?;
             state.usage += response.usage;
+            // Cancellation wins ties (invariant 13): a cancel that came with
+            // the response, in the same poll, stops the turn before the
+            // response is committed or any of its calls is considered.
+            if state.cancel.is_cancelled() {
+                return Err(state.cancelled(emitter));
+            }
             let assistant = self.mint_assistant(response);
             if assistant.tool_calls().next().is_none() {
                 let answer = assistant.text();
