@@ -217,11 +217,10 @@ async fn a_model_offered_tools_gives_a_valid_call_or_text() {
     }
 }
 
-/// Qwen2.5-Coder-0.5B (491 MB, not fetched by scripts/fetch-test-models):
-/// a whole agent turn, the call and then the answer from its result, as in
-/// the README's main command.
+/// Qwen2.5-Coder-0.5B, the embedded default (491 MB, fetched by
+/// scripts/fetch-test-models): a whole agent turn, the call and then the
+/// answer from its result, as in the README's main command.
 #[tokio::test]
-#[ignore = "needs the 491 MB Qwen2.5-Coder-0.5B-Instruct file"]
 async fn qwen_reads_a_file_and_answers_from_it() {
     let _serial = SERIAL.lock().await;
     let Some(model) = load(QWEN) else { return };
