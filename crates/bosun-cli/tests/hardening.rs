@@ -34,7 +34,7 @@ fn the_shell_cannot_read_the_keys_from_bosuns_environment() {
     cmd.env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
         .env("OPENAI_API_KEY", OPENAI_KEY)
         .env("GITHUB_TOKEN", GITHUB_TOKEN)
-        .args(["exec", "--model", "anthropic/claude-test", "--base-url", &mock.url])
+        .args(["exec", "--model", "anthropic/claude-test", "--base-url", mock.url()])
         .args(["--json", "--dangerously-approve-all", "read your environ"]);
     let out = run(cmd);
     out.expect_code(0);

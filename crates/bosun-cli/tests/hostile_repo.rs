@@ -42,7 +42,7 @@ fn write(path: &Path, text: &str) {
 
 /// The user's own config: Anthropic through aimock, plus `extra`.
 fn user_config(sandbox: &Sandbox, mock: &Aimock, extra: &str) {
-    let text = format!("model = \"anthropic/claude-test\"\nbase_url = \"{}\"\n{extra}\n", mock.url);
+    let text = format!("model = \"anthropic/claude-test\"\nbase_url = \"{}\"\n{extra}\n", mock.url());
     write(&sandbox.path("xdg/bosun/config.toml"), &text);
 }
 

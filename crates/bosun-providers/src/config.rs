@@ -2,6 +2,9 @@
 //! quirks. Deployments (Ollama, vLLM, OpenRouter, …) are presets over the
 //! four protocols, never code of their own.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::secret::ApiKey;
@@ -92,6 +95,31 @@ pub struct ProviderConfig {
     pub idle_timeout: Duration,
     /// Retries of rate-limited and network failures.
     pub retry: RetryPolicy,
+    /// What the transport waits on; [`TokioSleeper`] unless replaced.
+    pub sleeper: Arc<dyn Sleeper>,
+}
+
+/// The timer behind every wait of the transport: the wait for a response
+/// and the idle watchdog (each [`ProviderConfig::idle_timeout`] long; the
+/// watchdog is asked for anew when a stream starts and after every chunk
+/// that held a `data:` line) and the wait before a retry. A test replaces it
+/// to see which waits were asked for and to end them when it chooses, so
+/// that no test of retries or of the watchdog depends on how fast the
+/// machine runs.
+pub trait Sleeper: Send + Sync + std::fmt::Debug {
+    /// A future that completes once `duration` has passed. Dropping it
+    /// abandons the wait.
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// [`Sleeper`] on tokio's timer: the default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep(duration))
+    }
 }
 
 /// Exponential backoff with jitter, for rate limits and network errors only.
@@ -148,6 +176,7 @@ impl ProviderConfig {
             quirks: Quirks::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             retry: RetryPolicy::default(),
+            sleeper: Arc::new(TokioSleeper),
         }
     }
 
@@ -178,6 +207,12 @@ impl ProviderConfig {
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Sets the timer the transport waits on (see [`Sleeper`]).
+    pub fn with_sleeper(mut self, sleeper: impl Sleeper + 'static) -> Self {
+        self.sleeper = Arc::new(sleeper);
         self
     }
 

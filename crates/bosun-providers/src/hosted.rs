@@ -7,6 +7,7 @@
 //! retried attempt never splices its text into what the session received.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,6 @@ use std::time::Duration;
 use bosun_core::{Capabilities, Model, ModelError, ModelEvent, ModelRequest, ModelStream};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::classify::{classify_http, is_retryable, retry_after_header};
@@ -133,7 +133,9 @@ struct Reading {
     body: ByteStream,
     parser: SseParser,
     decoder: Box<dyn Decoder>,
-    last_data: Instant,
+    /// Ends `idle_timeout` after the stream started or its last `data:`
+    /// line: replaced on each, kept across keep-alives.
+    watchdog: Pin<Box<dyn Future<Output = ()> + Send>>,
 }
 
 enum Phase {
@@ -197,16 +199,17 @@ impl<'a> Run<'a> {
         let sent = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Step::Stop,
-            sent = tokio::time::timeout(config.idle_timeout, builder.body(self.body.clone()).send()) => sent,
+            sent = builder.body(self.body.clone()).send() => Some(sent),
+            () = config.sleeper.sleep(config.idle_timeout) => None,
         };
         let response = match sent {
-            Err(_) => {
+            None => {
                 let stalled =
                     format!("no response within {}: the connection stalled", span(config.idle_timeout));
                 return self.fail(network(config, &stalled)).await;
             }
-            Ok(Err(error)) => return self.fail(network(config, &error.to_string())).await,
-            Ok(Ok(response)) => response,
+            Some(Err(error)) => return self.fail(network(config, &error.to_string())).await,
+            Some(Ok(response)) => response,
         };
         let status = response.status();
         if !status.is_success() {
@@ -250,35 +253,37 @@ impl<'a> Run<'a> {
             body: Box::pin(response.bytes_stream()),
             parser: SseParser::new(),
             decoder: model.protocol.decoder(config),
-            last_data: Instant::now(),
+            watchdog: config.sleeper.sleep(config.idle_timeout),
         }));
         Step::Continue
     }
 
     async fn read(&mut self, mut reading: Box<Reading>) -> Step {
         let config = &*self.model.config;
-        let deadline = reading.last_data + config.idle_timeout;
+        // Data already received wins over a watchdog that ended meanwhile,
+        // as it would have had it been read a moment sooner.
         let chunk = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Step::Stop,
-            chunk = tokio::time::timeout_at(deadline, reading.body.next()) => chunk,
+            chunk = reading.body.next() => Some(chunk),
+            () = &mut reading.watchdog => None,
         };
         let mut events = Vec::new();
         let mut cut = false;
         let ended = match chunk {
-            Err(_) => {
+            None => {
                 let stalled = format!("no data for {}: the stream stalled", span(config.idle_timeout));
                 return self.fail(network(config, &stalled)).await;
             }
-            Ok(Some(Err(error))) => return self.fail(network(config, &error.to_string())).await,
-            Ok(Some(Ok(bytes))) => {
+            Some(Some(Err(error))) => return self.fail(network(config, &error.to_string())).await,
+            Some(Some(Ok(bytes))) => {
                 reading.parser.push(&bytes, &mut events);
                 if reading.parser.take_saw_data() {
-                    reading.last_data = Instant::now();
+                    reading.watchdog = config.sleeper.sleep(config.idle_timeout);
                 }
                 false
             }
-            Ok(None) => {
+            Some(None) => {
                 cut = reading.parser.finish(&mut events);
                 true
             }
@@ -315,7 +320,7 @@ impl<'a> Run<'a> {
             tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return Step::Stop,
-                () = tokio::time::sleep(wait) => {}
+                () = self.model.config.sleeper.sleep(wait) => {}
             }
             self.attempt += 1;
             self.phase = Phase::Connect;

@@ -17,6 +17,6 @@ mod retry;
 pub mod secret;
 pub mod sse;
 
-pub use config::{Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy};
+pub use config::{Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, TokioSleeper};
 pub use hosted::{HostedModel, ProviderError, decode_recorded};
 pub use secret::ApiKey;

@@ -1,6 +1,6 @@
 //! Against a real mock LLM server: npm `@copilotkit/aimock`, installed by
-//! `scripts/test` into `test-peers/`, started here on 127.0.0.1 with a
-//! fixture file. A multi-turn, tool-using session on each of the four APIs,
+//! `scripts/test` into `test-peers/`, started on 127.0.0.1 with a fixture
+//! file by `bosun_testing::Aimock`. A multi-turn, tool-using session on each of the four APIs,
 //! and the server's fault modes: each ends in the classified error or a
 //! successful retry, never a panic or a hang.
 //!
@@ -10,16 +10,13 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use bosun_core::{Message, ModelError, Session, ToolCategory, TurnErrorKind};
 use bosun_providers::{Api, HostedModel, ProviderConfig, RetryPolicy};
-use bosun_testing::FnTool;
-use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use bosun_testing::{Aimock, FnTool};
+use serde_json::{Value, json};
+use support::ManualClock;
 
 /// No scenario may take longer than this: a hang fails the test.
 const NO_HANG: Duration = Duration::from_secs(60);
@@ -30,80 +27,25 @@ const FIXTURES: &str = r#"{"fixtures":[
   {"match":{"userMessage":"weather"},"response":{"reasoning":"The user wants the weather; I should call the tool.","content":"Let me check.","toolCalls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}}
 ]}"#;
 
-fn cli() -> Option<PathBuf> {
-    let path = std::env::var_os("BOSUN_AIMOCK_CLI").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../test-peers/node_modules/@copilotkit/aimock/dist/cli.js")
-    });
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
-        panic!("aimock is required (BOSUN_REQUIRE_PEERS) but missing at {}", path.display());
-    }
-    support::skip_or_fail(
-        "BOSUN_SKIP_AIMOCK",
-        &format!(
-            "aimock is not installed at {}: run `scripts/test` or `npm ci --prefix test-peers`",
-            path.display()
-        ),
-    );
-    None
+fn fixtures() -> Value {
+    serde_json::from_str(FIXTURES).unwrap()
 }
 
-/// A running aimock, killed on drop.
-struct Aimock {
-    url: String,
-    _child: Child,
-    _fixtures: tempfile::NamedTempFile,
-}
-
-impl Aimock {
-    async fn start(args: &[&str]) -> Option<Self> {
-        let cli = cli()?;
-        let fixtures = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
-        std::fs::write(fixtures.path(), FIXTURES).unwrap();
-        let mut child = Command::new("node")
-            .arg(cli)
-            .args(["-p", "0", "-h", "127.0.0.1", "--log-level", "info", "-f"])
-            .arg(fixtures.path())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("listening on ") {
-                    return line[at + "listening on ".len()..].trim().to_owned();
-                }
-            }
-            panic!("aimock exited before listening");
-        })
-        .await
-        .expect("aimock starts within 30 s");
-        // Keep draining its output so it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Some(Self { url, _child: child, _fixtures: fixtures })
-    }
-
-    fn config(&self, api: Api) -> ProviderConfig {
-        let config = match api {
-            Api::OpenAiChat => ProviderConfig::openai_compatible(format!("{}/v1", self.url)),
-            Api::OpenAiResponses => ProviderConfig::new("openai-responses", api, format!("{}/v1", self.url)),
-            _ => ProviderConfig::new(format!("{api:?}"), api, self.url.clone()),
-        };
-        config
-            .with_retry(
-                RetryPolicy::default()
-                    .with_attempts(3)
-                    .with_delays(Duration::from_millis(1), Duration::from_millis(20)),
-            )
-            .with_idle_timeout(Duration::from_secs(10))
-    }
+/// A configuration for `api` against `mock`, with quick retries.
+fn config(mock: &Aimock, api: Api) -> ProviderConfig {
+    let url = mock.url();
+    let config = match api {
+        Api::OpenAiChat => ProviderConfig::openai_compatible(format!("{url}/v1")),
+        Api::OpenAiResponses => ProviderConfig::new("openai-responses", api, format!("{url}/v1")),
+        _ => ProviderConfig::new(format!("{api:?}"), api, url),
+    };
+    config
+        .with_retry(
+            RetryPolicy::default()
+                .with_attempts(3)
+                .with_delays(Duration::from_millis(1), Duration::from_millis(20)),
+        )
+        .with_idle_timeout(Duration::from_secs(10))
 }
 
 const APIS: [Api; 4] = [Api::OpenAiChat, Api::AnthropicMessages, Api::OpenAiResponses, Api::Gemini];
@@ -123,10 +65,10 @@ fn weather_tool() -> FnTool {
 
 #[tokio::test]
 async fn a_multi_turn_tool_conversation_works_on_all_four_apis() {
-    let Some(mock) = Aimock::start(&[]).await else { return };
+    let Some(mock) = Aimock::start(&fixtures()) else { return };
     for api in APIS {
         let tool = weather_tool();
-        let model = HostedModel::new(mock.config(api), "mock-model").unwrap();
+        let model = HostedModel::new(config(&mock, api), "mock-model").unwrap();
         let mut session = Session::builder(model)
             .system_prompt("You are a weather assistant.")
             .tool(tool.clone())
@@ -162,10 +104,10 @@ async fn a_multi_turn_tool_conversation_works_on_all_four_apis() {
 /// Runs one turn on each API against a server in a fault mode and returns
 /// the errors (a success is `None`).
 async fn faults(args: &[&str]) -> Option<Vec<(Api, Option<TurnErrorKind>)>> {
-    let mock = Aimock::start(args).await?;
+    let mock = Aimock::start_with(&fixtures(), args)?;
     let mut outcomes = Vec::new();
     for api in APIS {
-        let model = HostedModel::new(mock.config(api), "mock-model").unwrap();
+        let model = HostedModel::new(config(&mock, api), "mock-model").unwrap();
         let mut session = Session::builder(model).tool(weather_tool()).build().await.unwrap();
         let result =
             tokio::time::timeout(NO_HANG, session.run("What's the weather in Paris?", &mut Vec::new()))
@@ -219,26 +161,44 @@ async fn latency_slows_but_does_not_break_a_turn() {
     }
 }
 
+/// Replies slower than any watchdog here: "slow start" sends nothing, not
+/// even its headers, for 1000 s; "stall" sends its first chunk at once and
+/// the next after 1000 s.
+const SLOW: &str = r#"{"fixtures":[
+  {"match":{"userMessage":"slow start"},"response":{"content":"Too late."},"latency":1000000},
+  {"match":{"userMessage":"stall"},"response":{"content":"This answer stops after its first chunk and would go on much later."},"streamingProfile":{"ttft":0,"tps":0.001}}
+]}"#;
+
 #[tokio::test]
 async fn a_stream_slower_than_the_watchdog_ends_in_a_network_error() {
-    let Some(mock) = Aimock::start(&["--latency", "400"]).await else { return };
-    for api in APIS {
-        let config =
-            mock.config(api).with_idle_timeout(Duration::from_millis(100)).with_retry(RetryPolicy::none());
-        let mut session = Session::builder(HostedModel::new(config, "m").unwrap())
-            .tool(weather_tool())
-            .build()
-            .await
-            .unwrap();
-        let error =
-            tokio::time::timeout(NO_HANG, session.run("What's the weather in Paris?", &mut Vec::new()))
+    let Some(mock) = Aimock::start(&serde_json::from_str(SLOW).unwrap()) else { return };
+    let idle = Duration::from_millis(100);
+    // The wait the server is too slow for: the wait for a response (the
+    // first asked for), or the watchdog armed anew by the first chunk's data
+    // line (the third, after the response wait and the stream's start).
+    for (message, armed, expected) in
+        [("slow start", 1, "no response within 0.1 s"), ("stall", 3, "no data for 0.1 s: the stream stalled")]
+    {
+        for api in APIS {
+            let clock = ManualClock::default();
+            let config = config(&mock, api)
+                .with_idle_timeout(idle)
+                .with_retry(RetryPolicy::none())
+                .with_sleeper(clock.clone());
+            let mut session = Session::builder(HostedModel::new(config, "m").unwrap())
+                .tool(weather_tool())
+                .build()
                 .await
-                .expect("no hang")
-                .unwrap_err();
-        assert!(
-            matches!(&error.kind, TurnErrorKind::Model(ModelError::Network(m)) if m.contains("stalled")),
-            "{api:?}: {error}"
-        );
+                .unwrap();
+            let mut sink = Vec::new();
+            let turn = tokio::time::timeout(NO_HANG, session.run(message, &mut sink));
+            let error = support::advancing(&clock, armed, idle, turn).await.expect("no hang").unwrap_err();
+            assert!(
+                matches!(&error.kind, TurnErrorKind::Model(ModelError::Network(m)) if m.contains(expected)),
+                "{message} on {api:?}: {error}"
+            );
+            assert_eq!(clock.waits()[armed - 1].state, support::WaitState::Ended, "{message} on {api:?}");
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use futures_util::StreamExt;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Canned, Recorded, TestServer, recording, reframe, split_at};
+use support::{Canned, ManualClock, Recorded, TestServer, Wait, WaitState, recording, reframe, split_at};
 use tokio_util::sync::CancellationToken;
 
 /// No stream may take longer than this: a hang fails the test.
@@ -724,11 +724,22 @@ async fn an_overloaded_error_event_is_rate_limited_and_retried() {
 }
 
 #[tokio::test]
-async fn http_529_with_retry_after_zero_is_retried() {
-    let overloaded = Canned::error(529, OVERLOADED).with_header("retry-after", "0");
-    let (events, requests) = serve(vec![overloaded, Canned::sse(ok_stream())], hello()).await;
+async fn http_529_honours_retry_after_and_is_retried() {
+    let overloaded = Canned::error(529, OVERLOADED).with_header("retry-after", "3");
+    let server = TestServer::start(vec![overloaded, Canned::sse(ok_stream())]).await;
+    let clock = ManualClock::default();
+    // A ceiling above the hint; backoff alone would wait about a millisecond.
+    let retry = RetryPolicy::default().with_delays(Duration::from_millis(1), Duration::from_secs(60));
+    let model =
+        HostedModel::new(config(&server.url).with_retry(retry).with_sleeper(clock.clone()), "c").unwrap();
+    // The retry's wait, the second asked for (after the first response's),
+    // ends once the clock has moved on by the 3 s asked for.
+    let asked = Duration::from_secs(3);
+    let events = support::advancing(&clock, 2, asked, collect(&model, hello())).await;
     assert_eq!(done(&events).text(), "ok");
-    assert_eq!(requests.len(), 2);
+    let waits = clock.waits();
+    assert_eq!(waits[1], Wait { at: Duration::ZERO, duration: asked, state: WaitState::Ended }, "{waits:?}");
+    assert_eq!((waits[2].at, server.requests().len()), (asked, 2), "retried as the wait ended: {waits:?}");
 }
 
 #[tokio::test]

@@ -1,19 +1,24 @@
 //! The transport shared by every API: keys, status classification, retries
 //! that never splice text, the idle watchdog and cancellation. Driven with
-//! the Chat Completions protocol against a real local HTTP server.
+//! the Chat Completions protocol against a real local HTTP server. Waits
+//! (`Retry-After`, the watchdog) run on a `ManualClock`, moved by the test
+//! alone, and the watchdog's tests release the server's chunks one by one:
+//! no outcome depends on how loaded the machine is.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
 use std::time::Duration;
 
-use bosun_core::{GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest};
+use bosun_core::{GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest, ModelStream};
 use bosun_providers::{ApiKey, HostedModel, ProviderConfig, ProviderError, RetryPolicy};
-use futures_util::StreamExt;
-use support::{Canned, TestServer};
+use futures_util::{FutureExt, StreamExt};
+use support::{Canned, Gate, ManualClock, TestServer, Wait, WaitState};
 use tokio_util::sync::CancellationToken;
 
 const NO_HANG: Duration = Duration::from_secs(30);
+
+const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 fn chunk(delta: &str) -> String {
     format!(
@@ -37,6 +42,28 @@ fn config(server: &TestServer) -> ProviderConfig {
             .with_attempts(3)
             .with_delays(Duration::from_millis(1), Duration::from_millis(10)),
     )
+}
+
+fn hello() -> ModelRequest<'static> {
+    ModelRequest::new(None, vec![Message::user("hi")], Vec::new(), GenerationOptions::default())
+}
+
+/// Polls `stream` until the watchdog is armed (the second wait on `clock`,
+/// after the wait for the response): the stream has begun.
+async fn until_streaming(stream: &mut ModelStream<'_>, clock: &ManualClock) {
+    let begun = async {
+        tokio::select! {
+            item = stream.next() => panic!("the stream ended before it was released: {item:?}"),
+            _ = clock.asked(2) => {}
+        }
+    };
+    tokio::time::timeout(NO_HANG, begun).await.expect("the stream begins");
+}
+
+/// Whether `outcome` is the watchdog's error for a 300 ms watchdog.
+fn stalled_at_300_ms(outcome: &Option<Option<Result<ModelEvent, ModelError>>>) -> bool {
+    let expected = "no data for 0.3 s: the stream stalled";
+    matches!(outcome, Some(Some(Err(ModelError::Network(m)))) if m.contains(expected))
 }
 
 /// Streams one request and returns the events and the final result.
@@ -106,16 +133,62 @@ async fn the_key_goes_in_a_header_and_never_into_errors_or_debug() {
     assert_eq!(server.requests().len(), 1, "authentication failures are not retried");
 }
 
-#[tokio::test]
-async fn a_rate_limit_honours_retry_after_and_then_succeeds() {
-    let limited = Canned::error(429, r#"{"error":{"message":"slow down","type":"rate_limit_exceeded"}}"#)
-        .with_header("retry-after", "0");
-    let server = TestServer::start(vec![limited, good_stream()]).await;
-    let model = HostedModel::new(config(&server), "m").unwrap();
-    let (events, outcome) = run(&model, CancellationToken::new()).await;
+fn rate_limited() -> Canned {
+    Canned::error(429, r#"{"error":{"message":"slow down","type":"rate_limit_exceeded"}}"#)
+}
+
+/// Backoff alone would wait about a millisecond; a hint may ask for up to a
+/// minute.
+fn slow_ceiling() -> RetryPolicy {
+    RetryPolicy::default().with_attempts(3).with_delays(Duration::from_millis(1), Duration::from_secs(60))
+}
+
+/// Runs one request against `server` whose first answer asks for a wait,
+/// ending the second wait asked for (the retry's, after the wait for the
+/// first response) once it has lasted `wait`; returns every wait.
+async fn retried_after(server: &TestServer, wait: Duration) -> Vec<Wait> {
+    let clock = ManualClock::default();
+    let config = config(server).with_retry(slow_ceiling()).with_sleeper(clock.clone());
+    let model = HostedModel::new(config, "m").unwrap();
+    let (events, outcome) = support::advancing(&clock, 2, wait, run(&model, CancellationToken::new())).await;
     assert_eq!(outcome.unwrap(), "Hello");
     assert_eq!(events, vec![ModelEvent::TextDelta("Hel".into()), ModelEvent::TextDelta("lo".into())]);
     assert_eq!(server.requests().len(), 2);
+    clock.waits()
+}
+
+#[tokio::test]
+async fn a_rate_limit_honours_retry_after_and_then_succeeds() {
+    for (header, value, asked) in [
+        ("retry-after", "2", Duration::from_secs(2)),
+        ("retry-after-ms", "1500", Duration::from_millis(1500)),
+    ] {
+        let server = TestServer::start(vec![rate_limited().with_header(header, value), good_stream()]).await;
+        let waits = retried_after(&server, asked).await;
+        assert_eq!(
+            waits[1],
+            Wait { at: Duration::ZERO, duration: asked, state: WaitState::Ended },
+            "{header}: the retry waited what the server asked, not the backoff: {waits:?}"
+        );
+        assert_eq!(waits[2].at, asked, "{header}: the second attempt began as the wait ended: {waits:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_retry_after_past_the_ceiling_waits_the_ceiling_not_the_backoff() {
+    // What `retry::delay` does today: a hint longer than the policy's
+    // ceiling is cut to the ceiling, the longest any retry waits, and never
+    // to the short backoff a hint-less retry would take.
+    let server =
+        TestServer::start(vec![rate_limited().with_header("retry-after", "90"), good_stream()]).await;
+    let ceiling = slow_ceiling().max_delay;
+    let waits = retried_after(&server, ceiling).await;
+    assert_eq!(
+        waits[1],
+        Wait { at: Duration::ZERO, duration: ceiling, state: WaitState::Ended },
+        "{waits:?}"
+    );
+    assert_eq!(waits[2].at, ceiling, "{waits:?}");
 }
 
 #[tokio::test]
@@ -162,29 +235,74 @@ async fn a_retry_never_splices_text_into_what_the_session_received() {
 
 #[tokio::test]
 async fn keep_alives_do_not_reset_the_idle_watchdog() {
-    let mut pings = Canned::sse_chunks(vec![b": keep-alive\n\n".to_vec(); 40]);
-    pings.pause = Duration::from_millis(25);
-    let server = TestServer::start(vec![pings]).await;
-    let config =
-        config(&server).with_idle_timeout(Duration::from_millis(300)).with_retry(RetryPolicy::none());
-    let model = HostedModel::new(config, "m").unwrap();
-    let started = std::time::Instant::now();
-    let (_, outcome) = run(&model, CancellationToken::new()).await;
-    let error = outcome.unwrap_err();
-    assert!(matches!(&error, ModelError::Network(m) if m.contains("stalled")), "{error}");
-    assert!(started.elapsed() < Duration::from_millis(900), "the pings (1 s of them) did not keep it alive");
+    let quiet = |server: &TestServer, clock: &ManualClock| {
+        let config = config(server)
+            .with_idle_timeout(Duration::from_millis(300))
+            .with_retry(RetryPolicy::none())
+            .with_sleeper(clock.clone());
+        HostedModel::new(config, "m").unwrap()
+    };
+
+    // Read to its end, a stream of 40 keep-alives leaves the watchdog as its
+    // start armed it: however the keep-alives were split into reads, none
+    // armed it again. (The end is the proof that all of them were read.)
+    let server = TestServer::start(vec![Canned::sse_chunks(vec![KEEP_ALIVE.to_vec(); 40])]).await;
+    let clock = ManualClock::default();
+    let (_, outcome) = run(&quiet(&server, &clock), CancellationToken::new()).await;
+    assert!(matches!(&outcome, Err(ModelError::Network(m)) if m.contains("ended before")), "{outcome:?}");
+    let waits = clock.waits();
+    assert_eq!(waits.len(), 2, "the wait for the response and one watchdog: {waits:?}");
+
+    // And with a keep-alive every 25 ms, the watchdog ends the stream 300 ms
+    // after it began, not a moment later or sooner.
+    let gate = Gate::new();
+    let server =
+        TestServer::start(vec![Canned::sse_chunks(vec![KEEP_ALIVE.to_vec(); 40]).with_gate(&gate)]).await;
+    let clock = ManualClock::default();
+    let model = quiet(&server, &clock);
+    let mut stream = model.stream(hello(), CancellationToken::new());
+    until_streaming(&mut stream, &clock).await;
+    for sent in 1..=12 {
+        gate.release(1);
+        gate.written(sent).await;
+        clock.advance(Duration::from_millis(25));
+        let polled = stream.next().now_or_never();
+        if sent < 12 {
+            assert!(polled.is_none(), "at {:?}: {polled:?}", clock.now());
+        } else {
+            assert!(stalled_at_300_ms(&polled), "at {:?}: {polled:?}", clock.now());
+        }
+    }
 }
 
 #[tokio::test]
 async fn data_lines_keep_a_slow_stream_alive() {
+    // Eight data lines 60 ms apart, then the end: 540 ms in all under a
+    // 250 ms watchdog, so only a watchdog armed again by each line lets the
+    // stream finish. Each line goes out once the clock has moved and the
+    // stream was seen quiet, so no line can arrive before its time.
+    let gate = Gate::new();
     let chunks: Vec<Vec<u8>> =
         (0..8).map(|_| chunk("x").into_bytes()).chain([finish().into_bytes()]).collect();
-    let mut slow = Canned::sse_chunks(chunks);
-    slow.pause = Duration::from_millis(60);
-    let server = TestServer::start(vec![slow]).await;
-    let model = HostedModel::new(config(&server).with_idle_timeout(Duration::from_millis(250)), "m").unwrap();
-    let (_, outcome) = run(&model, CancellationToken::new()).await;
-    assert_eq!(outcome.unwrap(), "xxxxxxxx", "each data line reset the watchdog");
+    let server = TestServer::start(vec![Canned::sse_chunks(chunks).with_gate(&gate)]).await;
+    let clock = ManualClock::default();
+    let config = config(&server).with_idle_timeout(Duration::from_millis(250)).with_sleeper(clock.clone());
+    let model = HostedModel::new(config, "m").unwrap();
+    let mut stream = model.stream(hello(), CancellationToken::new());
+    until_streaming(&mut stream, &clock).await;
+    for line in 1..=9 {
+        clock.advance(Duration::from_millis(60));
+        let polled = stream.next().now_or_never();
+        assert!(polled.is_none(), "each data line reset the watchdog: at {:?}: {polled:?}", clock.now());
+        gate.release(1);
+        let item = tokio::time::timeout(NO_HANG, stream.next()).await.expect("no hang");
+        match item {
+            Some(Ok(ModelEvent::TextDelta(text))) if line < 9 => assert_eq!(text, "x"),
+            Some(Ok(ModelEvent::Done(response))) if line == 9 => assert_eq!(response.text(), "xxxxxxxx"),
+            other => panic!("line {line}: {other:?}"),
+        }
+    }
+    assert_eq!(clock.now(), Duration::from_millis(540));
 }
 
 #[tokio::test]
@@ -192,16 +310,18 @@ async fn cancellation_ends_a_stalled_stream_promptly() {
     let mut stalled = Canned::sse(chunk("waiting"));
     stalled.stall_after = Some(1);
     let server = TestServer::start(vec![stalled]).await;
-    let model = HostedModel::new(config(&server), "m").unwrap();
+    // No wait can end on this clock: only the cancellation can end the stream.
+    let clock = ManualClock::default();
+    let model = HostedModel::new(config(&server).with_sleeper(clock.clone()), "m").unwrap();
     let cancel = CancellationToken::new();
-    let messages = [Message::user("hi")];
-    let request = ModelRequest::new(None, &messages[..], &[][..], GenerationOptions::default());
-    let mut stream = model.stream(request, cancel.clone());
+    let mut stream = model.stream(hello(), cancel.clone());
     let first = tokio::time::timeout(NO_HANG, stream.next()).await.unwrap();
     assert!(matches!(first, Some(Ok(ModelEvent::TextDelta(_)))), "{first:?}");
     cancel.cancel();
-    let rest = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("ends promptly");
-    assert!(rest.is_none(), "{rest:?}");
+    // Ended on the very next poll: nothing waited for, not the server, not a timer.
+    let rest = stream.next().now_or_never();
+    assert!(matches!(rest, Some(None)), "{rest:?}");
+    assert!(clock.waits().iter().all(|w| w.state != WaitState::Ended), "{:?}", clock.waits());
 }
 
 #[tokio::test]

@@ -3,19 +3,26 @@
 //! requests it got; [`RecordingApprover`] answers approvals from a script;
 //! [`FnTool`] makes a tool from a closure; [`FailingSink`] fails on cue;
 //! [`TinyModel`] builds a tiny GGUF model whose answers are programmed, for
-//! tests of the local engine that need no download.
+//! tests of the local engine that need no download. [`Aimock`] runs the real
+//! aimock mock-LLM server for tests over HTTP, and [`skip_or_fail`] is the
+//! rule for a test that lacks what it needs: fail, or skip loudly when told.
 //!
-//! Not for production: nothing here talks to a real model, and the only disk
-//! access is writing a built GGUF file where the caller says.
+//! Not for production: nothing here talks to a real model; the only disk
+//! access is writing a built GGUF file where the caller says and aimock's
+//! fixture file, and the only process started is aimock.
 
+pub mod aimock;
 mod approver;
 pub mod gguf;
 mod model;
 mod sink;
+mod skip;
 mod tools;
 
+pub use aimock::Aimock;
 pub use approver::RecordingApprover;
 pub use gguf::{Gguf, GgufValue, TinyModel};
 pub use model::{RecordedRequest, Reply, ScriptedModel};
 pub use sink::FailingSink;
+pub use skip::skip_or_fail;
 pub use tools::FnTool;

@@ -1,8 +1,9 @@
 //! What the CLI's end-to-end suites share: the real aimock mock-LLM server
-//! (npm `@copilotkit/aimock`, installed by `scripts/test`) with its request
-//! journal, a sandboxed `bosun` command, and children run under a deadline
-//! with their output collected, optionally on a pseudo-terminal. Nothing
-//! sleeps to synchronise: reader threads wake waiters on every read.
+//! (npm `@copilotkit/aimock`, installed by `scripts/test`; launched by
+//! `bosun_testing::Aimock`) with its request journal, a sandboxed `bosun`
+//! command, and children run under a deadline with their output collected,
+//! optionally on a pseudo-terminal. Nothing sleeps to synchronise: reader
+//! threads wake waiters on every read.
 //!
 //! A missing aimock FAILS the test, unless `BOSUN_SKIP_AIMOCK=1` says to
 //! skip (loudly, on stderr); `BOSUN_REQUIRE_PEERS` (set by `scripts/test`)
@@ -10,12 +11,11 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -37,109 +37,13 @@ pub const TASK: &str = "please fix greet.sh";
 
 // ---------------------------------------------------------------- aimock
 
-pub fn aimock_cli() -> Option<PathBuf> {
-    let path = std::env::var_os("BOSUN_AIMOCK_CLI").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../test-peers/node_modules/@copilotkit/aimock/dist/cli.js")
-    });
-    if path.is_file() {
-        return Some(path);
-    }
-    let skip = std::env::var_os("BOSUN_SKIP_AIMOCK").is_some_and(|v| v == "1");
-    if !skip || std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
-        panic!(
-            "aimock is not installed at {}: run `scripts/test` or `npm ci --prefix test-peers` \
-             (or set BOSUN_SKIP_AIMOCK=1 to skip)",
-            path.display()
-        );
-    }
-    // Straight to stderr: the harness captures `eprintln!`, and scripts/test
-    // counts these lines.
-    let line = format!("!!! SKIPPED (BOSUN_SKIP_AIMOCK=1): aimock is not installed ({})\n", path.display());
-    let _ = std::io::stderr().write_all(line.as_bytes());
-    None
-}
+/// The launcher shared with the providers' tests: fixtures in, a URL out,
+/// strict `turnIndex`, killed on drop, and the skip rule above.
+pub use bosun_testing::Aimock;
 
 /// `{"fixtures": list}`, what `Aimock::start` takes.
 pub fn fixtures(list: Vec<Value>) -> Value {
     serde_json::json!({ "fixtures": list })
-}
-
-/// A running aimock with its own fixtures, killed on drop. `turnIndex` is
-/// strict: a fixture answers only when the request holds exactly that many
-/// assistant messages.
-pub struct Aimock {
-    pub url: String,
-    child: Child,
-    _fixtures: tempfile::NamedTempFile,
-}
-
-impl Aimock {
-    pub fn start(fixtures: &Value) -> Option<Self> {
-        let cli = aimock_cli()?;
-        let file = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
-        std::fs::write(file.path(), fixtures.to_string()).unwrap();
-        let mut child = Command::new("node")
-            .arg(cli)
-            .args(["-p", "0", "-h", "127.0.0.1", "--log-level", "info", "-f"])
-            .arg(file.path())
-            .env("AIMOCK_STRICT_TURN_INDEX", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        // Reads until the address shows, then keeps draining so aimock never
-        // blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(at) = line.find("listening on ")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(url) => Some(Self { url, child, _fixtures: file }),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("aimock did not start listening within 30 s");
-            }
-        }
-    }
-
-    /// The requests aimock received, oldest first.
-    pub fn journal(&self) -> Vec<Value> {
-        let host = self.url.strip_prefix("http://").expect("an http URL");
-        let mut stream = TcpStream::connect(host).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(stream, "GET /__aimock/journal HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-        assert!(head.lines().next().unwrap_or_default().contains(" 200 "), "journal: {head}");
-        serde_json::from_str::<Vec<Value>>(body).expect("the journal is a JSON array")
-    }
-
-    /// The last request's body, as JSON text.
-    pub fn last_request(&self) -> String {
-        let journal = self.journal();
-        let last = journal.last().expect("aimock saw a request");
-        last["body"].to_string()
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 // ---------------------------------------------------------------- running
@@ -558,8 +462,8 @@ impl Api {
     /// `--model … --base-url …` for this API against `mock`.
     pub fn args(self, mock: &Aimock) -> Vec<String> {
         let (model, url) = match self {
-            Self::OpenAiChat => ("openai/gpt-test", format!("{}/v1", mock.url)),
-            Self::Anthropic => ("anthropic/claude-test", mock.url.clone()),
+            Self::OpenAiChat => ("openai/gpt-test", format!("{}/v1", mock.url())),
+            Self::Anthropic => ("anthropic/claude-test", mock.url().to_owned()),
         };
         vec!["--model".into(), model.into(), "--base-url".into(), url]
     }

@@ -1,18 +1,28 @@
 //! Test support shared by the provider tests: a real HTTP server on
 //! 127.0.0.1 that serves canned responses (split into chunks exactly as
-//! asked) and records requests, and loaders for the recorded provider
-//! streams in `../shared/fixtures/providers/` (`$BOSUN_FIXTURES/providers/`
-//! when set). A missing fixture folder FAILS the tests that need it, unless
-//! `BOSUN_SKIP_FIXTURES=1` says to skip.
+//! asked, each held until the test releases it when gated) and records
+//! requests, a clock only the test moves, and loaders for the recorded
+//! provider streams in `../shared/fixtures/providers/`
+//! (`$BOSUN_FIXTURES/providers/` when set). A missing fixture folder FAILS
+//! the tests that need it, unless `BOSUN_SKIP_FIXTURES=1` says to skip.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::Write;
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use bosun_providers::Sleeper;
+pub use bosun_testing::skip_or_fail;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+/// The longest any wait of the support code may take: a hang guard, not a
+/// measure of anything.
+const NO_HANG: Duration = Duration::from_secs(30);
 
 /// One canned HTTP response.
 #[derive(Clone, Debug)]
@@ -21,10 +31,10 @@ pub struct Canned {
     pub headers: Vec<(String, String)>,
     /// The body, written chunk by chunk (each a separate write and flush).
     pub chunks: Vec<Vec<u8>>,
-    /// Pause before each chunk (paused tokio time makes this instant).
-    pub pause: Duration,
     /// Stop after this many chunks and hold the connection open, silent.
     pub stall_after: Option<usize>,
+    /// When set, each chunk waits for the test to release it.
+    pub gate: Option<Gate>,
 }
 
 impl Canned {
@@ -39,8 +49,8 @@ impl Canned {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
             chunks,
-            pause: Duration::ZERO,
             stall_after: None,
+            gate: None,
         }
     }
 
@@ -50,14 +60,46 @@ impl Canned {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             chunks: vec![body.as_bytes().to_vec()],
-            pause: Duration::ZERO,
             stall_after: None,
+            gate: None,
         }
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
+    }
+
+    /// Holds each chunk (not the headers) until `gate` releases it.
+    pub fn with_gate(mut self, gate: &Gate) -> Self {
+        self.gate = Some(gate.clone());
+        self
+    }
+}
+
+/// The test's hand on a gated response: chunks go out one per release, and
+/// the test can wait until a number of them were written.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    permits: Arc<Semaphore>,
+    written: Arc<watch::Sender<usize>>,
+}
+
+impl Gate {
+    pub fn new() -> Self {
+        Self { permits: Arc::new(Semaphore::new(0)), written: Arc::new(watch::channel(0).0) }
+    }
+
+    /// Lets `chunks` more chunks go.
+    pub fn release(&self, chunks: usize) {
+        self.permits.add_permits(chunks);
+    }
+
+    /// Waits until `count` chunks in all were written and flushed.
+    pub async fn written(&self, count: usize) {
+        let mut written = self.written.subscribe();
+        let all = written.wait_for(|n| *n >= count);
+        tokio::time::timeout(NO_HANG, all).await.expect("the server writes what it was let").unwrap();
     }
 }
 
@@ -116,11 +158,15 @@ impl TestServer {
                         if canned.stall_after == Some(n) {
                             std::future::pending::<()>().await;
                         }
-                        if !canned.pause.is_zero() {
-                            tokio::time::sleep(canned.pause).await;
+                        if let Some(gate) = &canned.gate {
+                            let Ok(permit) = gate.permits.acquire().await else { return };
+                            permit.forget();
                         }
                         if socket.write_all(chunk).await.is_err() || socket.flush().await.is_err() {
                             return;
+                        }
+                        if let Some(gate) = &canned.gate {
+                            gate.written.send_modify(|n| *n += 1);
                         }
                     }
                     if canned.stall_after == Some(canned.chunks.len()) {
@@ -172,25 +218,172 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
     Some(Recorded { method, path, headers, body })
 }
 
-/// Whether a test may skip for want of something: only when `variable` is
-/// `1`. Then it says so with one line starting `!!! SKIPPED (<variable>=1)`,
-/// written straight to stderr, past the test harness's capture, so that it
-/// shows in every run and `scripts/test` counts it (once per test); else it
-/// fails the test, naming `missing` and the way to skip.
-pub fn skip_or_fail(variable: &str, missing: &str) {
-    if std::env::var_os(variable).is_none_or(|value| value != "1") {
-        panic!("{missing} (set {variable}=1 to skip instead)");
+/// A clock only the test moves, for `ProviderConfig::with_sleeper`: every
+/// wait the transport asks for is recorded, and none ends until `advance`
+/// takes the clock to its end. A loaded machine cannot make a wait end
+/// early or late, nor a stream look slower than its watchdog.
+#[derive(Clone, Debug)]
+pub struct ManualClock {
+    inner: Arc<ClockInner>,
+}
+
+#[derive(Debug)]
+struct ClockInner {
+    state: Mutex<ClockState>,
+    /// Bumped on every change, for `asked`.
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct ClockState {
+    now: Duration,
+    waits: Vec<Wait>,
+    wakers: Vec<Option<Waker>>,
+}
+
+/// One wait the transport asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// The clock's time when it was asked for.
+    pub at: Duration,
+    pub duration: Duration,
+    pub state: WaitState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitState {
+    /// Still waited on.
+    Waiting,
+    /// The clock reached its end and the transport saw it end.
+    Ended,
+    /// Dropped before its end (the thing it guarded happened first).
+    Abandoned,
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        let inner = ClockInner { state: Mutex::default(), changed: watch::channel(0).0 };
+        Self { inner: Arc::new(inner) }
     }
-    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let test = std::thread::current().name().unwrap_or("a test").to_owned();
-    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if said.contains(&test) {
-        return;
+}
+
+impl ManualClock {
+    fn state(&self) -> MutexGuard<'_, ClockState> {
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
-    said.push(test.clone());
-    // One write, so that the harness's own output cannot land inside it.
-    let line = format!("\n!!! SKIPPED ({variable}=1) {test}: {missing}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
+
+    fn changed(&self) {
+        self.inner.changed.send_modify(|n| *n += 1);
+    }
+
+    pub fn now(&self) -> Duration {
+        self.state().now
+    }
+
+    /// Every wait asked for so far, in order.
+    pub fn waits(&self) -> Vec<Wait> {
+        self.state().waits.clone()
+    }
+
+    /// Waits until `count` waits in all were asked for; returns them.
+    pub async fn asked(&self, count: usize) -> Vec<Wait> {
+        let mut changed = self.inner.changed.subscribe();
+        loop {
+            let waits = self.waits();
+            if waits.len() >= count {
+                return waits;
+            }
+            changed.changed().await.unwrap();
+        }
+    }
+
+    /// Moves the clock on by `by`, waking every wait that it ends.
+    pub fn advance(&self, by: Duration) {
+        let mut state = self.state();
+        state.now += by;
+        let now = state.now;
+        let ClockState { waits, wakers, .. } = &mut *state;
+        let due: Vec<Waker> = waits
+            .iter()
+            .zip(wakers.iter_mut())
+            .filter(|(wait, _)| wait.state == WaitState::Waiting && wait.at + wait.duration <= now)
+            .filter_map(|(_, waker)| waker.take())
+            .collect();
+        drop(state);
+        due.into_iter().for_each(Waker::wake);
+        self.changed();
+    }
+}
+
+impl Sleeper for ManualClock {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let mut state = self.state();
+        let at = state.now;
+        state.waits.push(Wait { at, duration, state: WaitState::Waiting });
+        state.wakers.push(None);
+        let index = state.waits.len() - 1;
+        drop(state);
+        self.changed();
+        Box::pin(ManualSleep { clock: self.clone(), index })
+    }
+}
+
+struct ManualSleep {
+    clock: ManualClock,
+    index: usize,
+}
+
+impl Future for ManualSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.clock.state();
+        let now = state.now;
+        let wait = &mut state.waits[self.index];
+        if wait.state == WaitState::Ended {
+            return Poll::Ready(());
+        }
+        if wait.at + wait.duration <= now {
+            wait.state = WaitState::Ended;
+            drop(state);
+            self.clock.changed();
+            return Poll::Ready(());
+        }
+        state.wakers[self.index] = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for ManualSleep {
+    fn drop(&mut self) {
+        let mut state = self.clock.state();
+        let wait = &mut state.waits[self.index];
+        if wait.state == WaitState::Waiting {
+            wait.state = WaitState::Abandoned;
+            state.wakers[self.index] = None;
+            drop(state);
+            self.clock.changed();
+        }
+    }
+}
+
+/// Runs `work` while moving `clock` on by `by` once `count` waits in all
+/// were asked for: how a test lets one chosen wait end and no other.
+pub async fn advancing<T>(
+    clock: &ManualClock,
+    count: usize,
+    by: Duration,
+    work: impl Future<Output = T>,
+) -> T {
+    let mover = async {
+        clock.asked(count).await;
+        clock.advance(by);
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        output = work => output,
+        () = mover => unreachable!(),
+    }
 }
 
 /// The shared fixtures, `$BOSUN_FIXTURES` when set, else `../shared/fixtures`
