@@ -103,6 +103,10 @@ pub enum TurnErrorKind {
     /// The final response had neither answer text nor tool calls.
     #[error("the model's response has neither answer text nor tool calls")]
     EmptyResponse,
+    /// The model (or its provider's content filter) refused, with nothing
+    /// else to show.
+    #[error("the model refused to answer (its provider's content filter or its own refusal)")]
+    Refused,
     /// The turn used all its model rounds.
     #[error("the turn reached its limit of {0} model rounds")]
     RoundLimit(u32),
@@ -133,6 +137,7 @@ impl TurnErrorKind {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Model(_) => "model",
+            Self::Refused => "refused",
             Self::NonPrefixText(_) | Self::NonPrefixReasoning(_) | Self::Truncated | Self::EmptyResponse => {
                 "protocol"
             }

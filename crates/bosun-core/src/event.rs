@@ -14,6 +14,7 @@
 //! | `model_round_start` | `turn`, `round` |
 //! | `text_delta` | `text` |
 //! | `reasoning_delta` | `text` |
+//! | `model_retry` | `attempt` (the one about to be made, from 2), `wait_ms`, `reason` |
 //! | `tool_call_proposed` | `call_id`, `name`, `arguments` |
 //! | `approval_requested` | `call_id`, `name`, `arguments`, `reason` |
 //! | `approval_decided` | `call_id`, `decision` (`approve_once` / `approve_for_session` / `deny` / `denied_by_policy` / `granted`), `reason`? |
@@ -22,7 +23,7 @@
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` |
-//! | `error` | `kind`, `message` |
+//! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -100,6 +101,16 @@ pub enum Event {
         /// The progress line.
         message: String,
     },
+    /// The model's provider failed and its adapter tries the request again
+    /// after the wait.
+    ModelRetry {
+        /// The attempt about to be made, from 2.
+        attempt: u32,
+        /// How long the adapter waits first, in milliseconds.
+        wait_ms: u64,
+        /// The failure of the last attempt.
+        reason: String,
+    },
     /// An idempotent tool failed transiently; the call runs again after
     /// the delay.
     ToolRetry {
@@ -136,6 +147,10 @@ pub enum Event {
     Error {
         /// A stable, machine-readable kind (`model`, `protocol`, `limit`, …).
         kind: String,
+        /// For a model failure, its class (`rate_limited`, `network`,
+        /// `overflow`, …; `ModelError::class`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<String>,
         /// What happened.
         message: String,
     },
@@ -248,6 +263,7 @@ mod wire_tag_freeze {
             Event::ToolEnd { .. } => "tool_end",
             Event::TurnEnd { .. } => "turn_end",
             Event::Error { .. } => "error",
+            Event::ModelRetry { .. } => "model_retry",
         }
     }
 
@@ -310,8 +326,20 @@ mod wire_tag_freeze {
                     {"input": 3, "output": 4, "cache_read": 0, "cache_write": 0, "reasoning": 0}}),
             ),
             (
-                Event::Error { kind: "model".into(), message: "boom".into() },
+                Event::Error { kind: "model".into(), class: None, message: "boom".into() },
                 json!({"type": "error", "kind": "model", "message": "boom"}),
+            ),
+            (
+                Event::Error {
+                    kind: "model".into(),
+                    class: Some("rate_limited".into()),
+                    message: "slow".into(),
+                },
+                json!({"type": "error", "kind": "model", "class": "rate_limited", "message": "slow"}),
+            ),
+            (
+                Event::ModelRetry { attempt: 2, wait_ms: 1500, reason: "HTTP 503".into() },
+                json!({"type": "model_retry", "attempt": 2, "wait_ms": 1500, "reason": "HTTP 503"}),
             ),
         ];
         for (event, expected) in samples {

@@ -87,6 +87,16 @@ pub enum ModelEvent {
     },
     /// Usage so far (providers that report it mid-stream).
     Usage(Usage),
+    /// The request failed in a way worth another try, and the adapter will
+    /// try again after `wait_ms`; nothing of the failed attempt was kept.
+    Retrying {
+        /// The attempt about to be made, from 2.
+        attempt: u32,
+        /// How long the adapter waits first, in milliseconds.
+        wait_ms: u64,
+        /// Why: the failure of the last attempt.
+        reason: String,
+    },
     /// The whole response; always the last event.
     Done(ModelResponse),
 }
@@ -293,6 +303,25 @@ pub enum ModelError {
     /// Any other failure.
     #[error("{0}")]
     Other(String),
+}
+
+impl ModelError {
+    /// A short stable name of the failure's class, for events and exit
+    /// reports: `rate_limited`, `network`, `overflow`, `authentication`,
+    /// `invalid_request`, `server`, `protocol`, `cancelled` or `other`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Self::RateLimited { .. } => "rate_limited",
+            Self::Network(_) => "network",
+            Self::ContextOverflow(_) => "overflow",
+            Self::Authentication(_) => "authentication",
+            Self::InvalidRequest(_) => "invalid_request",
+            Self::Server(_) => "server",
+            Self::Protocol(_) => "protocol",
+            Self::Cancelled => "cancelled",
+            Self::Other(_) => "other",
+        }
+    }
 }
 
 impl fmt::Display for Support {

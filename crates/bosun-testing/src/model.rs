@@ -18,6 +18,7 @@ enum Step {
     Reasoning(String),
     ToolCall { id: String, name: String, arguments: Value },
     Error(ModelError),
+    Event(ModelEvent),
     HangUntilCancelled,
 }
 
@@ -88,6 +89,12 @@ impl Reply {
     /// The stop reason of the final response.
     pub fn stop_reason(mut self, reason: StopReason) -> Self {
         self.stop_reason = Some(reason);
+        self
+    }
+
+    /// Streams `event` as it is at this point (a `Retrying`, a `Usage`).
+    pub fn event(mut self, event: ModelEvent) -> Self {
+        self.steps.push(Step::Event(event));
         self
     }
 
@@ -300,6 +307,7 @@ impl Model for ScriptedModel {
                     Step::Text(text) => Ok(ModelEvent::TextDelta(text)),
                     Step::Reasoning(text) => Ok(ModelEvent::ReasoningDelta(text)),
                     Step::ToolCall { .. } => continue,
+                    Step::Event(event) => Ok(event),
                     Step::Error(error) => return Some((Err(error), (reply, Cursor::Finished, cancel))),
                     Step::HangUntilCancelled => {
                         cancel.cancelled().await;

@@ -146,7 +146,7 @@ impl Session {
         }
         // Invariant 6, first check: before approval.
         if let Err(error) = tool.schema.validate(&call.arguments) {
-            return Ok(Gate::Done(refusal(call, format!("invalid arguments for `{}`: {error}", call.name))));
+            return Ok(Gate::Done(refusal(call, invalid_arguments(call, &error))));
         }
         // The tool reads its own arguments for the pipeline (paths written,
         // the command line run); a panic there refuses the call.
@@ -461,7 +461,25 @@ fn dispatchable(tool: &ResolvedTool, call: &Call) -> Result<serde_json::Value, M
     let arguments = call.arguments.clone();
     match tool.schema.validate(&arguments) {
         Ok(()) => Ok(arguments),
-        Err(error) => Err(refusal(call, format!("invalid arguments for `{}`: {error}", call.name))),
+        Err(error) => Err(refusal(call, invalid_arguments(call, &error))),
+    }
+}
+
+/// What the model is told about arguments that fail the schema. Adapters
+/// keep argument text that is not JSON as a string, so say that rather than
+/// "expected object, got string".
+fn invalid_arguments(call: &Call, error: &dyn std::fmt::Display) -> String {
+    match &call.arguments {
+        serde_json::Value::String(raw) => match serde_json::from_str::<serde_json::Value>(raw) {
+            Err(parse) => {
+                format!("the arguments of `{}` are not valid JSON ({parse}); send one JSON object", call.name)
+            }
+            Ok(_) => format!(
+                "the arguments of `{}` are a JSON string holding JSON, not an object; send the object itself",
+                call.name
+            ),
+        },
+        _ => format!("invalid arguments for `{}`: {error}", call.name),
     }
 }
 

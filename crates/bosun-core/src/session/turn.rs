@@ -276,6 +276,9 @@ impl Session {
                     reasoning.push(&delta);
                     emitter.emit(Event::ReasoningDelta { text: delta })
                 }
+                ModelEvent::Retrying { attempt, wait_ms, reason } => {
+                    emitter.emit(Event::ModelRetry { attempt, wait_ms, reason })
+                }
                 ModelEvent::Done(response) => {
                     drop(stream);
                     return finish_response(response, &text, &reasoning, emitter);
@@ -386,7 +389,12 @@ impl Session {
             _ => TurnOutcomeKind::Failed,
         };
         if emitter.failure().is_none() {
-            let _ = emitter.emit(Event::Error { kind: kind.code().to_owned(), message: kind.to_string() });
+            let class = match &kind {
+                TurnErrorKind::Model(error) => Some(error.class().to_owned()),
+                _ => None,
+            };
+            let _ =
+                emitter.emit(Event::Error { kind: kind.code().to_owned(), class, message: kind.to_string() });
             let _ = emitter.emit(Event::TurnEnd { turn: state.turn, outcome, usage: state.usage });
         }
         TurnError { kind, disposition }
@@ -428,7 +436,11 @@ fn finish_response(
         matches!(p, ResponsePart::ToolCall { .. } | ResponsePart::Content(ContentPart::ToolCall { .. }))
     });
     if final_text.is_empty() && !has_calls {
-        return Err(TurnErrorKind::EmptyResponse);
+        return Err(if response.stop_reason == StopReason::Refusal {
+            TurnErrorKind::Refused
+        } else {
+            TurnErrorKind::EmptyResponse
+        });
     }
     Ok(response)
 }
