@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use bosun_core::permission::ApprovalFuture;
 use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, GrantScope, Reason};
 
-use crate::output::style;
+use crate::output::Palette;
 use crate::sanitize;
 
 /// Approves everything (`--dangerously-approve-all`).
@@ -40,13 +40,23 @@ impl ApprovalHandler for NoTerminal {
 /// Asks on the controlling terminal (`/dev/tty`), so piped stdin and
 /// stdout stay untouched.
 #[derive(Debug)]
-pub struct TerminalPrompt;
+pub struct TerminalPrompt {
+    /// Colour for the terminal asked on.
+    palette: Palette,
+}
+
+impl TerminalPrompt {
+    /// A prompt coloured with `palette`.
+    pub fn new(palette: Palette) -> Self {
+        Self { palette }
+    }
+}
 
 impl ApprovalHandler for TerminalPrompt {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
-        let request = request.clone();
+        let (request, palette) = (request.clone(), self.palette);
         Box::pin(async move {
-            match tokio::task::spawn_blocking(move || ask(&request)).await {
+            match tokio::task::spawn_blocking(move || ask(palette, &request)).await {
                 Ok(Ok(decision)) => decision,
                 Ok(Err(error)) => deny(&format!("the approval prompt failed: {error}")),
                 Err(_) => deny("the approval prompt failed"),
@@ -61,7 +71,7 @@ fn deny(text: &str) -> ApprovalDecision {
 
 /// What the person sees: the exact command, or the change. Every piece of
 /// the request is sanitised before our colours are added (invariant 20).
-fn describe(tool: &str, args: &serde_json::Value) -> String {
+fn describe(palette: Palette, tool: &str, args: &serde_json::Value) -> String {
     let text = |key: &str| args.get(key).and_then(|v| v.as_str()).unwrap_or_default();
     match tool {
         "shell" => match args.get("command") {
@@ -78,10 +88,10 @@ fn describe(tool: &str, args: &serde_json::Value) -> String {
             };
             let mut out = format!("edit {}{every}\n", sanitize::line(text("path")));
             for l in lines(text("old_text")) {
-                out.push_str(&format!("{}\n", style::red(&format!("- {}", sanitize::block(l)))));
+                out.push_str(&format!("{}\n", palette.red(&format!("- {}", sanitize::block(l)))));
             }
             for l in lines(text("new_text")) {
-                out.push_str(&format!("{}\n", style::green(&format!("+ {}", sanitize::block(l)))));
+                out.push_str(&format!("{}\n", palette.green(&format!("+ {}", sanitize::block(l)))));
             }
             out
         }
@@ -90,12 +100,12 @@ fn describe(tool: &str, args: &serde_json::Value) -> String {
             let content: Vec<&str> = lines(text("content")).collect();
             let mut out = format!("write {} ({} lines)\n", sanitize::line(text("path")), content.len());
             for l in content.iter().take(SHOWN) {
-                out.push_str(&format!("{}\n", style::green(&format!("+ {}", sanitize::block(l)))));
+                out.push_str(&format!("{}\n", palette.green(&format!("+ {}", sanitize::block(l)))));
             }
             if content.len() > SHOWN {
                 out.push_str(&format!(
                     "{}\n",
-                    style::dim(&format!("… {} more lines", content.len() - SHOWN))
+                    palette.dim(&format!("… {} more lines", content.len() - SHOWN))
                 ));
             }
             out
@@ -104,8 +114,8 @@ fn describe(tool: &str, args: &serde_json::Value) -> String {
             .map(|l| {
                 let l = sanitize::block(l);
                 let shown = match l.chars().next() {
-                    Some('+') if !l.starts_with("***") => style::green(&l),
-                    Some('-') => style::red(&l),
+                    Some('+') if !l.starts_with("***") => palette.green(&l),
+                    Some('-') => palette.red(&l),
                     _ => l.into_owned(),
                 };
                 format!("{shown}\n")
@@ -167,18 +177,18 @@ fn session_grant(tool: &str, protected: bool) -> (GrantScope, String) {
     }
 }
 
-fn ask(request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
+fn ask(palette: Palette, request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
     let mut tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty")?;
     let mut reader = BufReader::new(tty.try_clone()?);
     let (scope, label) = session_grant(&request.tool, request.protected);
-    writeln!(tty, "\n{} {} wants to run:", style::bold("?"), style::bold(&sanitize::line(&request.tool)))?;
-    writeln!(tty, "{}", describe(&request.tool, &request.arguments).trim_end())?;
+    writeln!(tty, "\n{} {} wants to run:", palette.bold("?"), palette.bold(&sanitize::line(&request.tool)))?;
+    writeln!(tty, "{}", describe(palette, &request.tool, &request.arguments).trim_end())?;
     if !request.reason.is_empty() {
-        writeln!(tty, "{}", style::dim(&format!("  why: {}", sanitize::line(&request.reason))))?;
+        writeln!(tty, "{}", palette.dim(&format!("  why: {}", sanitize::line(&request.reason))))?;
     }
     writeln!(tty, "  [y] approve once\n  [a] {label}\n  [n] deny")?;
     loop {
-        write!(tty, "{} [y/a/n]: ", style::bold("approve?"))?;
+        write!(tty, "{} [y/a/n]: ", palette.bold("approve?"))?;
         tty.flush()?;
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
@@ -206,36 +216,56 @@ mod tests {
 
     #[test]
     fn a_hostile_command_is_shown_whole_and_visibly() {
-        let shown = describe("shell", &json!({"command": "rm -rf ~\rls -la  "}));
+        let shown = describe(Palette::PLAIN, "shell", &json!({"command": "rm -rf ~\rls -la  "}));
         assert_eq!(shown, "$ rm -rf ~\\rls -la  ");
-        let shown = describe("shell", &json!({"command": "echo hi\n\x1b[1A\x1b[2Krm -rf ~\n"}));
+        let shown =
+            describe(Palette::PLAIN, "shell", &json!({"command": "echo hi\n\x1b[1A\x1b[2Krm -rf ~\n"}));
         assert_eq!(shown, "$ echo hi\n> \\x1b[1A\\x1b[2Krm -rf ~");
-        let shown = describe("shell", &json!({"command": "ls \u{202e}~ fr- mr"}));
+        let shown = describe(Palette::PLAIN, "shell", &json!({"command": "ls \u{202e}~ fr- mr"}));
         assert_eq!(shown, "$ ls ⟪U+202E⟫~ fr- mr");
     }
 
     #[test]
     fn an_argv_is_one_quoted_sanitised_line() {
         let argv = json!({"command": ["rm", "-rf", "~", "it's", "", "a\nb\x1b[2K", "plain/path.txt"]});
-        assert_eq!(describe("shell", &argv), r"$ rm -rf '~' 'it'\''s' '' 'a\nb\x1b[2K' plain/path.txt");
+        assert_eq!(
+            describe(Palette::PLAIN, "shell", &argv),
+            r"$ rm -rf '~' 'it'\''s' '' 'a\nb\x1b[2K' plain/path.txt"
+        );
     }
 
     #[test]
     fn edits_writes_patches_and_other_tools_are_sanitised() {
         let edit = json!({"path": "a\x1b]0;t\x07.rs", "old_text": "x\ty\r\n", "new_text": "\u{9b}2J\nz"});
-        assert_eq!(describe("edit_file", &edit), "edit a\\x1b]0;t\\x07.rs\n- x\ty\\r\n+ \\u{9b}2J\n+ z\n");
+        assert_eq!(
+            describe(Palette::PLAIN, "edit_file", &edit),
+            "edit a\\x1b]0;t\\x07.rs\n- x\ty\\r\n+ \\u{9b}2J\n+ z\n"
+        );
         let every = json!({"path": "p", "old_text": "a", "new_text": "b", "replace_all": true});
-        assert_eq!(describe("edit_file", &every), "edit p (every occurrence)\n- a\n+ b\n");
+        assert_eq!(describe(Palette::PLAIN, "edit_file", &every), "edit p (every occurrence)\n- a\n+ b\n");
         let content: String = (0..25).map(|i| format!("line {i}\n")).collect();
-        let shown = describe("write_file", &json!({"path": "f", "content": content}));
+        let shown = describe(Palette::PLAIN, "write_file", &json!({"path": "f", "content": content}));
         assert!(shown.starts_with("write f (25 lines)\n+ line 0\n"), "{shown}");
         assert!(shown.ends_with("+ line 19\n… 5 more lines\n"), "{shown}");
         let patch = "*** Begin Patch\n+ok\x1b[8m\n-\u{200b}gone\n";
         assert_eq!(
-            describe("apply_patch", &json!({"patch": patch})),
+            describe(Palette::PLAIN, "apply_patch", &json!({"patch": patch})),
             "*** Begin Patch\n+ok\\x1b[8m\n-⟪U+200B⟫gone\n"
         );
-        assert_eq!(describe("other", &json!({"q": "\u{202e}"})), "{\"q\":\"⟪U+202E⟫\"}");
+        assert_eq!(describe(Palette::PLAIN, "other", &json!({"q": "\u{202e}"})), "{\"q\":\"⟪U+202E⟫\"}");
+    }
+
+    #[test]
+    fn colour_is_added_after_sanitising_and_only_when_asked_for() {
+        let edit = json!({"path": "p", "old_text": "a\x1b[2J", "new_text": "b"});
+        let coloured = describe(Palette::COLOUR, "edit_file", &edit);
+        assert_eq!(coloured, "edit p\n\x1b[31m- a\\x1b[2J\x1b[0m\n\x1b[32m+ b\x1b[0m\n");
+        let patch = json!({"patch": "*** Begin Patch\n+x\n-y\n ctx\n"});
+        assert_eq!(
+            describe(Palette::COLOUR, "apply_patch", &patch),
+            "*** Begin Patch\n\x1b[32m+x\x1b[0m\n\x1b[31m-y\x1b[0m\n ctx\n"
+        );
+        assert_eq!(describe(Palette::PLAIN, "edit_file", &edit), "edit p\n- a\\x1b[2J\n+ b\n");
     }
 
     #[test]

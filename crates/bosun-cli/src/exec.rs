@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
 use crate::cli::{ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
-use crate::output::{HumanSink, JsonSink, style};
+use crate::output::{HumanSink, JsonSink, Palette, Palettes};
 use crate::{sanitize, wire};
 
 /// How a command ended.
@@ -46,11 +46,11 @@ pub fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
     std::fs::canonicalize(&dir).with_context(|| format!("cannot use {} as the workspace", dir.display()))
 }
 
-fn approver(run: &RunOptions) -> Arc<dyn ApprovalHandler> {
+fn approver(run: &RunOptions, tty: Palette) -> Arc<dyn ApprovalHandler> {
     if run.dangerously_approve_all {
         Arc::new(ApproveAll)
     } else if std::fs::File::open("/dev/tty").is_ok() && std::io::stderr().is_terminal() {
-        Arc::new(TerminalPrompt)
+        Arc::new(TerminalPrompt::new(tty))
     } else {
         Arc::new(NoTerminal)
     }
@@ -86,17 +86,23 @@ fn read_prompt(arg: Option<String>) -> Result<String> {
 }
 
 /// One line on stderr naming what the project's config set and bosun left out.
-fn notice_ignored(settings: &config::Settings) {
+fn notice_ignored(settings: &config::Settings, stderr: Palette) {
     if let Some(notice) = settings.project.as_ref().and_then(config::ProjectConfig::notice) {
-        eprintln!("{}", style::dim(&sanitize::line(&format!("bosun: {notice}"))));
+        eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
     }
 }
 
 /// `bosun exec`.
-pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env: &Env) -> Result<Outcome> {
+pub async fn exec(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    args: ExecArgs,
+    env: &Env,
+    palettes: Palettes,
+) -> Result<Outcome> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
-    notice_ignored(&settings);
+    notice_ignored(&settings, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let model = wire::model(&settings, env).await?;
     let (workspace, tools) = wire::tools(&dir, env)?;
@@ -105,15 +111,15 @@ pub async fn exec(dir: Option<&Path>, profile: Option<&str>, args: ExecArgs, env
     let id = journal.session_id().to_owned();
     let (system, warning) = wire::system_prompt(&workspace, &settings);
     if let Some(warning) = warning {
-        eprintln!("{}", style::red(&sanitize::line(&format!("warning: {warning}"))));
+        eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }
     let mut session = wire::builder(model, &workspace, tools, &settings)
         .system_prompt(system)
         .journal(journal)
-        .shared_approver(approver(&args.run))
+        .shared_approver(approver(&args.run, palettes.tty))
         .build()
         .await?;
-    drive(&mut session, prompt.into(), &args.run, &id).await
+    drive(&mut session, prompt.into(), &args.run, &id, palettes.stderr).await
 }
 
 /// `bosun resume`.
@@ -122,10 +128,11 @@ pub async fn resume(
     profile: Option<&str>,
     args: ResumeArgs,
     env: &Env,
+    palettes: Palettes,
 ) -> Result<Outcome> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
-    notice_ignored(&settings);
+    notice_ignored(&settings, palettes.stderr);
     let model = wire::model(&settings, env).await?;
     let (workspace, tools) = wire::tools(&dir, env)?;
     let store = wire::store(&settings, env)?;
@@ -143,7 +150,7 @@ pub async fn resume(
     };
     let journal = store.open_session(&id)?;
     let mut session = wire::builder(model, &workspace, tools, &settings)
-        .shared_approver(approver(&args.run))
+        .shared_approver(approver(&args.run, palettes.tty))
         .resume(journal)
         .await
         .with_context(|| format!("cannot resume session {id}"))?;
@@ -155,13 +162,21 @@ pub async fn resume(
         "Continue where you left off.".into()
     };
     if !args.run.json {
-        eprintln!("{}", style::dim(&format!("resumed session {id} ({} messages)", session.history().len())));
+        let resumed = format!("resumed session {id} ({} messages)", session.history().len());
+        eprintln!("{}", palettes.stderr.dim(&resumed));
     }
-    drive(&mut session, prompt, &args.run, &id).await
+    drive(&mut session, prompt, &args.run, &id, palettes.stderr).await
 }
 
-/// Runs one turn with Ctrl-C wired to cancellation.
-async fn drive(session: &mut Session, prompt: UserInput, run: &RunOptions, id: &str) -> Result<Outcome> {
+/// Runs one turn with Ctrl-C wired to cancellation; human output goes to
+/// stderr coloured with `stderr`.
+async fn drive(
+    session: &mut Session,
+    prompt: UserInput,
+    run: &RunOptions,
+    id: &str,
+    stderr: Palette,
+) -> Result<Outcome> {
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     let watcher = tokio::spawn(async move {
@@ -175,7 +190,7 @@ async fn drive(session: &mut Session, prompt: UserInput, run: &RunOptions, id: &
         json = JsonSink::new(id);
         &mut json
     } else {
-        human = HumanSink::new();
+        human = HumanSink::new(stderr);
         &mut human
     };
     let result = session.run_with(prompt, TurnOptions::cancel_on(cancel), sink).await;
@@ -187,7 +202,7 @@ async fn drive(session: &mut Session, prompt: UserInput, run: &RunOptions, id: &
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
             if !run.json {
-                eprintln!("{}", style::dim(&format!("session {id}")));
+                eprintln!("{}", stderr.dim(&format!("session {id}")));
             }
             Ok(Outcome::Success)
         }
@@ -200,7 +215,7 @@ async fn drive(session: &mut Session, prompt: UserInput, run: &RunOptions, id: &
         Err(error) => {
             if !run.json {
                 let shown = sanitize::line(&format!("the turn failed ({error}); session {id}")).into_owned();
-                eprintln!("{}", style::dim(&shown));
+                eprintln!("{}", stderr.dim(&shown));
             }
             Ok(Outcome::TurnFailed)
         }

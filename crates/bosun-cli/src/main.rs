@@ -13,7 +13,6 @@ mod sanitize;
 mod sessions;
 mod wire;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
@@ -21,6 +20,7 @@ use clap::{CommandFactory, Parser};
 use crate::cli::{Cli, Command, ConfigCommand};
 use crate::config::{Env, TrustLevel};
 use crate::exec::Outcome;
+use crate::output::Palettes;
 
 fn main() -> ExitCode {
     // First, while single-threaded: copy the environment, then take the keys
@@ -28,32 +28,34 @@ fn main() -> ExitCode {
     let env = Env::capture();
     harden::harden();
     let cli = Cli::parse();
-    output::style::init(env.get("NO_COLOR").is_none() && std::io::stderr().is_terminal());
+    let palettes = Palettes::decide(&env);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(error) => return fatal(&error.into()),
+        Err(error) => return fatal(&error.into(), palettes),
     };
-    match runtime.block_on(run(cli, &env)) {
+    match runtime.block_on(run(cli, &env, palettes)) {
         Ok(outcome) => ExitCode::from(outcome.code()),
-        Err(error) => fatal(&error),
+        Err(error) => fatal(&error, palettes),
     }
 }
 
 /// Usage and configuration errors: the cause chain on stderr, exit 2.
-fn fatal(error: &anyhow::Error) -> ExitCode {
+fn fatal(error: &anyhow::Error, palettes: Palettes) -> ExitCode {
     // Errors quote what servers, files and tools said: shown, not obeyed.
-    eprintln!("{} {}", output::style::red("bosun:"), sanitize::block(&format!("{error:#}")));
+    eprintln!("{} {}", palettes.stderr.red("bosun:"), sanitize::block(&format!("{error:#}")));
     ExitCode::from(2)
 }
 
-async fn run(cli: Cli, env: &Env) -> anyhow::Result<Outcome> {
+async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome> {
     let dir = cli.dir.as_deref();
     let profile = cli.profile.as_deref();
     match cli.command {
-        Command::Exec(args) => exec::exec(dir, profile, args, env).await,
-        Command::Resume(args) => exec::resume(dir, profile, args, env).await,
+        Command::Exec(args) => exec::exec(dir, profile, args, env, palettes).await,
+        Command::Resume(args) => exec::resume(dir, profile, args, env, palettes).await,
         Command::Fork { id, at } => sessions::fork(dir, profile, &id, at, env).map(|()| Outcome::Success),
-        Command::Sessions(command) => sessions::run(dir, profile, command, env).map(|()| Outcome::Success),
+        Command::Sessions(command) => {
+            sessions::run(dir, profile, command, env, palettes.stdout).map(|()| Outcome::Success)
+        }
         Command::Config(ConfigCommand::Show) => {
             let workdir = exec::workdir(dir)?;
             let settings = config::resolve(&workdir, env, profile, &Default::default())?;
@@ -63,7 +65,9 @@ async fn run(cli: Cli, env: &Env) -> anyhow::Result<Outcome> {
         }
         Command::Trust { dir: target } => trust(dir, target, env, TrustLevel::Trusted),
         Command::Untrust { dir: target } => trust(dir, target, env, TrustLevel::Untrusted),
-        Command::Models(command) => models::run(command, env).await.map(|()| Outcome::Success),
+        Command::Models(command) => {
+            models::run(command, env, palettes.stderr).await.map(|()| Outcome::Success)
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut std::io::stdout());
             Ok(Outcome::Success)

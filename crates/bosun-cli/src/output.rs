@@ -9,51 +9,104 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use anstyle::{AnsiColor, Style};
 use bosun_core::event::Decision;
 use bosun_core::{Event, EventSink, SinkError};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::config::Env;
 use crate::sanitize;
 
-/// Colours, decided once from `NO_COLOR` and whether stderr is a terminal.
-pub mod style {
-    use std::sync::OnceLock;
+/// Colour for one output stream, or plain text. Decided once in `main`
+/// ([`Palettes::decide`]) and handed to whatever writes to that stream, so
+/// a stream that is not a terminal never gets escapes because another one is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Palette {
+    enabled: bool,
+}
 
-    static ENABLED: OnceLock<bool> = OnceLock::new();
+impl Palette {
+    /// No colour.
+    #[cfg(test)]
+    pub const PLAIN: Self = Self { enabled: false };
+    /// Colour.
+    #[cfg(test)]
+    pub const COLOUR: Self = Self { enabled: true };
 
-    /// Decides whether to colour (call once, early).
-    pub fn init(enabled: bool) {
-        let _ = ENABLED.set(enabled);
+    const RED: Style = AnsiColor::Red.on_default();
+    const GREEN: Style = AnsiColor::Green.on_default();
+    const CYAN: Style = AnsiColor::Cyan.on_default();
+    const DIM: Style = Style::new().dimmed();
+    const BOLD: Style = Style::new().bold();
+
+    /// The palette of a stream: colour when it is a terminal, unless
+    /// `NO_COLOR` is set (to anything but blanks).
+    pub fn for_stream(env: &Env, terminal: bool) -> Self {
+        Self { enabled: terminal && env.get("NO_COLOR").is_none() }
     }
 
-    fn paint(code: &str, text: &str) -> String {
-        if *ENABLED.get().unwrap_or(&false) { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    fn paint(self, style: Style, text: &str) -> String {
+        if self.enabled { format!("{style}{text}{style:#}") } else { text.to_owned() }
     }
 
     /// Red.
-    pub fn red(text: &str) -> String {
-        paint("31", text)
+    pub fn red(self, text: &str) -> String {
+        self.paint(Self::RED, text)
     }
     /// Green.
-    pub fn green(text: &str) -> String {
-        paint("32", text)
+    pub fn green(self, text: &str) -> String {
+        self.paint(Self::GREEN, text)
     }
     /// Dim.
-    pub fn dim(text: &str) -> String {
-        paint("2", text)
+    pub fn dim(self, text: &str) -> String {
+        self.paint(Self::DIM, text)
     }
     /// Bold.
-    pub fn bold(text: &str) -> String {
-        paint("1", text)
+    pub fn bold(self, text: &str) -> String {
+        self.paint(Self::BOLD, text)
     }
     /// Cyan.
-    pub fn cyan(text: &str) -> String {
-        paint("36", text)
+    pub fn cyan(self, text: &str) -> String {
+        self.paint(Self::CYAN, text)
     }
 }
 
+/// The palettes of the streams bosun styles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Palettes {
+    /// The answer and listings (`sessions`).
+    pub stdout: Palette,
+    /// Progress, tool lines, diffs, notes and errors.
+    pub stderr: Palette,
+    /// The approval prompt on `/dev/tty`: a terminal whenever it opens.
+    pub tty: Palette,
+}
+
+impl Palettes {
+    /// Looks at the environment and at stderr once, for the whole run.
+    pub fn decide(env: &Env) -> Self {
+        Self {
+            stdout: Palette::for_stream(env, std::io::stdout().is_terminal()),
+            stderr: Palette::for_stream(env, std::io::stderr().is_terminal()),
+            tty: Palette::for_stream(env, true),
+        }
+    }
+}
+
+/// Writing the output failed (a closed pipe, a full disk).
+#[derive(Debug)]
+struct OutputFailed(std::io::Error);
+
+impl std::fmt::Display for OutputFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write the output: {}", self.0)
+    }
+}
+
+impl std::error::Error for OutputFailed {}
+
 fn broken(error: std::io::Error) -> SinkError {
-    SinkError(format!("cannot write the output: {error}"))
+    SinkError::new(OutputFailed(error))
 }
 
 /// The argument worth showing for a call, sanitised as one line: its first
@@ -87,6 +140,8 @@ fn first_line(text: &str) -> std::borrow::Cow<'_, str> {
 pub struct HumanSink {
     spinner: Option<ProgressBar>,
     progress: bool,
+    /// Colour for stderr, where everything but the answer goes.
+    palette: Palette,
     /// Whether stdout (the answer) and stderr (reasoning) are terminals:
     /// only then are they sanitised, so piped answers stay byte-exact.
     stdout_terminal: bool,
@@ -102,12 +157,14 @@ impl std::fmt::Debug for HumanSink {
 }
 
 impl HumanSink {
-    /// A sink; spinners only when stderr is a terminal.
-    pub fn new() -> Self {
+    /// A sink colouring stderr with `palette`; spinners only when stderr is
+    /// a terminal.
+    pub fn new(palette: Palette) -> Self {
         let stderr_terminal = std::io::stderr().is_terminal();
         Self {
             spinner: None,
             progress: stderr_terminal,
+            palette,
             stdout_terminal: std::io::stdout().is_terminal(),
             stderr_terminal,
             streamed: false,
@@ -125,6 +182,7 @@ impl HumanSink {
 
 impl EventSink for HumanSink {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        let palette = self.palette;
         match event {
             Event::TextDelta { text } => {
                 let shown = if self.stdout_terminal { sanitize::block(&text) } else { text.as_str().into() };
@@ -136,7 +194,7 @@ impl EventSink for HumanSink {
             Event::ReasoningDelta { text } => {
                 let shown = if self.stderr_terminal { sanitize::block(&text) } else { text.as_str().into() };
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "{}", style::dim(&shown));
+                let _ = write!(err, "{}", palette.dim(&shown));
             }
             Event::ModelRoundStart { round, .. } if round > 1 && self.streamed && !self.ends_with_newline => {
                 println!();
@@ -148,13 +206,18 @@ impl EventSink for HumanSink {
                     self.ends_with_newline = true;
                 }
                 let shown = sanitize::line(&name);
-                eprintln!("{} {} {}", style::cyan("●"), style::bold(&shown), key_argument(&name, &arguments));
+                eprintln!(
+                    "{} {} {}",
+                    palette.cyan("●"),
+                    palette.bold(&shown),
+                    key_argument(&name, &arguments)
+                );
             }
             Event::ApprovalDecided {
                 decision: Decision::Deny | Decision::DeniedByPolicy, reason, ..
             } => {
                 let reason = reason.unwrap_or_default();
-                self.note(&style::red(&format!("  denied: {}", sanitize::line(&reason))));
+                self.note(&palette.red(&format!("  denied: {}", sanitize::line(&reason))));
             }
             Event::ToolStart { name, .. } if self.progress => {
                 let spinner = ProgressBar::new_spinner();
@@ -175,28 +238,28 @@ impl EventSink for HumanSink {
                     spinner.finish_and_clear();
                 }
                 if is_error {
-                    eprintln!("  {}", style::red(&format!("✗ {}", first_line(&output))));
+                    eprintln!("  {}", palette.red(&format!("✗ {}", first_line(&output))));
                 } else if name == "edit_file" || name == "apply_patch" || name == "write_file" {
                     for line in output.lines().skip(1) {
                         let line = sanitize::block(line);
                         let line = line.as_ref();
                         let shown = if line.starts_with("+++") || line.starts_with("---") {
-                            style::dim(line)
+                            palette.dim(line)
                         } else if line.starts_with('+') {
-                            style::green(line)
+                            palette.green(line)
                         } else if line.starts_with('-') {
-                            style::red(line)
+                            palette.red(line)
                         } else {
-                            style::dim(line)
+                            palette.dim(line)
                         };
                         eprintln!("  {shown}");
                     }
                 } else if name == "shell" {
-                    eprintln!("  {}", style::dim(&first_line(&output)));
+                    eprintln!("  {}", palette.dim(&first_line(&output)));
                 }
             }
             Event::Error { message, .. } => {
-                eprintln!("{}", style::red(&format!("error: {}", sanitize::block(&message))));
+                eprintln!("{}", palette.red(&format!("error: {}", sanitize::block(&message))));
             }
             Event::TurnEnd { usage, .. } => {
                 if self.streamed && !self.ends_with_newline {
@@ -204,7 +267,7 @@ impl EventSink for HumanSink {
                 }
                 eprintln!(
                     "{}",
-                    style::dim(&format!(
+                    palette.dim(&format!(
                         "tokens: {} in, {} out",
                         usage.input + usage.cache_read,
                         usage.output
@@ -232,11 +295,49 @@ impl JsonSink {
 
 impl EventSink for JsonSink {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
-        let mut value = serde_json::to_value(&event).map_err(|e| SinkError(e.to_string()))?;
+        let mut value = serde_json::to_value(&event).map_err(SinkError::new)?;
         if let Some(object) = value.as_object_mut() {
             object.insert("session_id".into(), serde_json::Value::String(self.session.clone()));
         }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{value}").and_then(|()| out.flush()).map_err(broken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_are_the_escapes_bosun_wrote_by_hand_before() {
+        let on = Palette::COLOUR;
+        assert_eq!(on.red("x"), "\x1b[31mx\x1b[0m");
+        assert_eq!(on.green("x"), "\x1b[32mx\x1b[0m");
+        assert_eq!(on.cyan("●"), "\x1b[36m●\x1b[0m");
+        assert_eq!(on.dim("a b"), "\x1b[2ma b\x1b[0m");
+        assert_eq!(on.bold(""), "\x1b[1m\x1b[0m");
+    }
+
+    #[test]
+    fn a_plain_palette_leaves_the_text_alone() {
+        let off = Palette::PLAIN;
+        for text in ["", "x", "\x1b[31m already escaped"] {
+            assert_eq!(
+                [off.red(text), off.green(text), off.cyan(text), off.dim(text), off.bold(text)],
+                [text; 5]
+            );
+        }
+    }
+
+    #[test]
+    fn colour_needs_a_terminal_and_no_no_color() {
+        let bare = Env::from_pairs(&[]);
+        assert_eq!(Palette::for_stream(&bare, true), Palette::COLOUR);
+        assert_eq!(Palette::for_stream(&bare, false), Palette::PLAIN);
+        let no_color = Env::from_pairs(&[("NO_COLOR", "1")]);
+        assert_eq!(Palette::for_stream(&no_color, true), Palette::PLAIN);
+        // A blank NO_COLOR counts as unset, as every variable bosun reads.
+        let blank = Env::from_pairs(&[("NO_COLOR", " ")]);
+        assert_eq!(Palette::for_stream(&blank, true), Palette::COLOUR);
     }
 }

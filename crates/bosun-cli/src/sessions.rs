@@ -15,7 +15,7 @@ use bosun_store::ListFilter;
 use crate::cli::SessionsCommand;
 use crate::config::{self, Env};
 use crate::exec::workdir;
-use crate::output::style;
+use crate::output::Palette;
 use crate::sanitize;
 use crate::wire;
 
@@ -57,7 +57,13 @@ fn shown(terminal: bool, text: &str) -> Cow<'_, str> {
 }
 
 /// Runs a `sessions` subcommand.
-pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, env: &Env) -> Result<()> {
+pub fn run(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    command: SessionsCommand,
+    env: &Env,
+    style: Palette,
+) -> Result<()> {
     let (store, dir) = store(dir, profile, env)?;
     let mut out = std::io::stdout().lock();
     let terminal = out.is_terminal();
@@ -106,9 +112,9 @@ pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, 
                         writeln!(
                             out,
                             "{} {:>9}  {first}  {}",
-                            style::dim("#-    "),
+                            style.dim("#-    "),
                             "user",
-                            style::dim("(turn failed, not sent again automatically)")
+                            style.dim("(turn failed, not sent again automatically)")
                         )?;
                     }
                     Ok(())
@@ -130,7 +136,7 @@ pub fn run(dir: Option<&Path>, profile: Option<&str>, command: SessionsCommand, 
                         _ => ("system", message.text()),
                     };
                     let first = shown(terminal, text.lines().next().unwrap_or_default());
-                    writeln!(out, "{} {:>9}  {first}", style::dim(&format!("#{message_id:<5}")), role)?;
+                    writeln!(out, "{} {:>9}  {first}", style.dim(&format!("#{message_id:<5}")), role)?;
                     failed_after(&mut out, Some(*message_id))?;
                 }
             }

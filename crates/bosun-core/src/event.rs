@@ -192,10 +192,28 @@ pub trait EventSink: Send {
     fn emit(&mut self, event: Event) -> Result<(), SinkError>;
 }
 
-/// The event consumer has gone away or failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("event sink failed: {0}")]
-pub struct SinkError(pub String);
+/// The event consumer has gone away or failed, with why as its `source`
+/// (an I/O error writing the output, a closed channel).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("event sink failed: {cause}")]
+pub struct SinkError {
+    // Shown in the message, so not also returned by `Error::source` (a
+    // report that walks the chain would print it twice); `cause` hands it
+    // out typed. Shared so the emitter can keep the first failure.
+    cause: std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl SinkError {
+    /// A failure caused by `source` (an error, or a message).
+    pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Self { cause: std::sync::Arc::from(source.into()) }
+    }
+
+    /// The underlying error, to downcast (an `std::io::Error`, say).
+    pub fn cause(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.cause
+    }
+}
 
 impl EventSink for Vec<Event> {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
@@ -206,7 +224,7 @@ impl EventSink for Vec<Event> {
 
 impl EventSink for mpsc::UnboundedSender<Event> {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
-        self.send(event).map_err(|_| SinkError("the event receiver was dropped".into()))
+        self.send(event).map_err(|_| SinkError::new("the event receiver was dropped"))
     }
 }
 

@@ -35,12 +35,14 @@ pub trait Journal: Send {
 /// underlying error (a store's, an I/O error) as its `source`, so callers can
 /// tell a full disk from a lost lease without parsing text.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("journal: {source}")]
+#[error("journal: {cause}")]
 pub struct JournalError {
     kind: JournalErrorKind,
-    // Shared so the error can be kept by a session that lost its journal and
-    // still be returned by every refused turn.
-    source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    // Shown in the message, so not also returned by `Error::source` (a
+    // report that walks the chain would print it twice); `cause` hands it
+    // out typed. Shared so a session that lost its journal keeps it and
+    // returns it from every refused turn.
+    cause: Arc<dyn std::error::Error + Send + Sync + 'static>,
 }
 
 /// What kind of journal failure.
@@ -68,7 +70,7 @@ impl JournalError {
         kind: JournalErrorKind,
         source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     ) -> Self {
-        Self { kind, source: Arc::from(source.into()) }
+        Self { kind, cause: Arc::from(source.into()) }
     }
 
     /// What kind of failure.
@@ -78,7 +80,7 @@ impl JournalError {
 
     /// The underlying error, to downcast to the store's own error type.
     pub fn cause(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.source
+        &*self.cause
     }
 }
 

@@ -41,7 +41,7 @@ impl EventSink for FailingSink {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
         if self.failed || (self.fail_on)(&event) {
             self.failed = true;
-            return Err(SinkError("the consumer went away".into()));
+            return Err(SinkError::new("the consumer went away"));
         }
         self.events.push(event);
         Ok(())

@@ -112,8 +112,8 @@ struct JsonLines {
 
 impl EventSink for JsonLines {
     fn emit(&mut self, event: Event) -> Result<(), SinkError> {
-        let line = serde_json::to_string(&event).map_err(|e| SinkError(e.to_string()))?;
-        writeln!(std::io::stdout().lock(), "{line}").map_err(|e| SinkError(e.to_string()))?;
+        let line = serde_json::to_string(&event).map_err(SinkError::new)?;
+        writeln!(std::io::stdout().lock(), "{line}").map_err(SinkError::new)?;
         self.events.push(event);
         Ok(())
     }

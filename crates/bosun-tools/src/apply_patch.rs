@@ -6,72 +6,55 @@
 
 use std::collections::HashMap;
 
-use bosun_core::{CallEffects, ContentPart, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, ContentPart, ToolCategory, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, cap, parse_args, stale};
-use crate::edit::unified_diff;
+use crate::common::{Shared, Stop, cap, stale};
+use crate::diff::unified_diff;
+use crate::file_tool::{FileTool, Work};
 use crate::patch::{self, FileChange, Operation};
 use crate::workspace::{FileIdentity, Precondition, RelPath, WorkspaceError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     patch: String,
 }
 
 /// Applies a multi-file patch.
 #[derive(Debug)]
-pub struct ApplyPatchTool {
-    shared: Shared,
-    definition: ToolDefinition,
-}
+pub struct ApplyPatch;
 
-impl ApplyPatchTool {
-    pub(crate) fn new(shared: Shared) -> Self {
-        let definition = ToolDefinition::new(
-            "apply_patch",
-            "Apply a patch to one or more files, all or nothing. Format:\n*** Begin Patch\n*** Add File: path\n+new \
-             line\n*** Delete File: path\n*** Update File: path\n*** Move to: new/path (optional)\n@@ optional line \
-             to anchor the hunk\n context line\n-removed line\n+added line\n*** End Patch\nGive about 3 lines of \
-             context around each change. Paths are relative to the workspace root.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "patch": {"type": "string", "minLength": 1, "description": "The whole patch, from *** Begin Patch to *** End Patch"}
-                },
-                "required": ["patch"],
-                "additionalProperties": false
-            }),
-        );
-        Self { shared, definition }
-    }
-}
+impl FileTool for ApplyPatch {
+    type Args = Args;
+    const NAME: &'static str = "apply_patch";
+    const DESCRIPTION: &'static str = "Apply a patch to one or more files, all or nothing. Format:\n*** Begin \
+        Patch\n*** Add File: path\n+new line\n*** Delete File: path\n*** Update File: path\n*** Move to: \
+        new/path (optional)\n@@ optional line to anchor the hunk\n context line\n-removed line\n+added \
+        line\n*** End Patch\nGive about 3 lines of context around each change. Paths are relative to the \
+        workspace root.";
+    const CATEGORY: ToolCategory = ToolCategory::Write;
+    const WORK: Work = Work::ToCompletion;
 
-impl Tool for ApplyPatchTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+    fn parameters() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "patch": {"type": "string", "minLength": 1, "description": "The whole patch, from *** Begin Patch to *** End Patch"}
+            },
+            "required": ["patch"],
+            "additionalProperties": false
+        })
     }
 
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Write
-    }
-
-    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+    fn effects(arguments: &serde_json::Value) -> CallEffects {
         let patch = arguments.get("patch").and_then(serde_json::Value::as_str).unwrap_or_default();
         CallEffects::writes(crate::patch::named_paths(patch))
     }
 
-    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let args: Args = match parse_args("apply_patch", arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            blocking(move || apply(&shared, &args.patch)).await
-        })
+    fn run(shared: &Shared, args: &Args, _stop: &Stop) -> ToolOutput {
+        apply(shared, &args.patch)
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bosun_core::{ToolContext, ToolOutput};
+use bosun_core::ToolOutput;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
@@ -174,7 +174,3 @@ pub(crate) fn cap(text: String, max: usize, what: &str) -> String {
     let cut_at = text[..end].rfind('\n').map(|i| i + 1).unwrap_or(end);
     format!("{}[{what} cut at {max} bytes of {}]", &text[..cut_at], text.len())
 }
-
-/// The context is unused by most file tools; naming it keeps signatures
-/// uniform.
-pub(crate) type Context = ToolContext;

@@ -2,12 +2,14 @@
 //! replacement that must match once (or everywhere, when asked), written
 //! atomically, answered with a unified diff.
 
-use bosun_core::{CallEffects, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, ToolCategory, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
 
-use crate::common::{Context, Shared, blocking, cap, parse_args, refuse, stale};
+use crate::common::{Shared, Stop, cap, refuse, stale};
+use crate::diff::{edit_diff, replace};
+use crate::file_tool::{FileTool, Work};
 use crate::workspace::{Precondition, RelPath, WorkspaceError};
 
 /// Files longer than this get no "nearest lines" hint (it is quadratic).
@@ -15,7 +17,7 @@ const HINT_MAX_LINES: usize = 20_000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     old_text: String,
     new_text: String,
@@ -25,56 +27,37 @@ struct Args {
 
 /// Replaces exact text in a file.
 #[derive(Debug)]
-pub struct EditFileTool {
-    shared: Shared,
-    definition: ToolDefinition,
-}
+pub struct EditFile;
 
-impl EditFileTool {
-    pub(crate) fn new(shared: Shared) -> Self {
-        let definition = ToolDefinition::new(
-            "edit_file",
-            "Replace exact text in a file. `old_text` must match the file exactly (including indentation) and \
-             exactly once, unless `replace_all` is true. Include enough surrounding lines to make it unique. \
-             Returns a unified diff of the change.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
-                    "old_text": {"type": "string", "minLength": 1, "description": "The exact text to replace"},
-                    "new_text": {"type": "string", "description": "The replacement text"},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one", "default": false}
-                },
-                "required": ["path", "old_text", "new_text"],
-                "additionalProperties": false
-            }),
-        );
-        Self { shared, definition }
-    }
-}
+impl FileTool for EditFile {
+    type Args = Args;
+    const NAME: &'static str = "edit_file";
+    const DESCRIPTION: &'static str = "Replace exact text in a file. `old_text` must match the file exactly \
+        (including indentation) and exactly once, unless `replace_all` is true. Include enough surrounding lines \
+        to make it unique. Returns a unified diff of the change.";
+    const CATEGORY: ToolCategory = ToolCategory::Write;
+    const WORK: Work = Work::ToCompletion;
 
-impl Tool for EditFileTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+    fn parameters() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
+                "old_text": {"type": "string", "minLength": 1, "description": "The exact text to replace"},
+                "new_text": {"type": "string", "description": "The replacement text"},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one", "default": false}
+            },
+            "required": ["path", "old_text", "new_text"],
+            "additionalProperties": false
+        })
     }
 
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Write
-    }
-
-    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+    fn effects(arguments: &serde_json::Value) -> CallEffects {
         CallEffects::writes(arguments.get("path").and_then(serde_json::Value::as_str).map(str::to_owned))
     }
 
-    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let args: Args = match parse_args("edit_file", arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            blocking(move || edit(&shared, &args)).await
-        })
+    fn run(shared: &Shared, args: &Args, _stop: &Stop) -> ToolOutput {
+        edit(shared, args)
     }
 }
 
@@ -113,17 +96,13 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
             lines.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
         ));
     }
-    let updated = if args.replace_all {
-        original.replace(&args.old_text, &args.new_text)
-    } else {
-        original.replacen(&args.old_text, &args.new_text, 1)
-    };
+    let (updated, replaced) = replace(&original, &args.old_text, &args.new_text, args.replace_all);
     let written =
         shared.workspace.write_atomic(&path, updated.as_bytes(), &Precondition::Unchanged(file.identity));
     match written {
         Ok(report) => {
             shared.ledger.record(&path, report.identity);
-            let diff = unified_diff(&path, &original, &updated);
+            let diff = edit_diff(&path, &original, &updated, &replaced);
             let plural = if count == 1 { "" } else { "s" };
             let text = format!("edited `{path}`: {count} replacement{plural}\n{diff}");
             ToolOutput::text(cap(text, shared.limits.max_output_bytes, "diff"))
@@ -131,15 +110,6 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
         Err(WorkspaceError::Changed { .. }) => stale(shared, &path),
         Err(error) => refuse(error),
     }
-}
-
-/// A unified diff between two versions of `path`.
-pub(crate) fn unified_diff(path: &RelPath, before: &str, after: &str) -> String {
-    TextDiff::from_lines(before, after)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string()
 }
 
 fn match_lines(text: &str, needle: &str) -> Vec<usize> {

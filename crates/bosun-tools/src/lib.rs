@@ -11,7 +11,9 @@
 
 mod apply_patch;
 mod common;
+mod diff;
 mod edit;
+mod file_tool;
 pub mod limits;
 mod list;
 pub mod patch;
@@ -21,15 +23,22 @@ pub mod shell;
 pub mod workspace;
 mod write;
 
-pub use apply_patch::ApplyPatchTool;
-pub use edit::EditFileTool;
 pub use limits::ToolLimits;
-pub use list::ListFilesTool;
-pub use read::ReadFileTool;
-pub use search::SearchTool;
 pub use shell::{ShellConfig, ShellTool};
 pub use workspace::{Workspace, WorkspaceError};
-pub use write::WriteFileTool;
+
+/// Reads a file.
+pub type ReadFileTool = file_tool::FileToolAdapter<read::ReadFile>;
+/// Creates or replaces a file.
+pub type WriteFileTool = file_tool::FileToolAdapter<write::WriteFile>;
+/// Replaces exact text in a file.
+pub type EditFileTool = file_tool::FileToolAdapter<edit::EditFile>;
+/// Applies a multi-file patch.
+pub type ApplyPatchTool = file_tool::FileToolAdapter<apply_patch::ApplyPatch>;
+/// Lists files and directories.
+pub type ListFilesTool = file_tool::FileToolAdapter<list::ListFiles>;
+/// Searches file contents.
+pub type SearchTool = file_tool::FileToolAdapter<search::Search>;
 
 use std::sync::Arc;
 

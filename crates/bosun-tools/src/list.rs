@@ -4,11 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{ToolCategory, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, Stop, blocking_stoppable, cap, parse_args, refuse};
+use crate::common::{Shared, Stop, cap, refuse};
+use crate::file_tool::{FileTool, Work};
 use crate::workspace::{EntryKind, Flow, RelPath};
 
 const DEFAULT_DEPTH: usize = 3;
@@ -18,55 +19,37 @@ const TIME_BUDGET: Duration = Duration::from_secs(10);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: Option<String>,
     depth: Option<usize>,
 }
 
 /// Lists files and directories.
 #[derive(Debug)]
-pub struct ListFilesTool {
-    shared: Shared,
-    definition: ToolDefinition,
-}
+pub struct ListFiles;
 
-impl ListFilesTool {
-    pub(crate) fn new(shared: Shared) -> Self {
-        let definition = ToolDefinition::new(
-            "list_files",
-            "List files and directories under a path (default: the workspace root), sorted, directories ending \
-             in `/`. Honours .gitignore; skips .git. `depth` limits how deep to go (default 3).",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory relative to the workspace root (default: the root)"},
-                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to descend (default 3)"}
-                },
-                "additionalProperties": false
-            }),
-        );
-        Self { shared, definition }
-    }
-}
+impl FileTool for ListFiles {
+    type Args = Args;
+    const NAME: &'static str = "list_files";
+    const DESCRIPTION: &'static str = "List files and directories under a path (default: the workspace root), \
+        sorted, directories ending in `/`. Honours .gitignore; skips .git. `depth` limits how deep to go \
+        (default 3).";
+    const CATEGORY: ToolCategory = ToolCategory::Read;
+    const WORK: Work = Work::Stoppable;
 
-impl Tool for ListFilesTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Read
-    }
-
-    fn execute<'a>(&'a self, arguments: serde_json::Value, context: Context) -> ToolFuture<'a> {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let args: Args = match parse_args("list_files", arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            blocking_stoppable(context.cancel, move |stop| list(&shared, &args, stop)).await
+    fn parameters() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory relative to the workspace root (default: the root)"},
+                "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to descend (default 3)"}
+            },
+            "additionalProperties": false
         })
+    }
+
+    fn run(shared: &Shared, args: &Args, stop: &Stop) -> ToolOutput {
+        list(shared, args, stop)
     }
 }
 

@@ -1,11 +1,12 @@
 //! `read_file {path, offset?, limit?}`: numbered lines of a text file, with
 //! a content hash that later edits are checked against.
 
-use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{ToolCategory, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, parse_args, refuse};
+use crate::common::{Shared, Stop, refuse};
+use crate::file_tool::{FileTool, Work};
 use crate::workspace::RelPath;
 
 /// Lines shown when no limit is given.
@@ -17,7 +18,7 @@ const BINARY_SNIFF: usize = 8 * 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     offset: Option<usize>,
     limit: Option<usize>,
@@ -25,50 +26,32 @@ struct Args {
 
 /// Reads a file.
 #[derive(Debug)]
-pub struct ReadFileTool {
-    shared: Shared,
-    definition: ToolDefinition,
-}
+pub struct ReadFile;
 
-impl ReadFileTool {
-    pub(crate) fn new(shared: Shared) -> Self {
-        let definition = ToolDefinition::new(
-            "read_file",
-            "Read a text file in the workspace. Returns numbered lines (`N<TAB>text`). Use `offset` (first line, \
-             from 1) and `limit` (number of lines) for long files. Paths are relative to the workspace root.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show, from 1"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to show"}
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-        );
-        Self { shared, definition }
-    }
-}
+impl FileTool for ReadFile {
+    type Args = Args;
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a text file in the workspace. Returns numbered lines (`N<TAB>text`). \
+        Use `offset` (first line, from 1) and `limit` (number of lines) for long files. Paths are relative to \
+        the workspace root.";
+    const CATEGORY: ToolCategory = ToolCategory::Read;
+    const WORK: Work = Work::ToCompletion;
 
-impl Tool for ReadFileTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Read
-    }
-
-    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let args: Args = match parse_args("read_file", arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            blocking(move || read(&shared, &args)).await
+    fn parameters() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to show, from 1"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to show"}
+            },
+            "required": ["path"],
+            "additionalProperties": false
         })
+    }
+
+    fn run(shared: &Shared, args: &Args, _stop: &Stop) -> ToolOutput {
+        read(shared, args)
     }
 }
 

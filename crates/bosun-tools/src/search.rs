@@ -18,14 +18,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bosun_core::{Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{ToolCategory, ToolOutput};
 use globset::GlobBuilder;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, Stop, blocking_stoppable, cap, parse_args, refuse};
+// The unit tests run the search under it directly.
+#[cfg(test)]
+use crate::common::blocking_stoppable;
+use crate::common::{Shared, Stop, cap, refuse};
+use crate::file_tool::{FileTool, Work};
 use crate::workspace::{EntryKind, Flow, RelPath, WalkEntry};
 use lines::{CutLines, LineCap, MAX_LINE_BYTES};
 
@@ -41,7 +45,7 @@ const MAX_THREADS: usize = 8;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     pattern: String,
     path: Option<String>,
     glob: Option<String>,
@@ -52,54 +56,35 @@ struct Args {
 
 /// Searches file contents.
 #[derive(Debug)]
-pub struct SearchTool {
-    shared: Shared,
-    definition: ToolDefinition,
-}
+pub struct Search;
 
-impl SearchTool {
-    pub(crate) fn new(shared: Shared) -> Self {
-        let definition = ToolDefinition::new(
-            "search",
-            "Search file contents under a path (default: the workspace root) for a regular expression (Rust regex \
-             syntax), or a literal string with `literal: true`. Honours .gitignore. `glob` filters file paths \
-             (e.g. `*.rs`, `src/**/*.ts`); `context` adds lines around each match. Results are `path:line:text`. \
-             Lines longer than 64 KiB are searched only in their first 64 KiB.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_BYTES, "description": "Regular expression, or literal text with literal: true"},
-                    "path": {"type": "string", "description": "File or directory relative to the workspace root (default: the root)"},
-                    "glob": {"type": "string", "minLength": 1, "description": "Only search files whose path matches this glob"},
-                    "literal": {"type": "boolean", "description": "Treat the pattern as literal text", "default": false},
-                    "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context before and after each match"}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }),
-        );
-        Self { shared, definition }
-    }
-}
+impl FileTool for Search {
+    type Args = Args;
+    const NAME: &'static str = "search";
+    const DESCRIPTION: &'static str = "Search file contents under a path (default: the workspace root) for a \
+        regular expression (Rust regex syntax), or a literal string with `literal: true`. Honours .gitignore. \
+        `glob` filters file paths (e.g. `*.rs`, `src/**/*.ts`); `context` adds lines around each match. Results \
+        are `path:line:text`. Lines longer than 64 KiB are searched only in their first 64 KiB.";
+    const CATEGORY: ToolCategory = ToolCategory::Read;
+    const WORK: Work = Work::Stoppable;
 
-impl Tool for SearchTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Read
-    }
-
-    fn execute<'a>(&'a self, arguments: serde_json::Value, context: Context) -> ToolFuture<'a> {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let args: Args = match parse_args("search", arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            blocking_stoppable(context.cancel, move |stop| search(&shared, &args, stop, &|| {})).await
+    fn parameters() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_BYTES, "description": "Regular expression, or literal text with literal: true"},
+                "path": {"type": "string", "description": "File or directory relative to the workspace root (default: the root)"},
+                "glob": {"type": "string", "minLength": 1, "description": "Only search files whose path matches this glob"},
+                "literal": {"type": "boolean", "description": "Treat the pattern as literal text", "default": false},
+                "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": "Lines of context before and after each match"}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
         })
+    }
+
+    fn run(shared: &Shared, args: &Args, stop: &Stop) -> ToolOutput {
+        search(shared, args, stop, &|| {})
     }
 }
 

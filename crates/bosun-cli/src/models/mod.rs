@@ -165,14 +165,14 @@ fn plain_gguf<'a>(name: &'a str, dir: &Path) -> Result<&'a str> {
 }
 
 /// Runs a `models` subcommand.
-pub async fn run(command: ModelsCommand, env: &Env) -> Result<()> {
+pub async fn run(command: ModelsCommand, env: &Env, stderr: crate::output::Palette) -> Result<()> {
     let dir = models_dir(env)?;
     match command {
         ModelsCommand::Pull { name } => {
             let name = name.as_deref().unwrap_or(DEFAULT_MODEL);
             let model =
                 find(name).with_context(|| format!("unknown model `{name}`; known: {}", known_names()))?;
-            let progress = Progress::stderr();
+            let progress = Progress::stderr(stderr);
             progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));
             let path = pull(model, &dir, &Sources::from_env(env), &progress).await?;
             println!("{}", path.display());
