@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use bosun_core::{ApprovalHandler, EventSink, Session, TurnOptions, UserInput};
+use bosun_core::{ApprovalHandler, EventSink, Session, StopReason, TurnOptions, UserInput};
 use tokio_util::sync::CancellationToken;
 
 use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
@@ -202,6 +202,10 @@ async fn drive(
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
             if !run.json {
+                if outcome.stop_reason == StopReason::Length {
+                    let cut = "the answer was cut: the model reached its output token limit";
+                    eprintln!("{}", stderr.red(&format!("warning: {cut}")));
+                }
                 eprintln!("{}", stderr.dim(&format!("session {id}")));
             }
             Ok(Outcome::Success)
@@ -212,10 +216,11 @@ async fn drive(
             }
             Ok(Outcome::Interrupted)
         }
-        Err(error) => {
+        Err(_) => {
+            // The error itself was shown by its `error` event; this says
+            // where the session is, without printing the error a second time.
             if !run.json {
-                let shown = sanitize::line(&format!("the turn failed ({error}); session {id}")).into_owned();
-                eprintln!("{}", stderr.dim(&shown));
+                eprintln!("{}", stderr.dim(&format!("the turn failed; session {id}")));
             }
             Ok(Outcome::TurnFailed)
         }

@@ -258,6 +258,12 @@ impl EventSink for HumanSink {
                     eprintln!("  {}", palette.dim(&first_line(&output)));
                 }
             }
+            Event::ModelRetry { attempt, wait_ms, reason } => {
+                let seconds = Duration::from_millis(wait_ms).as_secs_f64();
+                let line =
+                    format!("  retrying (attempt {attempt}) in {seconds:.1} s: {}", sanitize::line(&reason));
+                self.note(&palette.dim(&line));
+            }
             Event::Error { message, .. } => {
                 eprintln!("{}", palette.red(&format!("error: {}", sanitize::block(&message))));
             }

@@ -90,6 +90,9 @@ fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
             "`{spec}` is not PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5), local:PATH.gguf or local/NAME"
         );
     };
+    if let Some(url) = settings.base_url.as_deref() {
+        check_base_url(url)?;
+    }
     let mut config = match (provider, settings.base_url.as_deref()) {
         ("openai-compatible", Some(url)) => ProviderConfig::openai_compatible(url),
         ("openai-compatible", None) => {
@@ -122,9 +125,41 @@ fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
         }
     }
     for (name, value) in &settings.headers {
+        check_header(name, value)?;
         config = config.with_header(name.clone(), value.clone());
     }
     Ok(HostedModel::new(config, name)?)
+}
+
+/// A base URL is configuration: one that cannot be used is refused before
+/// any request (exit 2), never reported later as a network failure.
+fn check_base_url(url: &str) -> Result<()> {
+    let shown = crate::sanitize::line(url);
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("the base URL `{shown}` is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        bail!("the base URL `{shown}` must be http:// or https://, not {}://", parsed.scheme());
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        bail!("the base URL `{shown}` has no host");
+    }
+    Ok(())
+}
+
+/// A header that HTTP cannot carry is refused the same way.
+fn check_header(name: &str, value: &str) -> Result<()> {
+    let shown = crate::sanitize::line(name);
+    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        bail!(
+            "the header name `{shown}` is not a valid HTTP header name (letters, digits and `-`, no spaces)"
+        );
+    }
+    if reqwest::header::HeaderValue::from_str(value).is_err() {
+        bail!(
+            "the value of header `{shown}` is not a valid HTTP header value (no newlines or control characters)"
+        );
+    }
+    Ok(())
 }
 
 /// Why the provider's key must not go to the base URL in effect, if so: a
@@ -226,4 +261,31 @@ pub fn builder(
         builder = builder.tool_timeout(Duration::from_secs(secs));
     }
     builder
+}
+
+#[cfg(test)]
+mod checks {
+    use super::{check_base_url, check_header};
+
+    #[test]
+    fn headers_http_cannot_carry_are_refused_naming_the_header_not_its_value() {
+        assert!(check_header("x-custom", "a value").is_ok());
+        let spaced = check_header("x custom", "v").unwrap_err().to_string();
+        assert!(spaced.contains("`x custom` is not a valid HTTP header name"), "{spaced}");
+        let newline = check_header("x-token", "secret\nInjected: yes").unwrap_err().to_string();
+        assert!(newline.contains("header `x-token` is not a valid HTTP header value"), "{newline}");
+        assert!(!newline.contains("secret"), "the value is not echoed: {newline}");
+    }
+
+    #[test]
+    fn base_urls_must_be_http_with_a_host() {
+        assert!(check_base_url("http://127.0.0.1:8080/v1").is_ok());
+        assert!(check_base_url("https://api.example.com/v1").is_ok());
+        for (bad, why) in
+            [("not a url", "is not a URL"), ("ftp://h/v1", "not ftp://"), ("file:///etc", "not file://")]
+        {
+            let error = check_base_url(bad).unwrap_err().to_string();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+    }
 }

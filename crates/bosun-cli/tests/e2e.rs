@@ -385,6 +385,11 @@ fn usage_and_configuration_errors_exit_2_with_a_clear_message() {
     case(&["exec", "--no-such-flag", "hi"], None, &["--no-such-flag"]);
     case(&["resume", "--model", "openai/gpt-test"], Some("OPENAI_API_KEY"), &["--last"]);
     case(&["sessions", "show", "no-such-session"], None, &["no-such-session"]);
+    // A base URL that cannot be used is configuration, not a network failure.
+    let model = ["exec", "--model", "openai/gpt-test", "--base-url"];
+    let key = Some("OPENAI_API_KEY");
+    case(&[&model[..], &["not a url", "hi"]].concat(), key, &["the base URL `not a url` is not a URL"]);
+    case(&[&model[..], &["ftp://host/v1", "hi"]].concat(), key, &["must be http:// or https://, not ftp://"]);
     // A bad configuration file names itself.
     std::fs::create_dir(sandbox.ws().join(".bosun")).unwrap();
     std::fs::write(sandbox.ws().join(".bosun/config.toml"), "modle = \"openai/x\"\n").unwrap();
@@ -533,7 +538,11 @@ fn invariant_21_a_rolled_back_turn_shows_its_prompt_as_failed() {
     let sandbox = task_sandbox();
     let mut cmd = sandbox.exec(APIS[0], &mock);
     cmd.arg("a doomed prompt");
-    run(cmd).expect_code(1);
+    let out = run(cmd);
+    out.expect_code(1);
+    // The error is printed once, with the session to go back to.
+    assert_eq!(out.stderr.matches("bad request").count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("the turn failed; session "), "{}", out.stderr);
     let mut cmd = sandbox.bosun();
     cmd.args(["sessions", "list", "--json"]);
     let out = run(cmd);
@@ -556,6 +565,35 @@ fn invariant_21_a_rolled_back_turn_shows_its_prompt_as_failed() {
     assert_eq!(detail["history"], json!([]), "not in the history resuming rebuilds");
     assert_eq!(detail["failed_turns"][0]["failed"], true, "{detail}");
     assert_eq!(detail["failed_turns"][0]["message"]["content"][0]["text"], "a doomed prompt");
+}
+
+/// An answer cut at the output limit exits 0 but says so; the JSON error
+/// event of a model failure carries its class.
+#[test]
+fn a_cut_answer_is_marked_and_a_model_failure_names_its_class() {
+    let cut = json!({"match": {"userMessage": "long"}, "response": {
+        "content": "The first half of a long", "finishReason": "length"}});
+    let refused = json!({"match": {"userMessage": "doomed"}, "response": {
+        "error": {"message": "bad request", "type": "invalid_request_error"}, "status": 400}});
+    let Some(mock) = Aimock::start(&fixtures(vec![cut, refused])) else { return };
+    let sandbox = task_sandbox();
+    for api in APIS {
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.arg("a long answer please");
+        let out = run(cmd);
+        out.expect_code(0);
+        assert!(out.stdout.contains("The first half of a long"), "{api:?}: {}", out.stdout);
+        assert!(out.stderr.contains("the answer was cut"), "{api:?}: {}", out.stderr);
+    }
+    let mut cmd = sandbox.exec(APIS[0], &mock);
+    cmd.args(["--json", "a doomed prompt"]);
+    let out = run(cmd);
+    out.expect_code(1);
+    let events = json_events(&out.stdout);
+    let errors = of_type(&events, "error");
+    assert_eq!(errors.len(), 1, "{}", out.stdout);
+    assert_eq!(errors[0]["kind"], "model");
+    assert_eq!(errors[0]["class"], "invalid_request", "{}", errors[0]);
 }
 
 // ---------------------------------------------------------------- the rest
