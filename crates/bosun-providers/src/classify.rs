@@ -2,7 +2,7 @@
 //! rate-limit codes, applied to HTTP errors and to errors inside a stream
 //! alike, so every API reports the same `ModelError` kinds.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bosun_core::ModelError;
 use serde_json::Value;
@@ -69,7 +69,17 @@ pub fn error_fields(value: &Value) -> (String, Vec<String>) {
     (message, codes)
 }
 
-/// Classifies a non-success HTTP response.
+/// Whether an HTTP status is worth another attempt, as the official SDKs
+/// judge it: 408 (request timeout), 409 (conflict: a lock that timed out),
+/// 429 and every 5xx (500, 502, 503, 504, 529, …). Not 400, 401, 403, 404,
+/// 413 or 422: the same request would fail the same way.
+pub fn is_retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429 | 500..=599)
+}
+
+/// Classifies a non-success HTTP response. The status decides first: a
+/// rate-limit code in the body of a status that is not worth retrying (a
+/// Gemini 413 says `RESOURCE_EXHAUSTED`) does not make it a rate limit.
 pub fn classify_http(
     status: u16,
     retry_after: Option<Duration>,
@@ -92,16 +102,21 @@ pub fn classify_http(
     if is_overflow(&message, &codes) {
         return ModelError::ContextOverflow(described);
     }
-    if matches!(status, 429 | 503 | 529) || codes.iter().any(|c| RATE_LIMIT_CODES.contains(&c.as_str())) {
+    let rate_code = codes.iter().any(|c| RATE_LIMIT_CODES.contains(&c.as_str()));
+    if matches!(status, 429 | 503 | 529) || (rate_code && is_retryable_status(status)) {
         return ModelError::RateLimited { message: described, retry_after_ms: retry_after.map(millis) };
     }
     match status {
+        408 => ModelError::Network(described),
+        409 => ModelError::Server(described),
         400..=499 => ModelError::InvalidRequest(described),
         _ => ModelError::Server(described),
     }
 }
 
-/// Classifies an error reported inside a stream (a JSON payload).
+/// Classifies an error reported inside a stream (a JSON payload). A
+/// numeric code the payload carries (Gemini's `"code": 413`) decides as an
+/// HTTP status would.
 pub fn classify_stream_error(payload: &Value, config: &ProviderConfig) -> ModelError {
     let (message, codes) = error_fields(payload);
     let message = shorten(&scrub(&message, config));
@@ -109,17 +124,93 @@ pub fn classify_stream_error(payload: &Value, config: &ProviderConfig) -> ModelE
     if is_overflow(&message, &codes) {
         return ModelError::ContextOverflow(described);
     }
-    let numeric_rate = codes.iter().any(|c| c == "429" || c == "503" || c == "529");
+    match numeric_status(&codes) {
+        Some(401 | 403) => return ModelError::Authentication(described),
+        Some(status) if (400..=499).contains(&status) && !is_retryable_status(status) => {
+            return ModelError::InvalidRequest(described);
+        }
+        _ => {}
+    }
+    let numeric_rate = matches!(numeric_status(&codes), Some(429 | 503 | 529));
     if numeric_rate || codes.iter().any(|c| RATE_LIMIT_CODES.contains(&c.as_str())) {
         return ModelError::RateLimited {
             message: described,
             retry_after_ms: retry_hint(&message).map(millis),
         };
     }
-    if codes.iter().any(|c| c.contains("invalid") || c == "400") {
+    if codes.iter().any(|c| c.contains("invalid")) {
         return ModelError::InvalidRequest(described);
     }
     ModelError::Server(described)
+}
+
+/// Error types the APIs stream for a passing failure of their own: OpenAI's
+/// `server_error`, Anthropic's `api_error` and `overloaded_error`, Gemini's
+/// `INTERNAL` and `UNAVAILABLE`.
+const TRANSIENT_CODES: &[&str] =
+    &["server_error", "api_error", "overloaded_error", "internal_server_error", "internal", "unavailable"];
+
+/// Whether an error event reports a passing failure of the provider (a
+/// server error, an overload, a rate limit) that another attempt may not
+/// meet, as the official SDKs retry it. The error is found at the top
+/// (`{"error": …}`, `{"type": "error", …}`) or, for a failed Responses
+/// stream, at `response.error`. A numeric code decides as an HTTP status
+/// would; text that is not JSON is not transient.
+pub fn is_transient_stream_error(data: &str) -> bool {
+    let Ok(payload) = serde_json::from_str::<Value>(data) else { return false };
+    let codes = stream_error_fields(&payload).1;
+    if let Some(status) = numeric_status(&codes) {
+        return is_retryable_status(status);
+    }
+    codes.iter().any(|c| TRANSIENT_CODES.contains(&c.as_str()) || RATE_LIMIT_CODES.contains(&c.as_str()))
+}
+
+/// [`error_fields`] of an error event, or of a failed Responses stream's
+/// `response.error`.
+fn stream_error_fields(payload: &Value) -> (String, Vec<String>) {
+    match payload.pointer("/response/error").filter(|e| e.is_object()) {
+        Some(inner) => error_fields(&serde_json::json!({ "error": inner })),
+        None => error_fields(payload),
+    }
+}
+
+/// The first code that reads as an HTTP status.
+fn numeric_status(codes: &[String]) -> Option<u16> {
+    codes.iter().filter_map(|c| c.parse::<u16>().ok()).find(|c| (100..=599).contains(c))
+}
+
+/// A short account of an HTTP failure, for a retry notice:
+/// `HTTP 503: overloaded`.
+pub(crate) fn http_reason(status: u16, body: &str, config: &ProviderConfig) -> String {
+    let body = scrub(body, config);
+    let message = serde_json::from_str::<Value>(&body).map(|v| error_fields(&v).0).unwrap_or_default();
+    let message = if message.is_empty() { body } else { message };
+    let message = brief(&message);
+    if message.is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {message}") }
+}
+
+/// A short account of an error event, for a retry notice:
+/// `in-stream overloaded_error: Overloaded`.
+pub(crate) fn stream_reason(data: &str, config: &ProviderConfig) -> Option<String> {
+    let payload = serde_json::from_str::<Value>(data).ok()?;
+    let (message, codes) = stream_error_fields(&payload);
+    let message = brief(&scrub(&message, config));
+    let code = codes.iter().find(|c| *c != "error").cloned().unwrap_or_else(|| "error".to_owned());
+    Some(if message.is_empty() {
+        format!("in-stream {code}")
+    } else {
+        format!("in-stream {code}: {message}")
+    })
+}
+
+/// One line of at most 80 characters.
+pub(crate) fn brief(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 80 {
+        format!("{}…", one_line.chars().take(80).collect::<String>())
+    } else {
+        one_line
+    }
 }
 
 fn is_overflow(message: &str, codes: &[String]) -> bool {
@@ -152,18 +243,45 @@ pub fn retry_hint(text: &str) -> Option<Duration> {
     None
 }
 
-/// `Retry-After` (seconds) or `retry-after-ms` headers.
-pub fn retry_after_header(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+/// The wait a response's headers ask for: `retry-after-ms` (OpenAI's and
+/// Anthropic's, in milliseconds) first, then `Retry-After`, in seconds or
+/// as an HTTP date (taken relative to `now`; a date already past means
+/// retry at once). A value that is neither a finite, non-negative number
+/// nor a date (`NaN`, `inf`, `-5`, text) is ignored, as if not sent.
+pub fn retry_after_header(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 3600.0)));
-    }
-    text("retry-after")
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
+    text("retry-after-ms")
+        .and_then(|ms| match ms.parse::<f64>() {
+            Ok(ms) => wait(ms / 1000.0),
+            Err(_) => None,
+        })
+        .or_else(|| text("retry-after").and_then(|value| parse_retry_after(value, now)))
 }
 
-fn millis(duration: Duration) -> u64 {
+/// One `Retry-After` value: delay-seconds (a fraction accepted, as some
+/// servers send one) or an HTTP date in any of the three forms RFC 9110
+/// has recipients accept (IMF-fixdate, RFC 850, asctime).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    match value.parse::<f64>() {
+        Ok(seconds) => wait(seconds),
+        Err(_) => {
+            let date = httpdate::parse_http_date(value).ok()?;
+            Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+        }
+    }
+}
+
+/// `seconds` as a wait: `None` unless finite and not negative; a wait too
+/// long for a `Duration` is the longest one (still refused as too long).
+fn wait(seconds: f64) -> Option<Duration> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+}
+
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -184,7 +302,8 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// Whether an error is worth another attempt.
+/// Whether an error is worth another attempt by its kind alone, when no
+/// status or payload says more: rate limits and network failures.
 pub fn is_retryable(error: &ModelError) -> bool {
     matches!(error, ModelError::RateLimited { .. } | ModelError::Network(_))
 }
@@ -280,5 +399,93 @@ mod tests {
             classify_stream_error(&json!({"error": {"message": "boom"}}), &c),
             ModelError::Server(_)
         ));
+    }
+
+    #[test]
+    fn only_the_statuses_the_sdks_retry_are_retryable() {
+        for status in [408, 409, 429, 500, 502, 503, 504, 529, 599] {
+            assert!(is_retryable_status(status), "{status}");
+        }
+        for status in [200, 301, 400, 401, 403, 404, 413, 422, 499, 600] {
+            assert!(!is_retryable_status(status), "{status}");
+        }
+    }
+
+    #[test]
+    fn a_rate_limit_code_on_a_status_not_worth_retrying_is_not_a_rate_limit() {
+        let c = config();
+        let too_large = r#"{"error":{"code":413,"message":"Request payload size exceeds the limit","status":"RESOURCE_EXHAUSTED"}}"#;
+        assert!(matches!(classify_http(413, None, too_large, &c), ModelError::InvalidRequest(_)));
+        let in_stream: Value = serde_json::from_str(too_large).unwrap();
+        assert!(matches!(classify_stream_error(&in_stream, &c), ModelError::InvalidRequest(_)));
+        assert!(!is_transient_stream_error(too_large));
+        // Retryable statuses keep their rate-limit reading, and name their kind.
+        let unavailable = r#"{"error":{"code":500,"message":"busy","status":"UNAVAILABLE"}}"#;
+        assert!(matches!(classify_http(500, None, unavailable, &c), ModelError::RateLimited { .. }));
+        assert!(matches!(classify_http(408, None, "{}", &c), ModelError::Network(_)));
+        assert!(matches!(classify_http(409, None, "{}", &c), ModelError::Server(_)));
+        assert!(matches!(classify_http(502, None, "<html>bad gateway</html>", &c), ModelError::Server(_)));
+    }
+
+    #[test]
+    fn transient_stream_errors_are_the_providers_own_passing_failures() {
+        for data in [
+            r#"{"error":{"message":"boom","type":"server_error"}}"#,
+            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            r#"{"type":"error","code":"server_error","message":"x"}"#,
+            r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"x"}}}"#,
+            r#"{"error":{"code":503,"message":"x","status":"UNAVAILABLE"}}"#,
+            r#"{"error":{"message":"slow","type":"rate_limit_exceeded"}}"#,
+        ] {
+            assert!(is_transient_stream_error(data), "{data}");
+        }
+        for data in [
+            r#"{"error":{"message":"bad","type":"invalid_request_error"}}"#,
+            r#"{"error":{"code":400,"message":"x","status":"INVALID_ARGUMENT"}}"#,
+            r#"{"error":{"message":"boom"}}"#,
+            "not json",
+        ] {
+            assert!(!is_transient_stream_error(data), "{data}");
+        }
+        let c = config();
+        let failed =
+            r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"x"}}}"#;
+        assert_eq!(stream_reason(failed, &c).as_deref(), Some("in-stream server_error: x"));
+        assert_eq!(http_reason(503, r#"{"error":{"message":"overloaded"}}"#, &c), "HTTP 503: overloaded");
+        assert_eq!(http_reason(502, "", &c), "HTTP 502");
+    }
+
+    #[test]
+    fn retry_after_values_are_parsed_defensively() {
+        // Wed, 21 Oct 2015 07:28:00 GMT.
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let parse = |value: &str| parse_retry_after(value, now);
+        assert_eq!(parse("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse("0"), Some(Duration::ZERO));
+        for nonsense in ["NaN", "nan", "inf", "-inf", "infinity", "-1", "-0.5", "soon", ""] {
+            assert_eq!(parse(nonsense), None, "{nonsense:?}");
+        }
+        assert_eq!(parse("1e300"), Some(Duration::MAX), "too long for a Duration: the longest");
+        // The three date forms RFC 9110 has recipients accept; a past date is now.
+        assert_eq!(parse("Wed, 21 Oct 2015 07:28:30 GMT"), Some(Duration::from_secs(30)));
+        assert_eq!(parse("Wednesday, 21-Oct-15 07:28:30 GMT"), Some(Duration::from_secs(30)));
+        assert_eq!(parse("Wed Oct 21 07:28:30 2015"), Some(Duration::from_secs(30)));
+        assert_eq!(parse("Wed, 21 Oct 2015 07:00:00 GMT"), Some(Duration::ZERO));
+
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "9".parse().unwrap());
+        headers.insert("retry-after-ms", "NaN".parse().unwrap());
+        assert_eq!(
+            retry_after_header(&headers, now),
+            Some(Duration::from_secs(9)),
+            "a bad ms value falls back"
+        );
+        headers.insert("retry-after-ms", "1500".parse().unwrap());
+        assert_eq!(retry_after_header(&headers, now), Some(Duration::from_millis(1500)), "ms first");
+        headers.insert("retry-after-ms", "-inf".parse().unwrap());
+        headers.insert("retry-after", "inf".parse().unwrap());
+        assert_eq!(retry_after_header(&headers, now), None);
     }
 }

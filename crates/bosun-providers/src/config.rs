@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::secret::ApiKey;
 
@@ -91,25 +91,101 @@ pub struct ProviderConfig {
     pub headers: Vec<(String, String)>,
     /// Compatible-server differences.
     pub quirks: Quirks,
-    /// Longest silence (no `data:` line) before a stream is abandoned.
+    /// Longest silence (no `data:` line, keep-alives do not count) before a
+    /// stream is abandoned (`stream_idle_timeout_ms`; default 300 s). Also
+    /// bounds the wait for the response headers, should it be the shorter.
     pub idle_timeout: Duration,
-    /// Retries of rate-limited and network failures.
+    /// Longest wait from sending a request to the first `data:` line of its
+    /// response (`first_byte_timeout_ms`; default 60 s): a server that
+    /// accepts and never answers, or sends headers or keep-alives and then
+    /// nothing, fails this attempt here rather than after the idle timeout.
+    pub first_byte_timeout: Duration,
+    /// Longest a request may go without content reaching the caller,
+    /// counting every attempt and every wait between attempts
+    /// (`request_timeout_ms`; default 600 s). Once an answer streams, only
+    /// [`idle_timeout`](Self::idle_timeout) bounds it, so a long answer is
+    /// never cut for its length.
+    pub request_timeout: Duration,
+    /// How long a stream whose finish reason is in may stay open before the
+    /// response is accepted as complete (`finish_grace_ms`; default 2 s):
+    /// usage sent after the finish reason arrives within it, a server that
+    /// never closes does not cost the answer.
+    pub finish_grace: Duration,
+    /// Longest wait a server may ask for (`Retry-After`, `retry-after-ms`,
+    /// "try again in …") that is honoured (`max_retry_after_ms`; default
+    /// 60 s). A longer one is not waited for: the request fails as rate
+    /// limited, saying when to retry.
+    pub max_retry_after: Duration,
+    /// Caps on what a response may hold.
+    pub limits: StreamLimits,
+    /// Retries of transient failures (`request_max_retries`: see
+    /// [`ProviderConfig::with_request_max_retries`]) and their backoff.
     pub retry: RetryPolicy,
     /// What the transport waits on; [`TokioSleeper`] unless replaced.
     pub sleeper: Arc<dyn Sleeper>,
 }
 
-/// The timer behind every wait of the transport: the wait for a response
-/// and the idle watchdog (each [`ProviderConfig::idle_timeout`] long; the
-/// watchdog is asked for anew when a stream starts and after every chunk
-/// that held a `data:` line) and the wait before a retry. A test replaces it
-/// to see which waits were asked for and to end them when it chooses, so
-/// that no test of retries or of the watchdog depends on how fast the
-/// machine runs.
+/// Caps on one response, so that a broken server or proxy cannot make the
+/// transport hold unbounded memory before any timer fires. Exceeding one
+/// fails the request with a `ModelError::Protocol` naming the cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamLimits {
+    /// Longest SSE line, in bytes (`max_line_bytes`; default 8 MiB).
+    pub line: usize,
+    /// Largest SSE event (its `data:` lines joined), in bytes
+    /// (`max_event_bytes`; default 16 MiB).
+    pub event: usize,
+    /// Largest response body, in bytes (`max_response_bytes`; default 64 MiB).
+    pub response: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self { line: 8 << 20, event: 16 << 20, response: 64 << 20 }
+    }
+}
+
+impl StreamLimits {
+    /// Sets the longest SSE line, in bytes.
+    pub fn with_line(mut self, bytes: usize) -> Self {
+        self.line = bytes;
+        self
+    }
+
+    /// Sets the largest SSE event, in bytes.
+    pub fn with_event(mut self, bytes: usize) -> Self {
+        self.event = bytes;
+        self
+    }
+
+    /// Sets the largest response body, in bytes.
+    pub fn with_response(mut self, bytes: usize) -> Self {
+        self.response = bytes;
+        self
+    }
+}
+
+/// The timer behind every wait of the transport: the wait for a response's
+/// headers, the watchdog over a stream (asked for anew when a stream starts
+/// and after every chunk that held a `data:` line) and the wait before a
+/// retry. Each wait asked for is the shortest of the limits in force (idle,
+/// first byte, whole request, finish grace), measured on [`Sleeper::now`].
+/// A test replaces it to see which waits were asked for and to end them
+/// when it chooses, so that no test of retries or of the watchdog depends
+/// on how fast the machine runs.
 pub trait Sleeper: Send + Sync + std::fmt::Debug {
     /// A future that completes once `duration` has passed. Dropping it
     /// abandons the wait.
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+    /// The time on the clock [`Sleeper::sleep`] runs on: limits that span
+    /// several waits (the first byte, the whole request) are measured with
+    /// it, so they move exactly as the waits do.
+    fn now(&self) -> Instant;
+
+    /// The calendar time, for a `Retry-After` given as an HTTP date.
+    fn system_time(&self) -> SystemTime;
 }
 
 /// [`Sleeper`] on tokio's timer: the default.
@@ -120,9 +196,20 @@ impl Sleeper for TokioSleeper {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(tokio::time::sleep(duration))
     }
+
+    fn now(&self) -> Instant {
+        // tokio's clock, so that a runtime with paused time moves it too.
+        tokio::time::Instant::now().into_std()
+    }
+
+    fn system_time(&self) -> SystemTime {
+        SystemTime::now()
+    }
 }
 
-/// Exponential backoff with jitter, for rate limits and network errors only.
+/// Exponential backoff with jitter, for transient failures only (HTTP 408,
+/// 409, 429, 5xx, connection failures and timeouts, in-stream server errors)
+/// and only while nothing of the response reached the caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
@@ -130,7 +217,8 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// First delay.
     pub base_delay: Duration,
-    /// Largest delay, also the cap on a server's `Retry-After`.
+    /// Largest backoff delay. A server's own wait is capped by
+    /// [`ProviderConfig::max_retry_after`] instead.
     pub max_delay: Duration,
 }
 
@@ -162,6 +250,14 @@ impl Default for RetryPolicy {
 
 /// Default idle-stream watchdog.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default wait from a request to the first `data:` line of its response.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default bound on a request before content reaches the caller.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default time a finished response's stream may stay open.
+pub const DEFAULT_FINISH_GRACE: Duration = Duration::from_secs(2);
+/// Default longest server-requested wait that is honoured.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 impl ProviderConfig {
     /// A configuration for `api` at `base_url`, no key, default quirks.
@@ -175,6 +271,11 @@ impl ProviderConfig {
             headers: Vec::new(),
             quirks: Quirks::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            finish_grace: DEFAULT_FINISH_GRACE,
+            max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+            limits: StreamLimits::default(),
             retry: RetryPolicy::default(),
             sleeper: Arc::new(TokioSleeper),
         }
@@ -198,10 +299,55 @@ impl ProviderConfig {
         self
     }
 
-    /// Sets the idle watchdog.
+    /// Sets the idle watchdog ([`ProviderConfig::idle_timeout`]).
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
         self
+    }
+
+    /// Sets the first-byte timeout ([`ProviderConfig::first_byte_timeout`]).
+    pub fn with_first_byte_timeout(mut self, timeout: Duration) -> Self {
+        self.first_byte_timeout = timeout;
+        self
+    }
+
+    /// Sets the bound on a whole request ([`ProviderConfig::request_timeout`]).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the grace given a finished stream ([`ProviderConfig::finish_grace`]).
+    pub fn with_finish_grace(mut self, grace: Duration) -> Self {
+        self.finish_grace = grace;
+        self
+    }
+
+    /// Sets the longest server-requested wait honoured
+    /// ([`ProviderConfig::max_retry_after`]).
+    pub fn with_max_retry_after(mut self, wait: Duration) -> Self {
+        self.max_retry_after = wait;
+        self
+    }
+
+    /// Sets the caps on a response ([`StreamLimits`]).
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets how many times a failed request is tried again
+    /// (`request_max_retries`): `0` means one attempt only. The backoff
+    /// delays are kept.
+    pub fn with_request_max_retries(mut self, retries: u32) -> Self {
+        self.retry.max_attempts = retries.saturating_add(1);
+        self
+    }
+
+    /// How many times a failed request is tried again (attempts in all,
+    /// less one; default 3).
+    pub fn request_max_retries(&self) -> u32 {
+        self.retry.max_attempts.saturating_sub(1)
     }
 
     /// Sets the retry policy.
@@ -299,5 +445,21 @@ mod tests {
         let debug =
             format!("{:?}", ProviderConfig::preset("openai").unwrap().with_key(ApiKey::new("sk-live-1")));
         assert!(!debug.contains("sk-live-1"), "{debug}");
+    }
+
+    #[test]
+    fn transport_limits_have_their_documented_defaults_and_builders() {
+        let config = ProviderConfig::new("x", Api::OpenAiChat, "http://x");
+        assert_eq!(config.idle_timeout, Duration::from_secs(300));
+        assert_eq!(config.first_byte_timeout, Duration::from_secs(60));
+        assert_eq!(config.request_timeout, Duration::from_secs(600));
+        assert_eq!(config.finish_grace, Duration::from_secs(2));
+        assert_eq!(config.max_retry_after, Duration::from_secs(60));
+        assert_eq!(config.limits, StreamLimits { line: 8 << 20, event: 16 << 20, response: 64 << 20 });
+        assert_eq!(config.request_max_retries(), 3);
+        let config = config.with_request_max_retries(0);
+        assert_eq!((config.request_max_retries(), config.retry.max_attempts), (0, 1));
+        let config = config.with_request_max_retries(u32::MAX);
+        assert_eq!(config.retry.max_attempts, u32::MAX, "saturates, never wraps to no attempt");
     }
 }

@@ -3,7 +3,10 @@
 //! Four wire protocols — OpenAI Chat Completions (and every compatible
 //! server), Anthropic Messages, OpenAI Responses, Google Gemini — over one
 //! transport ([`HostedModel`]): one SSE reader, one error classification, one
-//! retry policy, one idle-stream watchdog. Deployments are data
+//! retry policy (what the official SDKs retry, only before content, each
+//! retry announced as `ModelEvent::Retrying`), one set of limits on every
+//! wait (first byte, idle stream, whole request, the grace of a finished
+//! stream) and on what a response may hold. Deployments are data
 //! ([`ProviderConfig::preset`]), not code.
 //!
 //! Not here: reading environment variables or config files (the caller
@@ -11,12 +14,18 @@
 
 pub mod classify;
 pub mod config;
+mod failure;
 mod hosted;
+mod network;
 mod protocol;
 mod retry;
+mod run;
 pub mod secret;
 pub mod sse;
+mod watch;
 
-pub use config::{Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, TokioSleeper};
+pub use config::{
+    Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, StreamLimits, TokioSleeper,
+};
 pub use hosted::{HostedModel, ProviderError, decode_recorded};
 pub use secret::ApiKey;

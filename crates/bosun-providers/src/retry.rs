@@ -1,5 +1,6 @@
-//! Backoff delays: exponential with ±20% jitter, or the server's own hint,
-//! always capped.
+//! Backoff delays: exponential with ±20% jitter and capped, or the server's
+//! own wait exactly (the transport refuses one past
+//! `ProviderConfig::max_retry_after` before asking here).
 
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
@@ -7,10 +8,11 @@ use std::time::Duration;
 use crate::config::RetryPolicy;
 
 /// The wait before attempt `attempt + 1` (so `attempt` is 1 after the first
-/// failure), honouring a server hint when given.
+/// failure): the server's hint when given, as it asked (a server that says
+/// 90 s and is retried after 60 s fails again), else the backoff.
 pub fn delay(policy: &RetryPolicy, attempt: u32, hint: Option<Duration>) -> Duration {
     if let Some(hint) = hint {
-        return hint.min(policy.max_delay);
+        return hint;
     }
     let exponent = attempt.saturating_sub(1).min(16);
     let base = policy.base_delay.saturating_mul(1 << exponent).min(policy.max_delay);
@@ -35,6 +37,6 @@ mod tests {
         }
         assert!(delay(&policy, 30, None) <= Duration::from_secs(1));
         assert_eq!(delay(&policy, 1, Some(Duration::from_millis(300))), Duration::from_millis(300));
-        assert_eq!(delay(&policy, 1, Some(Duration::from_secs(90))), Duration::from_secs(1));
+        assert_eq!(delay(&policy, 1, Some(Duration::from_secs(90))), Duration::from_secs(90));
     }
 }

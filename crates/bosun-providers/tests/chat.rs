@@ -40,6 +40,8 @@ struct Outcome {
     fragments: BTreeMap<u32, usize>,
     ends: Vec<u32>,
     usages: Vec<Usage>,
+    /// The attempt each `Retrying` notice announced.
+    retries: Vec<u32>,
     response: Option<ModelResponse>,
     error: Option<ModelError>,
 }
@@ -62,6 +64,7 @@ fn collect(items: Vec<Result<ModelEvent, ModelError>>) -> Outcome {
             }
             Ok(ModelEvent::ToolCallEnd { index }) => outcome.ends.push(index),
             Ok(ModelEvent::Usage(usage)) => outcome.usages.push(usage),
+            Ok(ModelEvent::Retrying { attempt, .. }) => outcome.retries.push(attempt),
             Ok(ModelEvent::Done(response)) => {
                 assert_eq!(n + 1, count, "Done is the last item");
                 outcome.response = Some(response);
@@ -588,6 +591,7 @@ async fn an_in_stream_rate_limit_is_retried_by_the_transport() {
     let (outcome, server) = serve(vec![Canned::sse(limited), Canned::sse(good)], fast_retry()).await;
     assert_parallel(&outcome);
     assert_eq!(server.requests().len(), 2);
+    assert_eq!(outcome.retries, [2], "the retry was announced");
 
     let (outcome, server) = serve(vec![Canned::sse(limited)], RetryPolicy::none()).await;
     assert!(matches!(outcome.error, Some(ModelError::RateLimited { .. })), "{outcome:?}");
@@ -609,6 +613,7 @@ async fn a_stream_cut_before_its_end_is_an_error() {
     let (outcome, server) = serve(vec![Canned::sse("")], fast_retry()).await;
     assert!(matches!(outcome.error, Some(ModelError::Network(_))), "{outcome:?}");
     assert_eq!(server.requests().len(), 4, "retried: nothing had reached the session");
+    assert_eq!(outcome.retries, [2, 3, 4]);
 }
 
 /// The parallel recording served in `chunks` over a fresh runtime and server.

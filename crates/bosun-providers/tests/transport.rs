@@ -152,7 +152,16 @@ async fn retried_after(server: &TestServer, wait: Duration) -> Vec<Wait> {
     let model = HostedModel::new(config, "m").unwrap();
     let (events, outcome) = support::advancing(&clock, 2, wait, run(&model, CancellationToken::new())).await;
     assert_eq!(outcome.unwrap(), "Hello");
-    assert_eq!(events, vec![ModelEvent::TextDelta("Hel".into()), ModelEvent::TextDelta("lo".into())]);
+    let notice = ModelEvent::Retrying {
+        attempt: 2,
+        wait_ms: u64::try_from(wait.as_millis()).unwrap(),
+        reason: "HTTP 429: slow down".into(),
+    };
+    assert_eq!(
+        events,
+        vec![notice, ModelEvent::TextDelta("Hel".into()), ModelEvent::TextDelta("lo".into())],
+        "the retry is announced, with the wait, before it is waited"
+    );
     assert_eq!(server.requests().len(), 2);
     clock.waits()
 }
@@ -175,36 +184,67 @@ async fn a_rate_limit_honours_retry_after_and_then_succeeds() {
 }
 
 #[tokio::test]
-async fn a_retry_after_past_the_ceiling_waits_the_ceiling_not_the_backoff() {
-    // What `retry::delay` does today: a hint longer than the policy's
-    // ceiling is cut to the ceiling, the longest any retry waits, and never
-    // to the short backoff a hint-less retry would take.
+async fn a_retry_after_past_the_backoff_ceiling_is_honoured_up_to_max_retry_after() {
+    // The backoff's own ceiling (`max_delay`, 60 s here) does not cut a
+    // server's wait: 90 s is waited in full once `max_retry_after` allows it.
     let server =
         TestServer::start(vec![rate_limited().with_header("retry-after", "90"), good_stream()]).await;
-    let ceiling = slow_ceiling().max_delay;
-    let waits = retried_after(&server, ceiling).await;
-    assert_eq!(
-        waits[1],
-        Wait { at: Duration::ZERO, duration: ceiling, state: WaitState::Ended },
-        "{waits:?}"
-    );
-    assert_eq!(waits[2].at, ceiling, "{waits:?}");
+    let clock = ManualClock::default();
+    let config = config(&server)
+        .with_retry(slow_ceiling())
+        .with_max_retry_after(Duration::from_secs(120))
+        .with_sleeper(clock.clone());
+    let model = HostedModel::new(config, "m").unwrap();
+    let asked = Duration::from_secs(90);
+    let (_, outcome) = support::advancing(&clock, 2, asked, run(&model, CancellationToken::new())).await;
+    assert_eq!(outcome.unwrap(), "Hello");
+    let waits = clock.waits();
+    assert_eq!(waits[1], Wait { at: Duration::ZERO, duration: asked, state: WaitState::Ended }, "{waits:?}");
+    assert_eq!((waits[2].at, server.requests().len()), (asked, 2), "{waits:?}");
 }
 
 #[tokio::test]
-async fn server_errors_and_bad_requests_are_not_retried() {
-    for (status, kind) in [(500, "server"), (400, "invalid")] {
+async fn a_retry_after_past_max_retry_after_fails_at_once_saying_when_to_retry() {
+    // The 60 s default: a server asking for 90 s is neither retried early
+    // (it would refuse again) nor waited for; the error says when to retry.
+    let server =
+        TestServer::start(vec![rate_limited().with_header("retry-after", "90"), good_stream()]).await;
+    let clock = ManualClock::default();
+    let model = HostedModel::new(config(&server).with_sleeper(clock.clone()), "m").unwrap();
+    let (events, outcome) = run(&model, CancellationToken::new()).await;
+    let error = outcome.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { retry_after_ms: Some(90_000), .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "rate limited: openai-compatible returned HTTP 429: slow down; retry after 90 s: the server asked \
+         for a longer wait than the 60 s this client waits (max_retry_after)"
+    );
+    assert!(events.is_empty(), "no retry was announced: {events:?}");
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(clock.waits().len(), 1, "only the wait for the response: {:?}", clock.waits());
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_and_bad_requests_are_not() {
+    for (status, retried) in [(500, true), (400, false)] {
         let server =
             TestServer::start(vec![Canned::error(status, r#"{"error":{"message":"nope"}}"#), good_stream()])
                 .await;
         let model = HostedModel::new(config(&server), "m").unwrap();
-        let (_, outcome) = run(&model, CancellationToken::new()).await;
-        let error = outcome.unwrap_err();
-        match kind {
-            "server" => assert!(matches!(error, ModelError::Server(_)), "{error}"),
-            _ => assert!(matches!(error, ModelError::InvalidRequest(_)), "{error}"),
+        let (events, outcome) = run(&model, CancellationToken::new()).await;
+        if retried {
+            assert_eq!(outcome.unwrap(), "Hello");
+            assert!(
+                matches!(&events[0], ModelEvent::Retrying { attempt: 2, reason, .. } if reason == "HTTP 500: nope"),
+                "{events:?}"
+            );
+            assert_eq!(server.requests().len(), 2, "HTTP {status} is retried");
+        } else {
+            let error = outcome.unwrap_err();
+            assert!(matches!(error, ModelError::InvalidRequest(_)), "{error}");
+            assert!(events.is_empty(), "{events:?}");
+            assert_eq!(server.requests().len(), 1, "HTTP {status} is not retried");
         }
-        assert_eq!(server.requests().len(), 1, "HTTP {status} is not retried");
     }
 }
 
@@ -216,7 +256,8 @@ async fn a_drop_before_any_data_is_retried_cleanly() {
     let model = HostedModel::new(config(&server), "m").unwrap();
     let (events, outcome) = run(&model, CancellationToken::new()).await;
     assert_eq!(outcome.unwrap(), "Hello");
-    assert_eq!(events.len(), 2, "only the successful attempt's deltas: {events:?}");
+    assert!(matches!(&events[0], ModelEvent::Retrying { attempt: 2, .. }), "{events:?}");
+    assert_eq!(events.len(), 3, "the notice and the successful attempt's deltas: {events:?}");
     assert_eq!(server.requests().len(), 2);
 }
 

@@ -45,6 +45,25 @@ pub(crate) trait Decoder: Send {
     /// Whether the API's terminal event has arrived (reading can stop).
     fn done(&self) -> bool;
 
+    /// Whether the response is complete though the stream may go on: its
+    /// finish reason is in. The transport then gives the stream a short
+    /// grace to end (`ProviderConfig::finish_grace`, started again by each
+    /// further `data:` line, so that usage sent after the finish reason, as
+    /// Chat Completions does, is kept), and past it takes the response as it
+    /// is: a server that holds the connection open does not cost the answer.
+    fn finished(&self) -> bool;
+
+    /// Called once the stream has ended, before `finish`: the body of a
+    /// further request that continues this same response (Anthropic's
+    /// `pause_turn`), or `None` when the response is complete. `body` is the
+    /// request that produced the stream just read. On `Some`, the transport
+    /// sends that body and feeds its stream to this same decoder, which keeps
+    /// what it decoded so far, so the caller sees one response.
+    fn continuation(&mut self, body: &[u8]) -> Result<Option<Vec<u8>>, ModelError> {
+        let _ = body;
+        Ok(None)
+    }
+
     /// The complete response once the stream has ended. An `Err` when the
     /// stream ended before the API's terminal event (or its equivalent).
     fn finish(&mut self) -> Result<ModelResponse, ModelError>;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use bosun_providers::Sleeper;
 pub use bosun_testing::skip_or_fail;
@@ -35,6 +35,13 @@ pub struct Canned {
     pub stall_after: Option<usize>,
     /// When set, each chunk waits for the test to release it.
     pub gate: Option<Gate>,
+    /// Read the request, then never answer: no headers, nothing, the
+    /// connection held open (or reset, with `reset_after`).
+    pub silent: bool,
+    /// After this many chunks, reset the connection (TCP RST) instead of
+    /// closing it; `Some(0)` resets it right after the headers. When gated,
+    /// the reset too waits for a release.
+    pub reset_after: Option<usize>,
 }
 
 impl Canned {
@@ -51,6 +58,8 @@ impl Canned {
             chunks,
             stall_after: None,
             gate: None,
+            silent: false,
+            reset_after: None,
         }
     }
 
@@ -62,7 +71,31 @@ impl Canned {
             chunks: vec![body.as_bytes().to_vec()],
             stall_after: None,
             gate: None,
+            silent: false,
+            reset_after: None,
         }
+    }
+
+    /// A connection accepted, its request read, and never answered.
+    pub fn silent() -> Self {
+        Self { silent: true, ..Self::sse_chunks(Vec::new()) }
+    }
+
+    /// A connection accepted, its request read, and reset with no answer.
+    pub fn reset_unanswered() -> Self {
+        Self { silent: true, reset_after: Some(0), ..Self::sse_chunks(Vec::new()) }
+    }
+
+    /// Stops after `chunks` chunks and holds the connection open, silent.
+    pub fn stalling_after(mut self, chunks: usize) -> Self {
+        self.stall_after = Some(chunks);
+        self
+    }
+
+    /// Resets the connection after `chunks` chunks.
+    pub fn resetting_after(mut self, chunks: usize) -> Self {
+        self.reset_after = Some(chunks);
+        self
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
@@ -127,6 +160,8 @@ impl Recorded {
 pub struct TestServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    /// How many requests were read in all.
+    received: Arc<watch::Sender<usize>>,
 }
 
 impl TestServer {
@@ -135,6 +170,8 @@ impl TestServer {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
         let seen = Arc::clone(&requests);
+        let received = Arc::new(watch::channel(0).0);
+        let counted = Arc::clone(&received);
         tokio::spawn(async move {
             let mut index = 0;
             loop {
@@ -142,9 +179,18 @@ impl TestServer {
                 let canned = responses[index.min(responses.len() - 1)].clone();
                 index += 1;
                 let seen = Arc::clone(&seen);
+                let counted = Arc::clone(&counted);
                 tokio::spawn(async move {
                     let Some(request) = read_request(&mut socket).await else { return };
                     seen.lock().unwrap().push(request);
+                    counted.send_modify(|n| *n += 1);
+                    if canned.silent && canned.reset_after.is_some() {
+                        reset(socket);
+                        return;
+                    }
+                    if canned.silent {
+                        std::future::pending::<()>().await;
+                    }
                     let reason = if canned.status == 200 { "OK" } else { "Error" };
                     let mut head = format!("HTTP/1.1 {} {reason}\r\nconnection: close\r\n", canned.status);
                     for (name, value) in &canned.headers {
@@ -154,13 +200,18 @@ impl TestServer {
                     if socket.write_all(head.as_bytes()).await.is_err() {
                         return;
                     }
-                    for (n, chunk) in canned.chunks.iter().enumerate() {
+                    for n in 0..=canned.chunks.len() {
                         if canned.stall_after == Some(n) {
                             std::future::pending::<()>().await;
                         }
+                        let Some(chunk) = canned.chunks.get(n) else { break };
                         if let Some(gate) = &canned.gate {
                             let Ok(permit) = gate.permits.acquire().await else { return };
                             permit.forget();
+                        }
+                        if canned.reset_after == Some(n) {
+                            reset(socket);
+                            return;
                         }
                         if socket.write_all(chunk).await.is_err() || socket.flush().await.is_err() {
                             return;
@@ -169,19 +220,50 @@ impl TestServer {
                             gate.written.send_modify(|n| *n += 1);
                         }
                     }
-                    if canned.stall_after == Some(canned.chunks.len()) {
-                        std::future::pending::<()>().await;
+                    if canned.reset_after == Some(canned.chunks.len()) {
+                        if let Some(gate) = &canned.gate {
+                            let Ok(permit) = gate.permits.acquire().await else { return };
+                            permit.forget();
+                        }
+                        reset(socket);
+                        return;
                     }
                     let _ = socket.shutdown().await;
                 });
             }
         });
-        Self { url, requests }
+        Self { url, requests, received }
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// Waits until `count` requests in all were read.
+    pub async fn received(&self, count: usize) {
+        let mut received = self.received.subscribe();
+        let all = received.wait_for(|n| *n >= count);
+        tokio::time::timeout(NO_HANG, all).await.expect("the requests arrive").unwrap();
+    }
+}
+
+/// Closes `socket` with a TCP RST (SO_LINGER 0): the peer reads
+/// "connection reset by peer", not an end of stream.
+// tokio deprecates `set_linger` because a non-zero linger blocks the thread
+// on drop; a zero one resets at once and never blocks.
+#[allow(deprecated)]
+fn reset(socket: tokio::net::TcpStream) {
+    let _ = socket.set_linger(Some(Duration::ZERO));
+    drop(socket);
+}
+
+/// A URL on 127.0.0.1 where nothing listens: connecting is refused. (The
+/// port was just bound and let go, so no other test holds it.)
+pub async fn refused_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    url
 }
 
 async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
@@ -229,6 +311,8 @@ pub struct ManualClock {
 
 #[derive(Debug)]
 struct ClockInner {
+    /// What `Sleeper::now` reads when the clock is at zero.
+    origin: Instant,
     state: Mutex<ClockState>,
     /// Bumped on every change, for `asked`.
     changed: watch::Sender<u64>,
@@ -262,7 +346,8 @@ pub enum WaitState {
 
 impl Default for ManualClock {
     fn default() -> Self {
-        let inner = ClockInner { state: Mutex::default(), changed: watch::channel(0).0 };
+        let inner =
+            ClockInner { origin: Instant::now(), state: Mutex::default(), changed: watch::channel(0).0 };
         Self { inner: Arc::new(inner) }
     }
 }
@@ -315,7 +400,19 @@ impl ManualClock {
     }
 }
 
+/// The calendar time of a [`ManualClock`] at zero: Wed, 21 Oct 2015
+/// 07:28:00 GMT, the date RFC 9110's `Retry-After` example gives.
+pub const CLOCK_EPOCH: Duration = Duration::from_secs(1_445_412_480);
+
 impl Sleeper for ManualClock {
+    fn now(&self) -> Instant {
+        self.inner.origin + self.now()
+    }
+
+    fn system_time(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + CLOCK_EPOCH + self.now()
+    }
+
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         let mut state = self.state();
         let at = state.now;
@@ -380,6 +477,62 @@ pub async fn advancing<T>(
         clock.advance(by);
         std::future::pending::<()>().await
     };
+    tokio::select! {
+        output = work => output,
+        () = mover => unreachable!(),
+    }
+}
+
+/// One step of [`scripted`]: what must have happened before the clock moves.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    /// The server has read this many requests in all.
+    Received(usize),
+    /// End wait number `n` (from 1) once asked for, moving the clock to its end.
+    End(usize),
+    /// End the first wait from here on that `matches` picks, once asked for.
+    EndNext(fn(&Wait) -> bool),
+}
+
+/// Runs `work` (under the hang guard) while taking `steps` in order, the
+/// only way any wait on `clock` ends: each step waits for the server to have
+/// read a number of requests, or for a chosen wait to have been asked for,
+/// and then moves the clock to that wait's end, whatever its duration (a
+/// backoff's jitter included).
+pub async fn scripted<T>(
+    server: Option<&TestServer>,
+    clock: &ManualClock,
+    steps: &[Step],
+    work: impl Future<Output = T>,
+) -> T {
+    let end = |wait: Wait| {
+        let now = clock.now();
+        if wait.at + wait.duration > now {
+            clock.advance(wait.at + wait.duration - now);
+        }
+    };
+    let mover = async {
+        let mut next = 1;
+        for step in steps {
+            match *step {
+                Step::Received(count) => server.expect("a server to count requests").received(count).await,
+                Step::End(number) => {
+                    end(clock.asked(number).await[number - 1]);
+                    next = number + 1;
+                }
+                Step::EndNext(matches) => loop {
+                    let wait = clock.asked(next).await[next - 1];
+                    next += 1;
+                    if matches(&wait) {
+                        end(wait);
+                        break;
+                    }
+                },
+            }
+        }
+        std::future::pending::<()>().await
+    };
+    let work = async { tokio::time::timeout(NO_HANG, work).await.expect("no hang") };
     tokio::select! {
         output = work => output,
         () = mover => unreachable!(),
@@ -514,3 +667,7 @@ pub fn assert_fixture_tests_cannot_skip_silently(tests: &[&str]) {
         );
     }
 }
+
+// ==== protocol shapes (issue 13) ====
+// Helpers for the wire-shape tests, in `shapes.rs`.
+pub mod shapes;

@@ -2,6 +2,15 @@
 //! by wire index (text, thinking, redacted thinking, tool use; server-tool
 //! and unknown blocks skipped), `message_delta` with the stop reason and
 //! final usage, `message_stop`, `ping`, and `error` events.
+//!
+//! A paused turn (`pause_turn`) is continued (see `pause.rs`): the decoder
+//! hands the transport the continuation's body and reads its stream on top
+//! of what it has, so the session sees one response — the blocks of every
+//! stream in order, the usage of every request summed — up to
+//! [`MAX_CONTINUATIONS`] continuations.
+//!
+//! Usage: `output_tokens_details.thinking_tokens`, where the API reports it,
+//! is the `reasoning` count (already included in `output_tokens`).
 
 use std::collections::HashMap;
 
@@ -9,6 +18,7 @@ use bosun_core::message::ProviderData;
 use bosun_core::{ContentPart, ModelError, ModelEvent, ModelResponse, ResponsePart, StopReason, Usage};
 use serde_json::{Value, json};
 
+use super::pause::{self, MAX_CONTINUATIONS, Segment};
 use super::tag;
 use crate::classify::classify_stream_error;
 use crate::config::ProviderConfig;
@@ -25,9 +35,18 @@ pub(super) struct MessagesDecoder {
     slots: HashMap<u64, Slot>,
     /// Tool calls started so far (the next call's event index).
     calls: u32,
+    /// This stream's usage.
     usage: Usage,
+    /// The usage of the streams before this one (paused turns).
+    earlier: Usage,
     /// From `message_delta`.
     stop_reason: Option<StopReason>,
+    /// The stop reason was `pause_turn`.
+    paused: bool,
+    /// Continuations so far.
+    continued: u32,
+    /// This stream's blocks as the API would return them, for a continuation.
+    segment: Segment,
     /// `message_stop` arrived.
     stopped: bool,
 }
@@ -53,9 +72,20 @@ impl MessagesDecoder {
             slots: HashMap::new(),
             calls: 0,
             usage: Usage::default(),
+            earlier: Usage::default(),
             stop_reason: None,
+            paused: false,
+            continued: 0,
+            segment: Segment::default(),
             stopped: false,
         }
+    }
+
+    /// The usage of every stream of this response so far.
+    fn total_usage(&self) -> Usage {
+        let mut total = self.earlier;
+        total += self.usage;
+        total
     }
 
     fn protocol(&self, what: &str) -> ModelError {
@@ -75,6 +105,7 @@ impl MessagesDecoder {
             return Err(self.protocol(&format!("content block {index} started twice")));
         }
         let block = value.get("content_block").unwrap_or(&Value::Null);
+        self.segment.start(index, block);
         let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let kept = match block.get("type").and_then(Value::as_str) {
             Some("text") => {
@@ -125,8 +156,11 @@ impl MessagesDecoder {
     }
 
     fn block_delta(&mut self, value: &Value, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        let Some(block) = self.block_mut(value)? else { return Ok(()) };
         let delta = value.get("delta").unwrap_or(&Value::Null);
+        if let Some(index) = value.get("index").and_then(Value::as_u64) {
+            self.segment.delta(index, delta);
+        }
+        let Some(block) = self.block_mut(value)? else { return Ok(()) };
         let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
         // Deltas of other kinds (citations, types yet to come) carry nothing kept.
         match (delta.get("type").and_then(Value::as_str), block) {
@@ -171,11 +205,13 @@ impl MessagesDecoder {
     fn read_usage(&mut self, usage: Option<&Value>) {
         let Some(usage) = usage else { return };
         let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+        let thinking = usage.pointer("/output_tokens_details/thinking_tokens").and_then(Value::as_u64);
         let fields = [
             (count("input_tokens"), &mut self.usage.input),
             (count("output_tokens"), &mut self.usage.output),
             (count("cache_read_input_tokens"), &mut self.usage.cache_read),
             (count("cache_creation_input_tokens"), &mut self.usage.cache_write),
+            (thinking, &mut self.usage.reasoning),
         ];
         for (value, field) in fields {
             if let Some(value) = value {
@@ -186,7 +222,24 @@ impl MessagesDecoder {
 
     fn response(&mut self) -> ModelResponse {
         let content = std::mem::take(&mut self.blocks).into_iter().filter_map(part).collect();
-        ModelResponse::new(content, self.usage, self.stop_reason.unwrap_or_default())
+        ModelResponse::new(content, self.total_usage(), self.stop_reason.unwrap_or_default())
+    }
+
+    /// Whether the stream reached its end (see the module docs of `mod.rs`).
+    fn complete(&self) -> bool {
+        self.stopped || self.stop_reason.is_some()
+    }
+
+    /// Ready for the continuation's stream: wire indexes start again, the
+    /// kept blocks and the call count stay, this stream's usage is added up.
+    fn next_stream(&mut self) {
+        self.slots.clear();
+        self.earlier = self.total_usage();
+        self.usage = Usage::default();
+        self.stop_reason = None;
+        self.paused = false;
+        self.stopped = false;
+        self.continued += 1;
     }
 }
 
@@ -227,7 +280,7 @@ fn stop_reason(reason: &str) -> StopReason {
         "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
         "tool_use" => StopReason::ToolUse,
         "refusal" => StopReason::Refusal,
-        // end_turn, stop_sequence, pause_turn
+        // end_turn, stop_sequence, and pause_turn when it is not continued
         _ => StopReason::Stop,
     }
 }
@@ -254,9 +307,10 @@ impl Decoder for MessagesDecoder {
             "message_delta" => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(stop_reason(reason));
+                    self.paused = reason == "pause_turn";
                 }
                 self.read_usage(value.get("usage"));
-                out.push(ModelEvent::Usage(self.usage));
+                out.push(ModelEvent::Usage(self.total_usage()));
             }
             "message_stop" => self.stopped = true,
             _ => {} // ping, and event types yet to come
@@ -268,11 +322,29 @@ impl Decoder for MessagesDecoder {
         self.stopped
     }
 
-    fn finish(&mut self) -> Result<ModelResponse, ModelError> {
-        if self.stopped || self.stop_reason.is_some() {
-            Ok(self.response())
-        } else {
-            Err(ended_early(&self.config, "message_stop"))
+    fn continuation(&mut self, body: &[u8]) -> Result<Option<Vec<u8>>, ModelError> {
+        if !self.complete() || !self.paused {
+            return Ok(None);
         }
+        if self.continued >= MAX_CONTINUATIONS {
+            return Err(self.protocol(&format!(
+                "the turn was paused again after {MAX_CONTINUATIONS} continuations; giving up"
+            )));
+        }
+        let blocks = std::mem::take(&mut self.segment).into_blocks();
+        let next = pause::continued(body, blocks).ok_or_else(|| {
+            self.protocol("cannot continue a paused turn: the request is not a Messages body")
+        })?;
+        self.next_stream();
+        Ok(Some(next))
+    }
+
+    fn finish(&mut self) -> Result<ModelResponse, ModelError> {
+        if self.complete() { Ok(self.response()) } else { Err(ended_early(&self.config, "message_stop")) }
+    }
+
+    /// `message_delta` brought the stop reason and the final usage.
+    fn finished(&self) -> bool {
+        self.complete()
     }
 }

@@ -35,11 +35,19 @@
 //! `stop_reason` followed by the end of the stream. A stream that ends before
 //! either fails with a network error (retryable while nothing was yielded).
 //!
+//! A response that stops with `pause_turn` is continued as the API
+//! documents (the paused content sent back as the last assistant message,
+//! the request repeated) and decoded as one response with the
+//! continuation's; see `decode.rs` and `pause.rs`.
+//!
 //! [`ContentPart::Reasoning`]: bosun_core::ContentPart::Reasoning
 //! [`Api::AnthropicMessages`]: crate::config::Api::AnthropicMessages
 
 mod decode;
+mod pause;
 mod request;
+#[cfg(test)]
+mod tests;
 
 use bosun_core::{Capabilities, ModelError, ModelRequest};
 

@@ -7,12 +7,24 @@
 //! call whole in one delta works the same). Servers that omit `index` are
 //! matched by id, and a new id at an index already taken starts a new call
 //! (some servers number every call 0).
+//!
+//! Reasoning arrives as a string (`reasoning_content`: DeepSeek, xAI, vLLM,
+//! llama.cpp; `reasoning`: OpenRouter, Ollama) and, from OpenRouter, as
+//! `reasoning_details`: typed pieces (`reasoning.text`, `reasoning.summary`,
+//! `reasoning.encrypted`) streamed in fragments, which are merged by their
+//! `index` into the whole pieces the server wants back. Their text counts as
+//! reasoning only when the delta has no reasoning string (the two carry the
+//! same words). Reasoning the server may want back is tagged with this API
+//! and the provider's name: `{"provider": …, "reasoning_content": true}`
+//! when it came as `reasoning_content`, `{"provider": …, "reasoning_details":
+//! […]}` for the merged details (see `request.rs` for the replay).
 
+use bosun_core::message::ProviderData;
 use bosun_core::{ContentPart, ModelError, ModelEvent, ModelResponse, ResponsePart, StopReason, Usage};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use crate::classify::classify_stream_error;
-use crate::config::{ProviderConfig, ReasoningFormat};
+use crate::config::{Api, ProviderConfig, ReasoningFormat};
 use crate::protocol::{Decoder, bad_json, ended_early};
 use crate::sse::SseEvent;
 
@@ -21,6 +33,10 @@ pub(super) struct ChatDecoder {
     config: ProviderConfig,
     text: String,
     reasoning: String,
+    /// Some reasoning came as `reasoning_content`.
+    reasoning_content: bool,
+    /// OpenRouter's `reasoning_details`, merged.
+    details: Vec<Value>,
     /// Whether the text is a refusal (`delta.refusal`).
     refused: bool,
     calls: Vec<Call>,
@@ -50,6 +66,8 @@ impl ChatDecoder {
             config,
             text: String::new(),
             reasoning: String::new(),
+            reasoning_content: false,
+            details: Vec::new(),
             refused: false,
             calls: Vec::new(),
             usage: Usage::default(),
@@ -93,10 +111,21 @@ impl ChatDecoder {
             self.refused = true;
             self.push_text(refusal, out);
         }
-        let reasoning =
-            self.reasoning_fields().into_iter().find_map(|field| delta.get(field).and_then(Value::as_str));
-        if let Some(reasoning) = reasoning {
-            self.push_reasoning(reasoning, out);
+        let reasoning = self
+            .reasoning_fields()
+            .into_iter()
+            .find_map(|field| delta.get(field).and_then(Value::as_str).map(|text| (field, text)));
+        if let Some((field, text)) = reasoning {
+            self.reasoning_content |= field == "reasoning_content" && !text.is_empty();
+            self.push_reasoning(text, out);
+        }
+        for detail in delta.get("reasoning_details").and_then(Value::as_array).into_iter().flatten() {
+            if reasoning.is_none() {
+                let text =
+                    ["text", "summary"].into_iter().find_map(|k| detail.get(k).and_then(Value::as_str));
+                self.push_reasoning(text.unwrap_or_default(), out);
+            }
+            merge_detail(&mut self.details, detail);
         }
         for fragment in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             self.tool_fragment(fragment, out);
@@ -186,6 +215,37 @@ impl ChatDecoder {
     }
 }
 
+/// Adds one streamed fragment of a reasoning detail to the details so far:
+/// to the detail with its `index` (and type) if there is one, its text
+/// fields appended and its other fields filling in what is missing; else as
+/// a new detail.
+fn merge_detail(details: &mut Vec<Value>, fragment: &Value) {
+    let Value::Object(fragment) = fragment else { return };
+    let index = fragment.get("index").filter(|i| !i.is_null());
+    let same = details
+        .iter_mut()
+        .rev()
+        .find(|d| d.get("index").filter(|i| !i.is_null()) == index && d.get("type") == fragment.get("type"));
+    let Some(Value::Object(detail)) = same else {
+        details.push(Value::Object(fragment.clone()));
+        return;
+    };
+    for (key, value) in fragment {
+        merge_field(detail, key, value);
+    }
+}
+
+fn merge_field(detail: &mut Map<String, Value>, key: &str, value: &Value) {
+    const APPENDED: [&str; 4] = ["text", "summary", "data", "signature"];
+    match (detail.get_mut(key), value) {
+        (Some(Value::String(have)), Value::String(more)) if APPENDED.contains(&key) => have.push_str(more),
+        (Some(have), _) if !have.is_null() => {}
+        _ => {
+            detail.insert(key.to_owned(), value.clone());
+        }
+    }
+}
+
 /// Emits a call's start and the arguments it has so far.
 fn start(call: &mut Call, index: u32, out: &mut Vec<ModelEvent>) {
     call.started = true;
@@ -254,7 +314,8 @@ impl Decoder for ChatDecoder {
             if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
                 continue;
             }
-            if let Some(delta) = choice.get("delta") {
+            // A server that sends the whole message in its last chunk names it `message`.
+            if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
                 self.delta(delta, out);
             }
             if let Some(reason) =
@@ -285,8 +346,23 @@ impl Decoder for ChatDecoder {
             return Err(ended_early(&self.config, "a finish_reason or data: [DONE]"));
         }
         let mut content = Vec::new();
-        if !self.reasoning.is_empty() {
-            content.push(ResponsePart::Content(ContentPart::reasoning(std::mem::take(&mut self.reasoning))));
+        if !self.reasoning.is_empty() || !self.details.is_empty() {
+            let mut data = Map::new();
+            if self.reasoning_content {
+                data.insert("reasoning_content".into(), json!(true));
+            }
+            if !self.details.is_empty() {
+                data.insert("reasoning_details".into(), Value::Array(std::mem::take(&mut self.details)));
+            }
+            let provider_data = (!data.is_empty()).then(|| {
+                data.insert("provider".into(), json!(self.config.name));
+                ProviderData::new(Api::OpenAiChat.tag(), Value::Object(data))
+            });
+            content.push(ResponsePart::Content(ContentPart::Reasoning {
+                text: std::mem::take(&mut self.reasoning),
+                signature: None,
+                provider_data,
+            }));
         }
         if !self.text.is_empty() {
             content.push(ResponsePart::text(std::mem::take(&mut self.text)));
@@ -302,5 +378,10 @@ impl Decoder for ChatDecoder {
             other => other,
         };
         Ok(ModelResponse::new(content, self.usage, stop_reason))
+    }
+
+    /// The finish reason (or `[DONE]`) is in; a usage chunk may follow.
+    fn finished(&self) -> bool {
+        self.done || self.finish_reason.is_some()
     }
 }

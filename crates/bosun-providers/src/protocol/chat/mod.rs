@@ -6,8 +6,12 @@
 //! The request is built in `request.rs`, the stream decoded in `decode.rs`.
 //!
 //! Decisions, for every compatible server alike:
-//! - Reasoning from earlier turns is never sent back: Chat Completions has no
-//!   field for it, and a server that streamed it does not expect it again.
+//! - Reasoning from earlier turns is sent back only where a server defines a
+//!   field for it and only to the provider that produced it: DeepSeek's
+//!   `reasoning_content` and OpenRouter's `reasoning_details` (see
+//!   `request.rs`). Everything else is dropped by the request builder, so
+//!   `reasoning_replay` is `Yes`: the session passes reasoning on and the
+//!   builder decides.
 //! - Thinking: `Thinking::On` becomes `reasoning_effort` (`"low"` for a
 //!   budget under 8192 tokens, `"high"` otherwise or without a budget: the
 //!   two values OpenAI, xAI and Groq all accept). `Off` and `Auto` send
@@ -37,7 +41,7 @@ impl Protocol for Chat {
         capabilities.system_role = Support::Yes;
         capabilities.tools = Support::Yes;
         capabilities.parallel_calls = Support::Yes;
-        capabilities.reasoning_replay = Support::No;
+        capabilities.reasoning_replay = Support::Yes;
         capabilities.thinking_toggle = Support::Unknown;
         capabilities
     }

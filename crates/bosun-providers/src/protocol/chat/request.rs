@@ -1,6 +1,16 @@
 //! The Chat Completions request body: the conversation as `messages`, the
 //! tools as `function` tools, and the generation options under the names
 //! the server's quirks ask for.
+//!
+//! Reasoning is sent back only to the provider that produced it (the
+//! `provider` in its provider data, tagged with this API), in the field it
+//! came in: DeepSeek's `reasoning_content`, which its tool loops require on
+//! the assistant messages of the loop in progress (those after the latest
+//! user message; earlier turns' reasoning is not sent, as its API documents
+//! and as servers that reject the field on old turns need), and
+//! OpenRouter's `reasoning_details`, verbatim, which carry the
+//! signatures and encrypted reasoning its upstream models need between tool
+//! calls. Other reasoning is dropped.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -8,7 +18,7 @@ use bosun_core::message::concat_text;
 use bosun_core::{ContentPart, GenerationOptions, Message, ModelRequest, Thinking};
 use serde_json::{Map, Value, json};
 
-use crate::config::ProviderConfig;
+use crate::config::{Api, ProviderConfig};
 
 /// Thinking budgets below this many tokens ask for `"low"` effort.
 const LOW_EFFORT_BUDGET: u32 = 8192;
@@ -17,7 +27,7 @@ const LOW_EFFORT_BUDGET: u32 = 8192;
 pub(super) fn body(config: &ProviderConfig, model: &str, request: &ModelRequest<'_>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(messages(request)));
+    body.insert("messages".into(), Value::Array(messages(config, request)));
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -69,7 +79,7 @@ fn float(value: f32) -> Option<Value> {
 }
 
 /// The conversation, system prompt first.
-fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
+fn messages(config: &ProviderConfig, request: &ModelRequest<'_>) -> Vec<Value> {
     let mut out = Vec::new();
     if let Some(system) = request.system {
         out.push(json!({"role": "system", "content": system}));
@@ -77,14 +87,15 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
     // Tool messages carry text only; images a tool returned follow the run
     // of tool messages as one user message.
     let mut tool_images: Vec<Value> = Vec::new();
-    for message in request.messages.iter() {
+    let loop_start = request.messages.iter().rposition(|m| matches!(m, Message::User { .. })).unwrap_or(0);
+    for (index, message) in request.messages.iter().enumerate() {
         if !matches!(message, Message::ToolResult { .. }) {
             flush_tool_images(&mut tool_images, &mut out);
         }
         match message {
             Message::System { text } => out.push(json!({"role": "system", "content": text})),
             Message::User { content } => out.push(json!({"role": "user", "content": user_content(content)})),
-            Message::Assistant { content, .. } => out.extend(assistant(content)),
+            Message::Assistant { content, .. } => out.extend(assistant(config, content, index > loop_start)),
             Message::ToolResult { call_id, content, .. } => {
                 let images: Vec<Value> = content.iter().filter_map(image).collect();
                 let mut text = concat_text(content);
@@ -139,10 +150,25 @@ fn image(part: &ContentPart) -> Option<Value> {
     }
 }
 
-/// An assistant message: its text and tool calls. Reasoning is dropped (no
-/// replay in Chat Completions); a message with nothing else is left out.
-fn assistant(content: &[ContentPart]) -> Option<Value> {
+/// An assistant message: its text, tool calls and the reasoning this
+/// provider wants back; a message with neither text nor calls is left out.
+fn assistant(config: &ProviderConfig, content: &[ContentPart], in_tool_loop: bool) -> Option<Value> {
     let text = concat_text(content);
+    let mut reasoning_content = String::new();
+    let mut details: Vec<Value> = Vec::new();
+    for part in content {
+        let ContentPart::Reasoning { text, provider_data: Some(tagged), .. } = part else { continue };
+        let data = &tagged.data;
+        if tagged.api != Api::OpenAiChat.tag() || data["provider"] != config.name.as_str() {
+            continue;
+        }
+        if data["reasoning_content"] == true && in_tool_loop {
+            reasoning_content.push_str(text);
+        }
+        if let Some(more) = data["reasoning_details"].as_array() {
+            details.extend(more.iter().cloned());
+        }
+    }
     let calls: Vec<Value> = content
         .iter()
         .filter_map(|part| match part {
@@ -160,6 +186,12 @@ fn assistant(content: &[ContentPart]) -> Option<Value> {
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
     message.insert("content".into(), if text.is_empty() { Value::Null } else { json!(text) });
+    if !reasoning_content.is_empty() {
+        message.insert("reasoning_content".into(), json!(reasoning_content));
+    }
+    if !details.is_empty() {
+        message.insert("reasoning_details".into(), Value::Array(details));
+    }
     if !calls.is_empty() {
         message.insert("tool_calls".into(), Value::Array(calls));
     }

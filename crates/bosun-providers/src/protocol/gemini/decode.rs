@@ -11,6 +11,10 @@
 //!   thought part is kept in that `Reasoning` part's provider data; one on a
 //!   visible text part becomes a `Reasoning` part with no text placed just
 //!   before that text, so the request builder can put it back on the text.
+//!   A signature on a part with no text to show (an empty text part, an
+//!   empty thought part, a part of another kind) becomes a `Reasoning` part
+//!   with no text whose provider data also holds that part whole (`{"part":
+//!   …}`), so it goes back as it came, where it came.
 //!   (The `Reasoning` part's own `signature` field is left empty: it is what
 //!   other APIs replay, and this signature is for Gemini only.)
 //! - `finishReason` ends the response: `STOP` is a normal stop, or a tool
@@ -128,17 +132,24 @@ impl GeminiDecoder {
             self.open = Open::None;
             return;
         }
-        // Other parts (inline data, code execution) are not asked for.
-        let Some(text) = part.get("text").and_then(Value::as_str) else { return };
-        if part.get("thought").and_then(Value::as_bool) == Some(true) {
-            if !text.is_empty() {
-                out.push(ModelEvent::ReasoningDelta(text.to_owned()));
-                self.extend(Open::Reasoning, text);
-            }
+        let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
+        if text.is_empty() {
+            // Other parts (inline data, code execution) are not asked for,
+            // but a signature on one, or on an empty part, is Gemini's state.
             if let Some(sig) = signature {
-                if self.open != Open::Reasoning {
-                    self.extend(Open::Reasoning, "");
-                }
+                self.parts.push(ResponsePart::Content(ContentPart::Reasoning {
+                    text: String::new(),
+                    signature: None,
+                    provider_data: Some(ProviderData::new(tag(), json!({SIGNATURE: sig, "part": part}))),
+                }));
+                self.open = Open::None;
+            }
+            return;
+        }
+        if part.get("thought").and_then(Value::as_bool) == Some(true) {
+            out.push(ModelEvent::ReasoningDelta(text.to_owned()));
+            self.extend(Open::Reasoning, text);
+            if let Some(sig) = signature {
                 if let Some(ResponsePart::Content(ContentPart::Reasoning { provider_data, .. })) =
                     self.parts.last_mut()
                 {
@@ -156,10 +167,8 @@ impl GeminiDecoder {
             }));
             self.open = Open::None;
         }
-        if !text.is_empty() {
-            out.push(ModelEvent::TextDelta(text.to_owned()));
-            self.extend(Open::Text, text);
-        }
+        out.push(ModelEvent::TextDelta(text.to_owned()));
+        self.extend(Open::Text, text);
     }
 
     /// Appends to the open part of `kind`, or starts one.
@@ -250,5 +259,11 @@ impl Decoder for GeminiDecoder {
         };
         let stop = if reason == StopReason::Stop && self.calls > 0 { StopReason::ToolUse } else { reason };
         Ok(ModelResponse::new(std::mem::take(&mut self.parts), self.usage, stop))
+    }
+
+    /// A `finishReason` (or a blocked prompt) is in; the same chunk carries
+    /// the final `usageMetadata`.
+    fn finished(&self) -> bool {
+        self.finish.is_some()
     }
 }

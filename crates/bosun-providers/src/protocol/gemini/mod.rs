@@ -7,8 +7,10 @@
 //! Thought signatures are the one piece of state Gemini needs back: a
 //! `thoughtSignature` on a `functionCall` part is kept in that call's
 //! provider data (`{"thoughtSignature": …}`, tagged `gemini`) and sent again
-//! on the same part of the next request; a signature on a text or thought
-//! part becomes a `Reasoning` part's provider data (see [`decode`]).
+//! on the same part of the next request; a signature on any other part
+//! (text, thought, an empty part, a part of another kind) becomes a
+//! `Reasoning` part's provider data and goes back in the same place (see
+//! [`decode`]).
 
 mod decode;
 mod request;

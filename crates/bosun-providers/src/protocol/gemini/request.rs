@@ -16,7 +16,8 @@
 //!   no text stands for a signature that arrived on a visible text part
 //!   (see `decode`): it is put back on the text part that follows it, or
 //!   sent as `{text: "", thoughtSignature}` when no text follows, as Gemini
-//!   sent it.
+//!   sent it. A signed part kept whole (an empty text or thought part, a
+//!   part of another kind) is sent back whole, in its place.
 //!
 //! Tool results become `functionResponse {name, response}` parts in a `user`
 //! turn: `response` is `{content: text}`, or `{error: text}` for a failed
@@ -127,7 +128,9 @@ fn model_parts(content: &[ContentPart]) -> Vec<Value> {
             ContentPart::Reasoning { text, provider_data, .. } => {
                 let Some(sig) = signature(provider_data.as_ref()) else { continue };
                 flush(&mut pending, &mut parts);
-                if text.is_empty() {
+                if let Some(whole) = signed_part(provider_data.as_ref(), sig) {
+                    parts.push(whole);
+                } else if text.is_empty() {
                     pending = Some(sig);
                 } else {
                     parts.push(json!({"text": text, "thought": true, SIGNATURE: sig}));
@@ -150,6 +153,28 @@ fn model_parts(content: &[ContentPart]) -> Vec<Value> {
     }
     flush(&mut pending, &mut parts);
     parts
+}
+
+/// A signed part kept whole (see `decode`), with its signature, as Gemini
+/// sent it; one that came without any content field gets an empty text, the
+/// form Gemini itself uses for a bare signature.
+fn signed_part(data: Option<&ProviderData>, sig: &str) -> Option<Value> {
+    const CONTENT: [&str; 7] = [
+        "text",
+        "inlineData",
+        "fileData",
+        "functionCall",
+        "functionResponse",
+        "executableCode",
+        "codeExecutionResult",
+    ];
+    let Some(Value::Object(part)) = data.and_then(|d| d.data.get("part")) else { return None };
+    let mut part = part.clone();
+    part.insert(SIGNATURE.into(), json!(sig));
+    if !CONTENT.iter().any(|key| part.contains_key(*key)) {
+        part.insert("text".into(), json!(""));
+    }
+    Some(Value::Object(part))
 }
 
 /// Gemini takes `args` as an object only. Arguments from Gemini always are

@@ -2,14 +2,16 @@
 //!
 //! The request side (`request.rs`) turns the conversation into Responses
 //! input items: user messages, assistant text, reasoning items replayed with
-//! their `encrypted_content` (only reasoning this API produced), function
-//! calls and their outputs. The decoding side (`decode.rs`) follows the
-//! stream's output items by `output_index` and ends at `response.completed`,
-//! `response.incomplete` or `response.failed`.
+//! their `encrypted_content` or their raw `reasoning_text` content (only
+//! reasoning this API produced), function calls and their outputs. The
+//! decoding side (`decode.rs`) places the stream's output items by
+//! `output_index`, matches the final output to them by item id, and ends at
+//! `response.completed`, `response.incomplete` or `response.failed`.
 //!
 //! Requests are stateless (`store: false`, no `previous_response_id`): the
 //! whole history is sent each time, so reasoning can only be carried across
-//! turns as encrypted content, which is asked for whenever thinking is on.
+//! turns as encrypted content (asked for whenever thinking is on) or, from
+//! servers that show it, as raw reasoning text.
 
 mod decode;
 mod request;

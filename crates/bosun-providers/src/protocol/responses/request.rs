@@ -5,11 +5,13 @@
 //!   {type:input_image, image_url:"data:…;base64,…"}]}`;
 //! - assistant text: `{type:message, role:assistant, content:[{type:output_text}]}`
 //!   (the output-message form without an `id`, which stateless requests accept);
-//! - reasoning: `{type:reasoning, id, summary, encrypted_content}`, only for
-//!   reasoning this API produced (`provider_data.api == "openai-responses"`)
-//!   and that carries encrypted content — with `store: false` an item without
-//!   it cannot be resolved. Other APIs' reasoning and plain reasoning text are
-//!   dropped;
+//! - reasoning: `{type:reasoning, id, summary, content, encrypted_content}`,
+//!   only for reasoning this API produced (`provider_data.api ==
+//!   "openai-responses"`) that carries encrypted content (with its id: with
+//!   `store: false` an item without it cannot be resolved) or raw reasoning
+//!   text (`content: [{type:reasoning_text}]`, which servers running
+//!   open-weight models send and want back in a tool loop; its id when it
+//!   had one). Other APIs' reasoning and plain reasoning text are dropped;
 //! - function calls: `{type:function_call, call_id, name, arguments}` with the
 //!   session's call id and the arguments as a JSON string. The original `fc_…`
 //!   item id is sent as `id` only when a reasoning item of the same assistant
@@ -189,18 +191,35 @@ fn flush_text(text: &mut Vec<Value>, items: &mut Vec<Value>) {
     }
 }
 
-/// The replayed reasoning item, when the part came from this API with an id
-/// and encrypted content.
+/// The replayed reasoning item, when the part came from this API and holds
+/// something the API can use: encrypted content (with the item's id), or
+/// raw reasoning text.
 fn reasoning_item(text: &str, data: Option<&ProviderData>) -> Option<Value> {
     let data = &data.filter(|d| d.api == tag())?.data;
-    let id = data.get("id").and_then(Value::as_str).filter(|id| !id.is_empty())?;
-    let encrypted = data.get("encrypted_content").and_then(Value::as_str)?;
+    let id = data.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+    let encrypted = data.get("encrypted_content").and_then(Value::as_str);
+    let raw = data.get("content").and_then(Value::as_array).filter(|c| !c.is_empty());
+    if encrypted.is_some() && id.is_none() || encrypted.is_none() && raw.is_none() {
+        return None;
+    }
     let summary = match data.get("summary") {
         Some(Value::Array(parts)) => parts.clone(),
-        _ if text.is_empty() => Vec::new(),
+        _ if text.is_empty() || raw.is_some() => Vec::new(),
         _ => vec![json!({"type": "summary_text", "text": text})],
     };
-    Some(json!({"type": "reasoning", "id": id, "summary": summary, "encrypted_content": encrypted}))
+    let mut item = Map::new();
+    item.insert("type".into(), json!("reasoning"));
+    if let Some(id) = id {
+        item.insert("id".into(), json!(id));
+    }
+    item.insert("summary".into(), Value::Array(summary));
+    if let Some(raw) = raw {
+        item.insert("content".into(), Value::Array(raw.clone()));
+    }
+    if let Some(encrypted) = encrypted {
+        item.insert("encrypted_content".into(), json!(encrypted));
+    }
+    Some(Value::Object(item))
 }
 
 /// The `fc_…` item id a call from this API carries.
