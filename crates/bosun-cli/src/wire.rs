@@ -12,7 +12,7 @@ use bosun_providers::{ApiKey, HostedModel, ProviderConfig};
 use bosun_store::Store;
 use bosun_tools::{Workspace, WorkspaceTools};
 
-use crate::config::{Env, Settings};
+use crate::config::{Env, ProviderSettings, Settings};
 use crate::instructions;
 
 /// The variables a provider's key is read from, first found wins.
@@ -128,7 +128,31 @@ fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
         check_header(name, value)?;
         config = config.with_header(name.clone(), value.clone());
     }
+    if let Some(transport) = settings.providers.get(provider) {
+        config = with_transport(config, transport);
+    }
     Ok(HostedModel::new(config, name)?)
+}
+
+/// The `[providers.NAME]` settings over the adapter's defaults.
+fn with_transport(mut config: ProviderConfig, transport: &ProviderSettings) -> ProviderConfig {
+    let ms = Duration::from_millis;
+    if let Some(retries) = transport.request_max_retries {
+        config = config.with_request_max_retries(retries);
+    }
+    if let Some(idle) = transport.stream_idle_timeout_ms {
+        config = config.with_idle_timeout(ms(idle));
+    }
+    if let Some(first) = transport.first_byte_timeout_ms {
+        config = config.with_first_byte_timeout(ms(first));
+    }
+    if let Some(whole) = transport.request_timeout_ms {
+        config = config.with_request_timeout(ms(whole));
+    }
+    if let Some(wait) = transport.max_retry_after_ms {
+        config = config.with_max_retry_after(ms(wait));
+    }
+    config
 }
 
 /// A base URL is configuration: one that cannot be used is refused before

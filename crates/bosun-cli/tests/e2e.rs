@@ -596,6 +596,35 @@ fn a_cut_answer_is_marked_and_a_model_failure_names_its_class() {
     assert_eq!(errors[0]["class"], "invalid_request", "{}", errors[0]);
 }
 
+/// `[providers.NAME]` in the user's config reaches the adapter: with no
+/// retries, a 503 is one request; by default it is retried.
+#[test]
+fn provider_transport_settings_from_the_config_apply() {
+    let overloaded = json!({"match": {"userMessage": "busy"}, "response": {
+        "error": {"message": "overloaded", "type": "server_error"}, "status": 503}});
+    let requests = |config: Option<&str>| {
+        let mock = Aimock::start(&fixtures(vec![overloaded.clone()]))?;
+        let sandbox = task_sandbox();
+        if let Some(config) = config {
+            std::fs::create_dir_all(sandbox.path("xdg/bosun")).unwrap();
+            std::fs::write(sandbox.path("xdg/bosun/config.toml"), config).unwrap();
+        }
+        let mut cmd = sandbox.exec(APIS[0], &mock);
+        cmd.arg("a busy server");
+        let out = run(cmd);
+        out.expect_code(1);
+        Some((mock.journal().len(), out.stderr))
+    };
+    let Some((once, stderr)) = requests(Some("[providers.openai]\nrequest_max_retries = 0\n")) else {
+        return;
+    };
+    assert_eq!(once, 1, "{stderr}");
+    assert!(!stderr.contains("retrying"), "{stderr}");
+    let Some((default, stderr)) = requests(None) else { return };
+    assert_eq!(default, 4, "three retries by default: {stderr}");
+    assert_eq!(stderr.matches("retrying (attempt").count(), 3, "{stderr}");
+}
+
 // ---------------------------------------------------------------- the rest
 
 #[test]

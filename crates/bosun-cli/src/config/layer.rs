@@ -44,6 +44,10 @@ pub struct Layer {
     /// Extra headers sent to the provider.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Per-provider transport settings, by provider name (`openai`,
+    /// `anthropic`, …): `[providers.openai] request_max_retries = 2`.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderSettings>,
     /// Tools to leave out of the session.
     #[serde(default)]
     pub disabled_tools: Vec<String>,
@@ -57,6 +61,52 @@ pub struct Layer {
     /// Named profiles (files only).
     #[serde(default)]
     pub profiles: BTreeMap<String, Layer>,
+}
+
+/// How bosun talks to one provider, as Codex names these settings; what is
+/// unset keeps the adapter's default.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// Retries of a failed request before any content arrived (default 3).
+    pub request_max_retries: Option<u32>,
+    /// Longest silence inside a streaming answer (default 300 000).
+    pub stream_idle_timeout_ms: Option<u64>,
+    /// Longest wait from sending a request to its first event (default 60 000).
+    pub first_byte_timeout_ms: Option<u64>,
+    /// Bound on a request with all its retries, until content arrives
+    /// (default 600 000).
+    pub request_timeout_ms: Option<u64>,
+    /// Longest `Retry-After` honoured; a longer one fails at once, saying
+    /// when to retry (default 60 000).
+    pub max_retry_after_ms: Option<u64>,
+}
+
+impl ProviderSettings {
+    /// `later`'s values over these.
+    pub fn merged(self, later: Self) -> Self {
+        Self {
+            request_max_retries: later.request_max_retries.or(self.request_max_retries),
+            stream_idle_timeout_ms: later.stream_idle_timeout_ms.or(self.stream_idle_timeout_ms),
+            first_byte_timeout_ms: later.first_byte_timeout_ms.or(self.first_byte_timeout_ms),
+            request_timeout_ms: later.request_timeout_ms.or(self.request_timeout_ms),
+            max_retry_after_ms: later.max_retry_after_ms.or(self.max_retry_after_ms),
+        }
+    }
+
+    /// Each set value as `(key, value)`, for `config show`.
+    pub fn entries(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("request_max_retries", self.request_max_retries.map(u64::from)),
+            ("stream_idle_timeout_ms", self.stream_idle_timeout_ms),
+            ("first_byte_timeout_ms", self.first_byte_timeout_ms),
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("max_retry_after_ms", self.max_retry_after_ms),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)))
+        .collect()
+    }
 }
 
 /// One project's entry in the user's config.

@@ -15,7 +15,7 @@ use bosun_core::permission::RuleOrigin;
 use bosun_core::{Mode, PermissionRule};
 
 use crate::cli::{ModeArg, RunOptions};
-pub use layer::{Layer, TrustLevel};
+pub use layer::{Layer, ProviderSettings, TrustLevel};
 pub use trust::{ProjectConfig, record as record_trust};
 
 /// The process environment, read once in `main`.
@@ -94,6 +94,8 @@ pub struct Settings {
     pub rules: Vec<PermissionRule>,
     /// Extra provider headers.
     pub headers: Vec<(String, String)>,
+    /// Transport settings by provider name.
+    pub providers: BTreeMap<String, ProviderSettings>,
     /// Tools left out of the session.
     pub disabled_tools: Vec<String>,
     /// Hosts besides the provider's own that may receive its key when a
@@ -122,6 +124,7 @@ impl Settings {
             clock: false,
             rules: Vec::new(),
             headers: Vec::new(),
+            providers: BTreeMap::new(),
             disabled_tools: Vec::new(),
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
@@ -219,6 +222,13 @@ impl Settings {
             self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
             self.headers.push((name.clone(), value.clone()));
             self.note(&format!("headers.{name}"), value, source.clone());
+        }
+        for (name, settings) in &layer.providers {
+            for (key, value) in settings.entries() {
+                self.note(&format!("providers.{name}.{key}"), value, source.clone());
+            }
+            let merged = self.providers.get(name).copied().unwrap_or_default().merged(*settings);
+            self.providers.insert(name.clone(), merged);
         }
         Ok(())
     }

@@ -230,3 +230,30 @@ fn a_symlinked_or_huge_project_config_is_refused_unread() {
     let err = resolve(root, &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap_err();
     assert!(format!("{err:#}").contains("larger than"), "{err:#}");
 }
+
+#[test]
+fn provider_transport_settings_merge_by_key_and_an_untrusted_project_cannot_set_them() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    write(
+        home.path(),
+        ".config/bosun/config.toml",
+        "[providers.openai]\nrequest_max_retries = 1\nstream_idle_timeout_ms = 9000\n\
+         [profiles.slow.providers.openai]\nstream_idle_timeout_ms = 600000\n",
+    );
+    write(project.path(), ".bosun/config.toml", "[providers.openai]\nrequest_max_retries = 9\n");
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let settings = resolve(project.path(), &env, Some("slow"), &RunOptions::default()).unwrap();
+    let openai = settings.providers["openai"];
+    assert_eq!(openai.request_max_retries, Some(1), "the untrusted project's 9 is ignored");
+    assert_eq!(openai.stream_idle_timeout_ms, Some(600_000), "the profile's value over the file's");
+    assert_eq!(openai.first_byte_timeout_ms, None);
+    let ignored = &settings.project.as_ref().unwrap().ignored;
+    assert!(ignored.contains(&"providers.openai".to_owned()), "{ignored:?}");
+    // A misspelt key is an error naming it.
+    write(home.path(), ".config/bosun/config.toml", "[providers.openai]\nrequest_max_retry = 1\n");
+    let error = resolve(project.path(), &env, None, &RunOptions::default()).unwrap_err();
+    assert!(format!("{error:#}").contains("request_max_retry"), "{error:#}");
+}

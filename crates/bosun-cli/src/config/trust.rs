@@ -135,6 +135,10 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     for name in std::mem::take(&mut kept.headers).into_keys() {
         ignore(&format!("headers.{name}"), true);
     }
+    // How the provider is talked to is the user's business, like its URL.
+    for name in std::mem::take(&mut kept.providers).into_keys() {
+        ignore(&format!("providers.{name}"), true);
+    }
     if let Some(mode) = kept.mode.as_deref().and_then(|m| super::parse_mode(m).ok())
         && looseness(mode) > looseness(mode_so_far)
     {
