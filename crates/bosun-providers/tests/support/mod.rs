@@ -671,3 +671,11 @@ pub fn assert_fixture_tests_cannot_skip_silently(tests: &[&str]) {
 // ==== protocol shapes (issue 13) ====
 // Helpers for the wire-shape tests, in `shapes.rs`.
 pub mod shapes;
+
+// ==== faults and retries ====
+// Helpers for `faults.rs` and `retries.rs`, in `faults.rs`.
+pub mod faults;
+
+// ==== Anthropic Messages ====
+// Helpers for `anthropic.rs` and `anthropic_requests.rs`, in `anthropic.rs`.
+pub mod anthropic;
