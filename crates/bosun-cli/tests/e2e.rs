@@ -584,6 +584,12 @@ fn a_cut_answer_is_marked_and_a_model_failure_names_its_class() {
         out.expect_code(0);
         assert!(out.stdout.contains("The first half of a long"), "{api:?}: {}", out.stdout);
         assert!(out.stderr.contains("the answer was cut"), "{api:?}: {}", out.stderr);
+        let mut cmd = sandbox.exec(api, &mock);
+        cmd.args(["--json", "a long answer please"]);
+        let out = run(cmd);
+        out.expect_code(0);
+        let events = json_events(&out.stdout);
+        assert_eq!(of_type(&events, "turn_end")[0]["stop_reason"], "length", "{api:?}: {}", out.stdout);
     }
     let mut cmd = sandbox.exec(APIS[0], &mock);
     cmd.args(["--json", "a doomed prompt"]);

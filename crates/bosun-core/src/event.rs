@@ -22,7 +22,7 @@
 //! | `tool_progress` | `call_id`, `message` |
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
-//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` |
+//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage`, `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
 
 use serde::{Deserialize, Serialize};
@@ -142,6 +142,10 @@ pub enum Event {
         outcome: TurnOutcomeKind,
         /// Tokens used by the whole turn.
         usage: Usage,
+        /// Why the model stopped, for a completed turn: `length` means the
+        /// answer was cut at the output limit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<crate::message::StopReason>,
     },
     /// Something failed; the turn ends right after.
     Error {
@@ -339,9 +343,25 @@ mod wire_tag_freeze {
                 json!({"type": "tool_end", "call_id": idj, "name": "shell", "is_error": false, "output": "ok"}),
             ),
             (
-                Event::TurnEnd { turn: 1, outcome: TurnOutcomeKind::Completed, usage: Usage::new(3, 4) },
-                json!({"type": "turn_end", "turn": 1, "outcome": "completed", "usage":
+                Event::TurnEnd {
+                    turn: 1,
+                    outcome: TurnOutcomeKind::Failed,
+                    usage: Usage::new(3, 4),
+                    stop_reason: None,
+                },
+                json!({"type": "turn_end", "turn": 1, "outcome": "failed", "usage":
                     {"input": 3, "output": 4, "cache_read": 0, "cache_write": 0, "reasoning": 0}}),
+            ),
+            (
+                Event::TurnEnd {
+                    turn: 1,
+                    outcome: TurnOutcomeKind::Completed,
+                    usage: Usage::new(3, 4),
+                    stop_reason: Some(crate::message::StopReason::Length),
+                },
+                json!({"type": "turn_end", "turn": 1, "outcome": "completed", "usage":
+                    {"input": 3, "output": 4, "cache_read": 0, "cache_write": 0, "reasoning": 0},
+                    "stop_reason": "length"}),
             ),
             (
                 Event::Error { kind: "model".into(), class: None, message: "boom".into() },

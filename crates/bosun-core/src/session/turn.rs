@@ -169,6 +169,7 @@ impl Session {
                     turn: state.turn,
                     outcome: TurnOutcomeKind::Completed,
                     usage: state.usage,
+                    stop_reason: Some(stop_reason),
                 })?;
                 return Ok(TurnOutcome {
                     turn: state.turn,
@@ -395,7 +396,12 @@ impl Session {
             };
             let _ =
                 emitter.emit(Event::Error { kind: kind.code().to_owned(), class, message: kind.to_string() });
-            let _ = emitter.emit(Event::TurnEnd { turn: state.turn, outcome, usage: state.usage });
+            let _ = emitter.emit(Event::TurnEnd {
+                turn: state.turn,
+                outcome,
+                usage: state.usage,
+                stop_reason: None,
+            });
         }
         TurnError { kind, disposition }
     }
