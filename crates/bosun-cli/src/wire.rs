@@ -37,27 +37,37 @@ pub fn key_vars(provider: &str) -> &'static [&'static str] {
 const LOCAL_CONTEXT: u32 = 8192;
 
 /// The model the settings name: a hosted `PROVIDER/MODEL`, a local GGUF
-/// (`local:PATH`, or `local/NAME` of a pulled model), or, when nothing is
-/// configured, the embedded default (the pulled Qwen2.5-Coder model).
+/// (`local:PATH`, `local/NAME` of a pulled model, or a pulled `hf:` file), or,
+/// when nothing is configured, `local_model` or else the embedded default
+/// (the pulled Qwen2.5-Coder model).
 pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
     let spec = settings.model.as_deref();
-    let local = match spec {
-        None => Some(crate::models::local_path(env, None).context(
-            "no model is configured and the embedded default is not downloaded yet: run `bosun models pull`, \
-             or name a hosted model with --model PROVIDER/MODEL (e.g. anthropic/claude-sonnet-4-5)",
-        )?),
-        Some(spec) if spec.starts_with("local:") => Some(PathBuf::from(&spec["local:".len()..])),
-        Some(spec) if spec.starts_with("local/") => {
-            let rest = &spec["local/".len()..];
-            // A path (`local//abs/file.gguf`, `local/./file.gguf`) or a pulled model's name.
-            if rest.ends_with(".gguf") && Path::new(rest).is_file() {
-                Some(PathBuf::from(rest))
-            } else {
-                Some(crate::models::local_path(env, Some(rest))?)
+    let local =
+        match spec {
+            None => Some(crate::models::resolve_local(env, settings.local_model.as_deref()).with_context(
+                || {
+                    match &settings.local_model {
+                Some(name) => format!("the configured local_model `{name}` cannot be used"),
+                None => "no model is configured and the embedded default is not downloaded yet: run `bosun \
+                         models pull`, or name a hosted model with --model PROVIDER/MODEL (e.g. \
+                         anthropic/claude-sonnet-4-5)"
+                    .to_owned(),
             }
-        }
-        Some(_) => None,
-    };
+                },
+            )?),
+            Some(spec) if spec.starts_with("hf:") => Some(crate::models::local_path(env, Some(spec))?),
+            Some(spec) if spec.starts_with("local:") => Some(PathBuf::from(&spec["local:".len()..])),
+            Some(spec) if spec.starts_with("local/") => {
+                let rest = &spec["local/".len()..];
+                // A path (`local//abs/file.gguf`, `local/./file.gguf`) or a pulled model's name.
+                if rest.ends_with(".gguf") && Path::new(rest).is_file() {
+                    Some(PathBuf::from(rest))
+                } else {
+                    Some(crate::models::local_path(env, Some(rest))?)
+                }
+            }
+            Some(_) => None,
+        };
     if let Some(path) = local {
         if !path.is_file() {
             bail!("no model file at {}", path.display());
@@ -246,7 +256,10 @@ root. When you have what you need, answer briefly.";
 
 /// Whether the settings name a local model (the embedded default included).
 pub fn uses_local_model(settings: &Settings) -> bool {
-    settings.model.as_deref().is_none_or(|spec| spec.starts_with("local:") || spec.starts_with("local/"))
+    settings
+        .model
+        .as_deref()
+        .is_none_or(|spec| ["local:", "local/", "hf:"].iter().any(|p| spec.starts_with(p)))
 }
 
 /// The system prompt, with project instructions when enabled; also returns

@@ -35,6 +35,9 @@ pub struct Layer {
     pub local_context: Option<u32>,
     /// Threads a local model runs on (the physical cores when unset).
     pub local_threads: Option<u32>,
+    /// The local model run when no `--model` is given: a catalog name, an
+    /// `hf:` reference already pulled, or an absolute path to a `.gguf`.
+    pub local_model: Option<String>,
     /// Let the model see today's date (a local model's chat template asks for
     /// it); off, the template gets a fixed neutral date (invariant 19).
     pub clock: Option<bool>,
@@ -248,6 +251,7 @@ impl Layer {
         ("max_rounds", "BOSUN_MAX_ROUNDS"),
         ("local_context", "BOSUN_LOCAL_CONTEXT"),
         ("local_threads", "BOSUN_LOCAL_THREADS"),
+        ("local_model", "BOSUN_LOCAL_MODEL"),
         ("clock", "BOSUN_CLOCK"),
     ];
 
@@ -298,6 +302,7 @@ impl Layer {
             max_rounds: number("BOSUN_MAX_ROUNDS")?,
             local_context: number("BOSUN_LOCAL_CONTEXT")?,
             local_threads: number("BOSUN_LOCAL_THREADS")?,
+            local_model: env.get("BOSUN_LOCAL_MODEL").map(str::to_owned),
             clock: flag("BOSUN_CLOCK")?,
             ..Self::default()
         })
@@ -314,6 +319,7 @@ impl Layer {
             "max_rounds" => into.max_rounds = self.max_rounds,
             "local_context" => into.local_context = self.local_context,
             "local_threads" => into.local_threads = self.local_threads,
+            "local_model" => into.local_model = self.local_model.clone(),
             "clock" => into.clock = self.clock,
             _ => {}
         }

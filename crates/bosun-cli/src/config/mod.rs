@@ -88,6 +88,8 @@ pub struct Settings {
     pub local_context: Option<u32>,
     /// The threads of a local model.
     pub local_threads: Option<u32>,
+    /// The local model run when no `--model` is given (see `models::resolve_local`).
+    pub local_model: Option<String>,
     /// Whether the model may see today's date.
     pub clock: bool,
     /// Permission rules, from every layer.
@@ -121,6 +123,7 @@ impl Settings {
             tool_timeout_secs: None,
             local_context: None,
             local_threads: None,
+            local_model: None,
             clock: false,
             rules: Vec::new(),
             headers: Vec::new(),
@@ -190,6 +193,13 @@ impl Settings {
             }
             self.local_threads = Some(threads);
             self.note("local_threads", threads, source.clone());
+        }
+        if let Some(model) = &layer.local_model {
+            if model.trim().is_empty() {
+                bail!("local_model, from {source}, is empty: name a model from `bosun models list`");
+            }
+            self.local_model = Some(model.clone());
+            self.note("local_model", model, source.clone());
         }
         if let Some(clock) = layer.clock {
             self.clock = clock;
@@ -353,9 +363,12 @@ pub fn show(settings: &Settings) -> String {
         out.push_str(&format!("{key} = {value}    # {source}\n"));
     }
     if settings.model.is_none() {
-        out.push_str(
-            "# model: not set: the embedded local model (`bosun models pull`), or name one with --model PROVIDER/MODEL\n",
-        );
+        match &settings.local_model {
+            Some(local) => out.push_str(&format!("# model: not set: the local model {local} (local_model)\n")),
+            None => out.push_str(
+                "# model: not set: the embedded local model (`bosun models pull`), or name one with --model PROVIDER/MODEL\n",
+            ),
+        }
     }
     out
 }

@@ -257,3 +257,48 @@ fn provider_transport_settings_merge_by_key_and_an_untrusted_project_cannot_set_
     let error = resolve(project.path(), &env, None, &RunOptions::default()).unwrap_err();
     assert!(format!("{error:#}").contains("request_max_retry"), "{error:#}");
 }
+
+#[test]
+fn local_model_comes_from_the_user_the_environment_or_a_trusted_project_only() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    write(&root, ".bosun/config.toml", "local_model = \"/tmp/theirs.gguf\"\n");
+    user_config(home.path(), None, "local_model = \"qwen3-4b-q4_k_m\"");
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(
+        settings.local_model.as_deref(),
+        Some("qwen3-4b-q4_k_m"),
+        "the untrusted project's is ignored"
+    );
+    assert!(settings.project.as_ref().unwrap().ignored.contains(&"local_model".to_owned()));
+    assert!(matches!(&settings.sources["local_model"].1, Source::File(p) if p.starts_with(home.path())));
+    assert!(show(&settings).contains("the local model qwen3-4b-q4_k_m (local_model)"), "{}", show(&settings));
+
+    let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_LOCAL_MODEL", "hf:o/r/m.gguf")]);
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.local_model.as_deref(), Some("hf:o/r/m.gguf"));
+    assert_eq!(settings.sources["local_model"].1, Source::Env("BOSUN_LOCAL_MODEL"));
+
+    user_config(home.path(), Some(&root), "local_model = \"qwen3-4b-q4_k_m\"");
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.local_model.as_deref(), Some("/tmp/theirs.gguf"), "a trusted project may choose");
+
+    let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_LOCAL_MODEL", " ")]);
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(
+        settings.sources["local_model"].1,
+        Source::File(root.join(".bosun/config.toml")),
+        "blank is unset"
+    );
+    user_config(home.path(), None, "local_model = \"\"");
+    let error = resolve(&root, &env, None, &RunOptions::default()).unwrap_err();
+    assert!(
+        format!("{error:#}").contains("local_model") && format!("{error:#}").contains("empty"),
+        "{error:#}"
+    );
+}

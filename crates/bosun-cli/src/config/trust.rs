@@ -132,6 +132,8 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     ignore("sessions_db", kept.sessions_db.take().is_some());
     ignore("local_context", kept.local_context.take().is_some());
     ignore("local_threads", kept.local_threads.take().is_some());
+    // Which weights run (and a path to them) is the user's choice, like the model.
+    ignore("local_model", kept.local_model.take().is_some());
     for name in std::mem::take(&mut kept.headers).into_keys() {
         ignore(&format!("headers.{name}"), true);
     }

