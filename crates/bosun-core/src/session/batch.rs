@@ -26,8 +26,6 @@ use crate::tool::{ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
 pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
-/// Result text of an interruptible call cut off by cancellation.
-pub const CANCELLED: &str = "cancelled: the turn was cancelled while this call ran";
 /// Longest tool output shown in a `tool_end` event.
 const EVENT_OUTPUT_CHARS: usize = 2_000;
 

@@ -13,9 +13,11 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::ResolvedTool;
-use super::batch::CANCELLED;
 use crate::message::ContentPart;
 use crate::tool::{CancellationPolicy, RetryPolicy, ToolContext, ToolOutput};
+
+/// Result text of an interruptible call cut off by cancellation.
+pub const CANCELLED: &str = "cancelled: the turn was cancelled while this call ran";
 
 /// An approved call with the one argument value it will be dispatched with.
 pub(super) struct Runnable {

@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use batch::{CANCELLED, NOT_RUN};
+pub use batch::NOT_RUN;
 pub use builder::SessionBuilder;
+pub use invoke::CANCELLED;
 
 use crate::authority::AuthoritySnapshot;
 use crate::error::BuildError;
