@@ -66,7 +66,17 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
         Command::Trust { dir: target } => trust(dir, target, env, TrustLevel::Trusted),
         Command::Untrust { dir: target } => trust(dir, target, env, TrustLevel::Untrusted),
         Command::Models(command) => {
-            models::run(command, env, palettes.stderr).await.map(|()| Outcome::Success)
+            // Only a pull with no name needs the configuration (its
+            // `local_model`); the other subcommands work wherever they run.
+            let local_model = match &command {
+                cli::ModelsCommand::Pull { name: None } => {
+                    config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?.local_model
+                }
+                _ => None,
+            };
+            models::run(command, env, local_model.as_deref(), palettes.stderr)
+                .await
+                .map(|()| Outcome::Success)
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut std::io::stdout());

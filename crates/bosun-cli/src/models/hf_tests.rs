@@ -347,14 +347,14 @@ async fn the_pull_command_takes_hf_references_and_catalog_names() {
     let pairs = [("BOSUN_HOME", home.path().to_str().unwrap()), ("HF_ENDPOINT", hub.url.as_str())];
     let env = Env::from_pairs(&pairs);
     let pull = |name: &str| ModelsCommand::Pull { name: Some(name.to_owned()) };
-    run(pull("hf:o/r@main/m.gguf"), &env, crate::output::Palette::PLAIN).await.unwrap();
+    run(pull("hf:o/r@main/m.gguf"), &env, None, crate::output::Palette::PLAIN).await.unwrap();
     assert_eq!(std::fs::read(home.path().join("models/m.gguf")).unwrap(), data);
     let record = source::read(&home.path().join("models"), "m.gguf").unwrap();
     assert_eq!((record.reference.as_str(), record.revision.as_str()), ("hf:o/r@main/m.gguf", "main"));
-    let error = run(pull("nope"), &env, crate::output::Palette::PLAIN).await.unwrap_err().to_string();
+    let error = run(pull("nope"), &env, None, crate::output::Palette::PLAIN).await.unwrap_err().to_string();
     assert!(error.contains("unknown model `nope`") && error.contains("hf:OWNER/REPO"), "{error}");
     let bad = Env::from_pairs(&[pairs[0], ("HF_ENDPOINT", "ftp://mirror")]);
-    let error = run(pull("qwen3-4b-q4_k_m"), &bad, crate::output::Palette::PLAIN).await.unwrap_err();
+    let error = run(pull("qwen3-4b-q4_k_m"), &bad, None, crate::output::Palette::PLAIN).await.unwrap_err();
     assert!(error.to_string().contains("HF_ENDPOINT"), "{error}");
     assert_eq!(hub.requests().len(), 2, "neither failure asked the hub");
 }

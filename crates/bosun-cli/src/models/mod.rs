@@ -282,11 +282,31 @@ fn plain_gguf<'a>(name: &'a str, dir: &Path) -> Result<&'a str> {
 }
 
 /// Runs a `models` subcommand.
-pub async fn run(command: ModelsCommand, env: &Env, stderr: crate::output::Palette) -> Result<()> {
+/// What `bosun models pull` fetches: the name given, else the configured
+/// `local_model`, else the built-in default. A configured file path has
+/// nothing to pull.
+fn pull_name<'a>(given: Option<&'a str>, local_model: Option<&'a str>) -> Result<&'a str> {
+    match (given, local_model) {
+        (Some(name), _) => Ok(name),
+        (None, Some(path)) if Path::new(path).is_absolute() => {
+            bail!("local_model is the file {path}; there is nothing to pull (name a model to pull one)")
+        }
+        (None, Some(name)) => Ok(name),
+        (None, None) => Ok(DEFAULT_MODEL),
+    }
+}
+
+/// `local_model` is what the configuration names as the default, if any.
+pub async fn run(
+    command: ModelsCommand,
+    env: &Env,
+    local_model: Option<&str>,
+    stderr: crate::output::Palette,
+) -> Result<()> {
     let dir = models_dir(env)?;
     match command {
         ModelsCommand::Pull { name } => {
-            let name = name.as_deref().unwrap_or(DEFAULT_MODEL);
+            let name = pull_name(name.as_deref(), local_model)?;
             let progress = Progress::stderr(stderr);
             let path = if let Some(model) = find(name) {
                 progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));

@@ -418,3 +418,15 @@ fn names_sources_and_the_table() {
     }
     assert_eq!(human(491_400_064), "491.4 MB");
 }
+
+#[test]
+fn a_pull_without_a_name_fetches_the_configured_local_model() {
+    assert_eq!(super::pull_name(Some("hf:o/r/f.gguf"), Some("other")).unwrap(), "hf:o/r/f.gguf");
+    assert_eq!(
+        super::pull_name(None, Some("qwen2.5-coder-1.5b-instruct-q4_k_m")).unwrap(),
+        "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    );
+    assert_eq!(super::pull_name(None, None).unwrap(), super::DEFAULT_MODEL);
+    let error = super::pull_name(None, Some("/models/mine.gguf")).unwrap_err().to_string();
+    assert!(error.contains("nothing to pull"), "{error}");
+}
