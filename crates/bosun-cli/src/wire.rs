@@ -297,6 +297,12 @@ pub fn builder(
     if let Some(secs) = settings.tool_timeout_secs {
         builder = builder.tool_timeout(Duration::from_secs(secs));
     }
+    // `disabled_tools` leaves tools out of what the model is offered; a
+    // call to one gets a refusal before any approval (invariant 5). A name
+    // that is no tool fails the build, naming it.
+    for tool in &settings.disabled_tools {
+        builder = builder.disable(tool.clone());
+    }
     builder
 }
 

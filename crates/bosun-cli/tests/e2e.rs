@@ -631,6 +631,42 @@ fn provider_transport_settings_from_the_config_apply() {
     assert_eq!(stderr.matches("retrying (attempt").count(), 3, "{stderr}");
 }
 
+/// `disabled_tools` in the config takes the tool away: not offered to the
+/// model, and a call to it is refused without running.
+#[test]
+fn a_disabled_tool_is_not_offered_and_a_call_to_it_does_not_run() {
+    let word = "disabled";
+    let script = vec![
+        json!({"match": {"userMessage": word, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": "touch ran.txt"}}]}}),
+        json!({"match": {"userMessage": word, "turnIndex": 1}, "response": {"content": "Could not run it."}}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(script)) else { return };
+    let sandbox = task_sandbox();
+    std::fs::create_dir_all(sandbox.path("xdg/bosun")).unwrap();
+    std::fs::write(sandbox.path("xdg/bosun/config.toml"), "disabled_tools = [\"shell\"]\n").unwrap();
+    let mut cmd = sandbox.exec(APIS[0], &mock);
+    cmd.args(["--mode", "autonomous", "--json", "the disabled tool"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(!sandbox.ws().join("ran.txt").exists(), "the shell ran");
+    let events = json_events(&out.stdout);
+    let ended = of_type(&events, "tool_end");
+    assert_eq!(ended[0]["is_error"], true, "{}", out.stdout);
+    assert!(ended[0]["output"].as_str().unwrap().contains("disabled"), "{}", ended[0]);
+    let first = &mock.journal()[0]["body"];
+    let offered: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(!offered.is_empty() && !offered.contains(&"shell"), "{offered:?}");
+    // A name that is no tool is a configuration error naming it.
+    std::fs::write(sandbox.path("xdg/bosun/config.toml"), "disabled_tools = [\"shel\"]\n").unwrap();
+    let mut cmd = sandbox.exec(APIS[0], &mock);
+    cmd.arg("the disabled tool");
+    let out = run(cmd);
+    out.expect_code(2);
+    assert!(out.stderr.contains("`shel` is not a tool"), "{}", out.stderr);
+}
+
 // ---------------------------------------------------------------- the rest
 
 #[test]
