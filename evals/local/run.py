@@ -695,8 +695,10 @@ def main() -> int:
             "tokens": total,
             "results": [dataclasses.asdict(r) for r in results],
         }
+        args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown_table(results), encoding="utf-8")
 
     if args.min_pass_rate is not None and rate < args.min_pass_rate:
