@@ -186,16 +186,9 @@ impl<'a> Run<'a> {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after_header(response.headers(), config.sleeper.system_time());
-            let mut body = Vec::new();
             // The status says most: a body that stalls is classified as far
             // as it came once the wait for the response is over.
-            tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => return Step::Stop,
-                () = read_limited(response, &mut body) => {}
-                () = &mut watch.sleep => {}
-            }
-            let body = String::from_utf8_lossy(&body);
+            let Some(body) = error_body(&self.cancel, response, &mut watch).await else { return Step::Stop };
             let status = status.as_u16();
             let failure = Failure {
                 error: classify_http(status, retry_after, &body, config),
@@ -213,14 +206,7 @@ impl<'a> Run<'a> {
             .unwrap_or_default()
             .to_lowercase();
         if !content_type.is_empty() && !content_type.contains("event-stream") {
-            let mut body = Vec::new();
-            tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => return Step::Stop,
-                () = read_limited(response, &mut body) => {}
-                () = &mut watch.sleep => {}
-            }
-            let body = String::from_utf8_lossy(&body);
+            let Some(body) = error_body(&self.cancel, response, &mut watch).await else { return Step::Stop };
             let failure = match serde_json::from_str::<serde_json::Value>(&body) {
                 Ok(value) if value.get("error").is_some() => {
                     Failure::from_event(config, classify_stream_error(&value, config), &body)
@@ -396,6 +382,25 @@ impl<'a> Run<'a> {
 
 /// Reads at most [`MAX_ERROR_BODY`] of an error response into `body`, so a
 /// caller that stops waiting keeps what came.
+/// The start of a body that is not a stream (an error, a proxy's page),
+/// read until the attempt's deadline; `None` when the turn is cancelled
+/// meanwhile. (A free function: a `&Run` would make the step future not
+/// `Send`.)
+async fn error_body(
+    cancel: &CancellationToken,
+    response: reqwest::Response,
+    watch: &mut Watch,
+) -> Option<String> {
+    let mut body = Vec::new();
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => return None,
+        () = read_limited(response, &mut body) => {}
+        () = &mut watch.sleep => {}
+    }
+    Some(String::from_utf8_lossy(&body).into_owned())
+}
+
 async fn read_limited(response: reqwest::Response, body: &mut Vec<u8>) {
     let mut stream = response.bytes_stream();
     while let Some(Ok(chunk)) = stream.next().await {
