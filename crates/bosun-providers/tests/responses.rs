@@ -21,6 +21,7 @@ use futures_util::StreamExt;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use support::shapes::into_history;
 use support::{Canned, Recorded, TestServer};
 use tokio_util::sync::CancellationToken;
 
@@ -160,31 +161,6 @@ async fn serve_one(body: Vec<u8>) -> Outcome {
     let server = TestServer::start(vec![Canned::sse(body)]).await;
     let messages = vec![Message::user("hi")];
     run(&model(&server), ModelRequest::new(None, messages, Vec::new(), thinking_on())).await
-}
-
-/// The response as the session would keep it: tool calls under fresh
-/// session ids (returned in order).
-fn into_history(response: &ModelResponse) -> (Message, Vec<CallId>) {
-    let mut content = Vec::new();
-    let mut ids = Vec::new();
-    for part in &response.content {
-        match part {
-            ResponsePart::Content(part) => content.push(part.clone()),
-            ResponsePart::ToolCall { name, arguments, provider_data, .. } => {
-                let id = CallId::new_v7();
-                ids.push(id);
-                content.push(ContentPart::ToolCall {
-                    id,
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                    provider_data: provider_data.clone(),
-                });
-            }
-            other => panic!("unexpected part {other:?}"),
-        }
-    }
-    let message = Message::Assistant { content, usage: response.usage, stop_reason: response.stop_reason };
-    (message, ids)
 }
 
 fn usage(input: u64, output: u64) -> Usage {
