@@ -168,16 +168,22 @@ fn with_transport(mut config: ProviderConfig, transport: &ProviderSettings) -> P
 /// A base URL is configuration: one that cannot be used is refused before
 /// any request (exit 2), never reported later as a network failure.
 fn check_base_url(url: &str) -> Result<()> {
-    let shown = crate::sanitize::line(url);
+    http_url("the base URL", url).map(drop)
+}
+
+/// `text` as an http(s) URL with a host, or an error naming `what` it is
+/// (the base URL, `HF_ENDPOINT`) and why it cannot be used.
+pub(crate) fn http_url(what: &str, text: &str) -> Result<reqwest::Url> {
+    let shown = crate::sanitize::line(text);
     let parsed =
-        reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("the base URL `{shown}` is not a URL: {e}"))?;
+        reqwest::Url::parse(text).map_err(|e| anyhow::anyhow!("{what} `{shown}` is not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        bail!("the base URL `{shown}` must be http:// or https://, not {}://", parsed.scheme());
+        bail!("{what} `{shown}` must be http:// or https://, not {}://", parsed.scheme());
     }
     if parsed.host_str().is_none_or(str::is_empty) {
-        bail!("the base URL `{shown}` has no host");
+        bail!("{what} `{shown}` has no host");
     }
-    Ok(())
+    Ok(parsed)
 }
 
 /// A header that HTTP cannot carry is refused the same way.
