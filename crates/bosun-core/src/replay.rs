@@ -78,9 +78,6 @@ pub(crate) struct Ledger {
     open: Option<OpenTurn>,
     turns: u64,
     interrupted_prompt: Option<Message>,
-    /// Model ids of calls, from the records that carried them; may name
-    /// calls of turns rolled back since.
-    provider_ids: BTreeMap<CallId, String>,
 }
 
 #[derive(Debug)]
@@ -109,7 +106,7 @@ struct OpenTurn {
 impl Ledger {
     /// A ledger with no open turn, after `turns` turns.
     pub(crate) fn closed(turns: u64, interrupted_prompt: Option<Message>) -> Self {
-        Self { open: None, turns, interrupted_prompt, provider_ids: BTreeMap::new() }
+        Self { open: None, turns, interrupted_prompt }
     }
 
     /// Turns started so far.
@@ -233,7 +230,6 @@ impl Ledger {
             JournalRecord::BatchStarted { assistant, provider_ids, .. } => {
                 if let Some(current) = self.open.as_mut() {
                     let calls = assistant.tool_calls().map(|c| (c.id, c.name.to_owned())).collect();
-                    self.provider_ids.extend(provider_ids.clone());
                     current.batch = Some(OpenBatch {
                         assistant,
                         provider_ids,
@@ -256,8 +252,7 @@ impl Ledger {
                     batch.finished.insert(call_id, result);
                 }
             }
-            JournalRecord::Committed { messages: committed, provider_ids, .. } => {
-                self.provider_ids.extend(provider_ids);
+            JournalRecord::Committed { messages: committed, .. } => {
                 if let Some(current) = self.open.as_mut() {
                     current.batch = None;
                     current.committed = true;
@@ -316,13 +311,22 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
     };
     let mut messages = Vec::new();
     let mut ledger = Ledger::default();
+    // Model ids of calls, from the records that carry them; only replay
+    // needs them (a live session's registry holds its own). They may name
+    // calls of turns rolled back since, which `mapped_calls` drops.
+    let mut provider_ids = BTreeMap::new();
     for (index, record) in records.iter().enumerate().skip(1) {
         ledger.check(record).map_err(|problem| ReplayError::OutOfOrder { index, problem })?;
+        if let JournalRecord::BatchStarted { provider_ids: ids, .. }
+        | JournalRecord::Committed { provider_ids: ids, .. } = record
+        {
+            provider_ids.extend(ids.iter().map(|(id, model)| (*id, model.clone())));
+        }
         ledger.apply(&mut messages, record.clone());
     }
     let recovery = ledger.close_open(&mut messages);
     validate_history(&messages)?;
-    let provider_call_ids = mapped_calls(&messages, ledger.provider_ids);
+    let provider_call_ids = mapped_calls(&messages, provider_ids);
     Ok(Replayed {
         authority: authority.clone(),
         system: system.clone(),
