@@ -104,8 +104,8 @@ pub async fn exec(
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
-    let model = wire::model(&settings, env).await?;
-    let (workspace, tools) = wire::tools(&dir, env)?;
+    let (workspace, tools) = wire::tools(&dir, env, &settings)?;
+    let model = wire::model(&settings, env, &workspace).await?;
     let store = wire::store(&settings, env)?;
     let journal = store.new_session();
     let id = journal.session_id().to_owned();
@@ -133,8 +133,8 @@ pub async fn resume(
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, palettes.stderr);
-    let model = wire::model(&settings, env).await?;
-    let (workspace, tools) = wire::tools(&dir, env)?;
+    let (workspace, tools) = wire::tools(&dir, env, &settings)?;
+    let model = wire::model(&settings, env, &workspace).await?;
     let store = wire::store(&settings, env)?;
     let mut words = args.prompt;
     let id = match (args.id, args.last) {

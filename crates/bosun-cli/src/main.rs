@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod exec;
 mod harden;
+mod hints;
 mod instructions;
 mod models;
 mod output;

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use bosun_core::{Model, Session, SessionBuilder, Tool};
+use bosun_core::{Model, Session, SessionBuilder, Tool, ToolChoice};
 use bosun_local::{LocalModel, LocalOptions};
+
+use crate::hints::WorkspacePaths;
 use bosun_providers::{ApiKey, HostedModel, ProviderConfig};
 use bosun_store::Store;
 use bosun_tools::{Workspace, WorkspaceTools};
@@ -39,8 +41,9 @@ const LOCAL_CONTEXT: u32 = 8192;
 /// The model the settings name: a hosted `PROVIDER/MODEL`, a local GGUF
 /// (`local:PATH`, `local/NAME` of a pulled model, or a pulled `hf:` file), or,
 /// when nothing is configured, `local_model` or else the embedded default
-/// (the pulled Qwen2.5-Coder model).
-pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
+/// (the pulled Qwen2.5-Coder model). A local model's path arguments are
+/// held to `workspace`'s paths unless `local_path_grammar` is off.
+pub async fn model(settings: &Settings, env: &Env, workspace: &Workspace) -> Result<Arc<dyn Model>> {
     let spec = settings.model.as_deref();
     let local =
         match spec {
@@ -85,10 +88,13 @@ pub async fn model(settings: &Settings, env: &Env) -> Result<Arc<dyn Model>> {
         if let Ok(dir) = crate::models::prompt_cache_dir(env) {
             options = options.prompt_cache(dir);
         }
-        let loaded = tokio::task::spawn_blocking(move || LocalModel::load(&path, options))
+        let mut loaded = tokio::task::spawn_blocking(move || LocalModel::load(&path, options))
             .await
             .context("loading the local model stopped")?
             .with_context(|| format!("cannot load {shown}"))?;
+        if settings.local_path_grammar {
+            loaded = loaded.with_argument_hints(Arc::new(WorkspacePaths::new(workspace.clone())));
+        }
         return Ok(Arc::new(loaded));
     }
     Ok(Arc::new(hosted(spec.unwrap_or_default(), settings, env)?))
@@ -237,13 +243,19 @@ pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
     Ok(Store::open(&path)?)
 }
 
-/// The workspace and its tools.
-pub fn tools(dir: &Path, env: &Env) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
+/// The workspace and its tools: the brief set for a local model unless
+/// `local_brief_tools` is off.
+pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
     let workspace = Workspace::open(dir)?;
     let shell = bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
         .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
         .with_home(env.get("HOME"));
-    let tools = WorkspaceTools::new(workspace.clone()).shell(shell).build();
+    let tools = WorkspaceTools::new(workspace.clone()).shell(shell);
+    let tools = if settings.local_brief_tools && uses_local_model(settings) {
+        tools.build_brief()
+    } else {
+        tools.build()
+    };
     Ok((workspace, tools))
 }
 
@@ -302,6 +314,9 @@ pub fn builder(
     }
     if let Some(secs) = settings.tool_timeout_secs {
         builder = builder.tool_timeout(Duration::from_secs(secs));
+    }
+    if settings.local_first_call && uses_local_model(settings) {
+        builder = builder.first_round_tool_choice(ToolChoice::Required);
     }
     // `disabled_tools` leaves tools out of what the model is offered; a
     // call to one gets a refusal before any approval (invariant 5). A name

@@ -28,8 +28,14 @@ struct Run {
 /// Runs `bosun -C ROOT/ws ARGS` with a cleared environment whose home, config
 /// and data directories are under `root`.
 fn bosun(root: &Path, args: &[&str]) -> Run {
+    bosun_with(root, &[], args)
+}
+
+/// [`bosun`] with `vars` added to the environment.
+fn bosun_with(root: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
     let mut child = Command::new(BOSUN)
         .env_clear()
+        .envs(vars.iter().copied())
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", root.join("home"))
         .env("XDG_CONFIG_HOME", root.join("xdg"))
@@ -66,23 +72,32 @@ fn bosun(root: &Path, args: &[&str]) -> Run {
     Run { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
 }
 
-#[test]
-fn exec_answers_with_a_tiny_local_model() {
-    let root = tempfile::tempdir().unwrap();
+/// A workspace under `root` and a tiny model that answers "Hello from tiny"
+/// after a newline, or, where that is not allowed, writes a `list_files`
+/// call; returns its `--model` spec.
+fn tiny_setup(root: &Path) -> String {
     for dir in ["home", "xdg", "bosun", "ws"] {
-        std::fs::create_dir(root.path().join(dir)).unwrap();
+        std::fs::create_dir(root.join(dir)).unwrap();
     }
-    let model = root.path().join("tiny.gguf");
+    let model = root.join("tiny.gguf");
     // The CLI caps a local context at 8,192 tokens; the prompt (system
     // prompt and tool schemas, mostly byte tokens here) needs a few thousand.
     TinyModel::new()
         .context_length(8192)
         .chain(&["\n", "Hello", " from", " tiny", END_OF_TURN])
+        .or_else("\n", "<tool_call>")
+        .chain(&["<tool_call>", r#"{"name": "list_files", "arguments": {}}"#, "</tool_call>", END_OF_TURN])
         .write(&model)
         .unwrap();
-    let spec = format!("local:{}", model.display());
+    format!("local:{}", model.display())
+}
 
-    let run = bosun(root.path(), &["exec", "--model", &spec, "hi"]);
+#[test]
+fn exec_answers_with_a_tiny_local_model() {
+    let root = tempfile::tempdir().unwrap();
+    let spec = tiny_setup(root.path());
+    // Without the first-round call the answer comes in one round.
+    let run = bosun_with(root.path(), &[("BOSUN_LOCAL_FIRST_CALL", "0")], &["exec", "--model", &spec, "hi"]);
     assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
     assert_eq!(run.stdout.trim_end(), "Hello from tiny", "stderr: {}", run.stderr);
 
@@ -94,4 +109,31 @@ fn exec_answers_with_a_tiny_local_model() {
         "one session holding the question and the answer: {}",
         run.stdout
     );
+}
+
+#[test]
+fn a_local_model_must_call_a_tool_in_the_first_round_then_answers() {
+    let root = tempfile::tempdir().unwrap();
+    let spec = tiny_setup(root.path());
+    std::fs::write(root.path().join("ws/notes.txt"), "n").unwrap();
+    // The model would answer at once (its first choice); the first round's
+    // grammar refuses text, so it takes its second choice, the call; the
+    // second round, free, is its answer.
+    let run = bosun(root.path(), &["exec", "--json", "--model", &spec, "hi"]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    let events: Vec<serde_json::Value> =
+        run.stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let rounds = kinds.iter().filter(|k| **k == "model_round_start").count();
+    assert_eq!(rounds, 2, "a call, then the answer: {}", run.stdout);
+    let call = events.iter().find(|e| e["type"] == "tool_call_proposed").expect("a call");
+    assert_eq!(call["name"], "list_files", "{call}");
+    let first_call = kinds.iter().position(|k| *k == "tool_call_proposed").unwrap();
+    let second_round = kinds.iter().rposition(|k| *k == "model_round_start").unwrap();
+    assert!(first_call < second_round, "{kinds:?}");
+    let end = events.iter().find(|e| e["type"] == "turn_end").unwrap();
+    assert_eq!(end["outcome"], "completed", "{end}");
+    let text: String =
+        events.iter().filter(|e| e["type"] == "text_delta").filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(text, "Hello from tiny");
 }

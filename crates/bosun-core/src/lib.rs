@@ -84,7 +84,7 @@ pub use journal::{
 pub use message::{CallId, ContentPart, Message, StopReason, Usage};
 pub use model::{
     Capabilities, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream,
-    ResponsePart, Support, Thinking,
+    ResponsePart, Support, Thinking, ToolChoice,
 };
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ArgumentPattern, CallEffects, Capability,

@@ -235,6 +235,20 @@ pub enum Thinking {
     Auto,
 }
 
+/// Whether a response may, must or must not call tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (the default).
+    #[default]
+    Auto,
+    /// The response must call at least one of the offered tools.
+    Required,
+    /// The response must not call tools.
+    None,
+}
+
 /// Sampling and reasoning options. Every field is optional; unset fields
 /// leave the model's default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -251,6 +265,9 @@ pub struct GenerationOptions {
     pub thinking: Option<Thinking>,
     /// Sequences that end generation.
     pub stop: Option<Vec<String>>,
+    /// Whether the response may, must or must not call tools. A model that
+    /// cannot enforce [`ToolChoice::Required`] treats it as a strong hint.
+    pub tool_choice: Option<ToolChoice>,
 }
 
 impl GenerationOptions {
@@ -263,6 +280,7 @@ impl GenerationOptions {
             top_p: over.top_p.or(self.top_p),
             thinking: over.thinking.or(self.thinking),
             stop: over.stop.clone().or_else(|| self.stop.clone()),
+            tool_choice: over.tool_choice.or(self.tool_choice),
         }
     }
 }

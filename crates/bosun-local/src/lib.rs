@@ -10,5 +10,6 @@ pub mod template;
 pub mod toolcall;
 
 pub use engine::{
-    DEFAULT_MAX_TOKENS, GenerationStats, LocalError, LocalModel, LocalOptions, remove_prompt_caches,
+    ArgumentHints, ArgumentValues, DEFAULT_MAX_TOKENS, GenerationStats, LocalError, LocalModel, LocalOptions,
+    remove_prompt_caches,
 };

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bosun_core::{CallId, ContentPart, Message, StopReason, Support, ToolDefinition, Usage};
-use bosun_local::template::{ChatTemplate, RenderOptions, TemplateCaps, TemplateError};
+use bosun_local::template::{CallFormat, ChatTemplate, RenderOptions, TemplateCaps, TemplateError};
 use serde_json::json;
 
 const QWEN25: &str = include_str!("templates/qwen2.5.jinja");
@@ -127,6 +127,7 @@ fn qwen25_capabilities() {
             parallel_calls: true,
             preserve_reasoning: false,
             thinking_toggle: false,
+            call_format: CallFormat::Tagged,
         }
     );
     let capabilities = template.capabilities().to_capabilities();
@@ -225,6 +226,7 @@ fn qwen3_probes_thinking_toggle_and_drops_old_reasoning() {
             parallel_calls: true,
             preserve_reasoning: false,
             thinking_toggle: true,
+            call_format: CallFormat::Tagged,
         }
     );
     let off = RenderOptions { add_generation_prompt: true, enable_thinking: Some(false) };
@@ -279,4 +281,33 @@ fn tools_are_absent_not_empty_when_none_are_active() {
     let set = RenderOptions { add_generation_prompt: false, enable_thinking: Some(true) };
     assert_eq!(template.render(None, &[], &[], &set).unwrap(), "True");
     assert_eq!(template.render(None, &[], &[], &RenderOptions::default()).unwrap(), "False");
+}
+
+#[test]
+fn the_call_format_is_the_markup_a_rendered_call_carries() {
+    let render_calls = |markup: &str| {
+        format!(
+            "{{% for m in messages %}}{{% if m.tool_calls %}}{{% for c in m.tool_calls %}}{markup}{{% endfor %}}\
+             {{% else %}}{{{{ m.role }}}}: {{{{ m.content }}}}\n{{% endif %}}{{% endfor %}}\
+             {{% if tools %}}{{% for t in tools %}}{{{{ t.function.name }}}}{{% endfor %}}{{% endif %}}"
+        )
+    };
+    let cases = [
+        ("<tool_call>{{ c.function.arguments | tojson }}</tool_call>", CallFormat::Tagged),
+        (
+            "<function={{ c.function.name }}>{{ c.function.arguments | tojson }}</function>",
+            CallFormat::Functions,
+        ),
+        (
+            "{\"name\": \"{{ c.function.name }}\", \"parameters\": {{ c.function.arguments | tojson }}}",
+            CallFormat::Bare,
+        ),
+    ];
+    for (markup, format) in cases {
+        let template = ChatTemplate::new(&render_calls(markup), None, "", "").unwrap();
+        assert!(template.capabilities().tool_calls, "{markup}");
+        assert_eq!(template.capabilities().call_format, format, "{markup}");
+    }
+    let gemma = ChatTemplate::new(GEMMA2, None, "<bos>", "<eos>").unwrap();
+    assert_eq!(gemma.capabilities().call_format, CallFormat::Bare, "no calls render: the default");
 }

@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use bosun_core::{
     ContentPart, Event, EventSink, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, ResponsePart, Session, SinkError, StopReason, Support, ToolDefinition, Usage,
+    ModelResponse, ResponsePart, Session, SinkError, StopReason, Support, ToolChoice, ToolDefinition, Usage,
 };
-use bosun_local::{LocalError, LocalModel, LocalOptions};
+use bosun_local::{ArgumentHints, ArgumentValues, LocalError, LocalModel, LocalOptions};
 use bosun_testing::gguf::{END_OF_TURN, QWEN25_TEMPLATE};
 use bosun_testing::{FnTool, TinyModel};
 use futures_util::StreamExt;
@@ -371,6 +371,95 @@ async fn the_grammar_holds_function_tags_and_fenced_calls_after_text() {
     assert!(model.last_generation().unwrap().constrained);
     assert_one_get_time_call(done(&events), "Sure");
     assert_eq!(deltas(&events).concat(), "Sure", "call markup never streams");
+}
+
+/// Streams one request with `choice` as its tool choice.
+async fn stream_choosing(
+    model: &LocalModel,
+    tools: &[ToolDefinition],
+    choice: ToolChoice,
+) -> Vec<Result<ModelEvent, ModelError>> {
+    let messages = [Message::user("what time is it?")];
+    let mut options = options(64);
+    options.tool_choice = Some(choice);
+    let request = ModelRequest::new(None, &messages, tools, options);
+    model.stream(request, CancellationToken::new()).collect().await
+}
+
+#[tokio::test]
+async fn a_required_tool_choice_turns_a_worded_answer_into_a_call() {
+    // The model would answer "Hello from tiny"; made to call, it writes a
+    // call in the template's markup (Qwen's `<tool_call>`) and nothing else.
+    let greeter = ["{", "}", "\"", ":", ","].iter().fold(greeter(), |model, word| model.word(word));
+    let file = write(&greeter);
+    let model = load(&file);
+    let tools = [ToolDefinition::new("get_time", "A tool.", json!({"type": "object", "properties": {}}))];
+    let events = stream_choosing(&model, &tools, ToolChoice::Required).await;
+    assert!(model.last_generation().unwrap().constrained);
+    assert_one_get_time_call(done(&events), "");
+    assert!(deltas(&events).is_empty(), "call markup never streams: {events:?}");
+
+    // `Auto` leaves the answer in words; `None` too, and takes no call even
+    // from a model that writes one (the call tag is banned).
+    let events = stream_choosing(&model, &tools, ToolChoice::Auto).await;
+    assert_eq!(done(&events).text(), "Hello from tiny");
+    let caller = write(&bad_caller(" nonsense"));
+    let caller = load(&caller);
+    let events = stream_choosing(&caller, &tools, ToolChoice::None).await;
+    let response = done(&events);
+    assert!(!response.content.iter().any(|p| matches!(p, ResponsePart::ToolCall { .. })), "{response:?}");
+    assert!(!response.text().contains("<tool_call>"), "{response:?}");
+    assert_eq!(response.stop_reason, StopReason::Stop);
+}
+
+/// Paths that exist, as a workspace would list them.
+struct Paths(Vec<String>);
+
+impl ArgumentHints for Paths {
+    fn argument_values(&self, tools: &[ToolDefinition]) -> ArgumentValues {
+        let mut values = ArgumentValues::default();
+        if tools.iter().any(|t| t.name == "read_file") {
+            values.insert("read_file", "path", self.0.clone());
+        }
+        values
+    }
+}
+
+#[tokio::test]
+async fn listed_argument_values_are_the_only_paths_a_call_can_name() {
+    // The model starts a call and then writes garbage where the path goes:
+    // `{"name":"read_file","arguments":{"path":"` then ` nonsense`.
+    let opening = ["\n", "<tool_call>", "{\"name\":\"read_file\",\"arguments\":{\"path\":\"", " nonsense"];
+    // Where nothing constrains it, the path ends after the garbage.
+    let caller = with_punctuation().chain(&opening).after(" nonsense", "\"").after("\"", "}");
+    let file = write(&caller);
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+    let tools = [ToolDefinition::new("read_file", "Reads a file.", schema)];
+    let hinted = |paths: &[&str]| {
+        let paths = Paths(paths.iter().map(|p| (*p).to_owned()).collect());
+        load(&file).with_argument_hints(Arc::new(paths))
+    };
+    let path_of = |events: &[Result<ModelEvent, ModelError>]| match &done(events).content[..] {
+        [ResponsePart::ToolCall { arguments, .. }] => {
+            arguments["path"].as_str().unwrap_or_default().to_owned()
+        }
+        other => panic!("expected one call, got {other:?}"),
+    };
+
+    let model = hinted(&["notes.txt"]);
+    let events = stream_choosing(&model, &tools, ToolChoice::Auto).await;
+    assert!(model.last_generation().unwrap().constrained);
+    assert_eq!(path_of(&events), "notes.txt", "the only path there is");
+
+    // With two paths the grammar still allows only those two.
+    let model = hinted(&["src/main.rs", "notes.txt"]);
+    let path = path_of(&stream_choosing(&model, &tools, ToolChoice::Auto).await);
+    assert!(["src/main.rs", "notes.txt"].contains(&path.as_str()), "{path}");
+
+    // No values listed: the path is free text again (the garbage stays in it).
+    let model = hinted(&[]);
+    let path = path_of(&stream_choosing(&model, &tools, ToolChoice::Auto).await);
+    assert!(path.contains("nonsense"), "{path}");
 }
 
 #[tokio::test]

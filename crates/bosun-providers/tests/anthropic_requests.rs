@@ -2,8 +2,8 @@
 //! breakpoints, thinking budget and token limits, consecutive messages
 //! merged and tool results leading their turn, and what is sent back of an
 //! earlier answer: signed and redacted thinking replayed, reasoning from
-//! other APIs or unsigned left out. (Decoding responses is in
-//! `anthropic.rs`.)
+//! other APIs or unsigned left out; the tool choice, only beside tools.
+//! (Decoding responses is in `anthropic.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -11,7 +11,7 @@ mod support;
 use bosun_core::message::ProviderData;
 use bosun_core::{
     CallId, ContentPart, GenerationOptions, Message, ModelRequest, ResponsePart, StopReason, Thinking,
-    ToolDefinition, Usage,
+    ToolChoice, ToolDefinition, Usage,
 };
 use serde_json::{Value, json};
 use support::Canned;
@@ -364,4 +364,56 @@ async fn consecutive_messages_merge_and_tool_results_lead_their_turn() {
             ]},
         ])
     );
+}
+
+// ---------------------------------------------------------------------------
+// 3. The tool choice.
+
+/// The body sent for one question with `tools`, `choice` and `thinking`.
+async fn body_with_choice(
+    tools: Vec<ToolDefinition>,
+    choice: Option<ToolChoice>,
+    thinking: Option<Thinking>,
+) -> Value {
+    let mut options = GenerationOptions::default();
+    options.tool_choice = choice;
+    options.thinking = thinking;
+    request_body(ModelRequest::new(None, vec![Message::user("hi")], tools, options)).await
+}
+
+#[tokio::test]
+async fn tool_choice_is_a_typed_object_beside_tools_and_absent_without_them() {
+    let unset = body_with_choice(tools(), None, None).await;
+    assert!(unset.get("tool_choice").is_none(), "{unset}");
+    assert_eq!(unset["tools"], expected_tools());
+    for (choice, kind) in
+        [(ToolChoice::Required, "any"), (ToolChoice::None, "none"), (ToolChoice::Auto, "auto")]
+    {
+        let body = body_with_choice(tools(), Some(choice), None).await;
+        assert_eq!(body["tool_choice"], json!({"type": kind}), "{choice:?}");
+        let mut expected = unset.clone();
+        expected["tool_choice"] = json!({"type": kind});
+        assert_body(&body, &expected);
+    }
+    let toolless = body_with_choice(Vec::new(), None, None).await;
+    assert!(toolless.get("tools").is_none(), "{toolless}");
+    for choice in [ToolChoice::Required, ToolChoice::None, ToolChoice::Auto] {
+        assert_body(&body_with_choice(Vec::new(), Some(choice), None).await, &toolless);
+    }
+}
+
+#[tokio::test]
+async fn required_falls_back_to_auto_with_thinking_on() {
+    let thinking = Some(Thinking::On { budget: Some(2000) });
+    let body = body_with_choice(tools(), Some(ToolChoice::Required), thinking).await;
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 2000}));
+    assert_eq!(body["tool_choice"], json!({"type": "auto"}), "the API refuses `any` with thinking");
+    let body = body_with_choice(tools(), Some(ToolChoice::None), thinking).await;
+    assert_eq!(body["tool_choice"], json!({"type": "none"}), "`none` is allowed with thinking");
+    // Thinking off or left to the model is not extended thinking: `any` stands.
+    for off in [Thinking::Off, Thinking::Auto] {
+        let body = body_with_choice(tools(), Some(ToolChoice::Required), Some(off)).await;
+        assert!(body.get("thinking").is_none(), "{off:?}");
+        assert_eq!(body["tool_choice"], json!({"type": "any"}), "{off:?}");
+    }
 }

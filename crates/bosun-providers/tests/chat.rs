@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use bosun_core::{
     CallId, ContentPart, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, ResponsePart, StopReason, Thinking, ToolDefinition, Usage,
+    ModelResponse, ResponsePart, StopReason, Thinking, ToolChoice, ToolDefinition, Usage,
 };
-use bosun_providers::{ApiKey, HostedModel, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy};
+use bosun_providers::{Api, ApiKey, HostedModel, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy};
 use futures_util::StreamExt;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -427,6 +427,69 @@ async fn without_a_key_no_authorization_and_quirks_rename_fields() {
             "max_completion_tokens": 64,
         })
     );
+}
+
+/// The body `config` (pointed at a local server) sends for one question
+/// with `tools` and `choice`.
+async fn body_with_choice(
+    config: ProviderConfig,
+    tools: Vec<ToolDefinition>,
+    choice: Option<ToolChoice>,
+) -> Value {
+    let server = TestServer::start(vec![Canned::sse(OK_STREAM)]).await;
+    let config = config
+        .with_base_url(format!("{}/v1", server.url))
+        .with_key(ApiKey::new("k"))
+        .with_retry(RetryPolicy::none());
+    let model = HostedModel::new(config, "m").unwrap();
+    let mut options = GenerationOptions::default();
+    options.tool_choice = choice;
+    let outcome = stream(&model, ModelRequest::new(None, vec![Message::user("hi")], tools, options)).await;
+    assert_eq!(response(&outcome).text(), "ok");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    requests[0].json()
+}
+
+/// Each choice adds exactly `"tool_choice": "<string>"` to the body with
+/// tools; unset, or without tools, the body is what it was before.
+async fn assert_chat_tool_choice(config: impl Fn() -> ProviderConfig) {
+    let unset = body_with_choice(config(), tools(), None).await;
+    assert!(unset.get("tool_choice").is_none(), "{unset}");
+    assert_eq!(unset["tools"].as_array().map(Vec::len), Some(2), "{unset}");
+    for (choice, sent) in
+        [(ToolChoice::Required, "required"), (ToolChoice::None, "none"), (ToolChoice::Auto, "auto")]
+    {
+        let body = body_with_choice(config(), tools(), Some(choice)).await;
+        assert_eq!(body["tool_choice"], json!(sent), "{choice:?}");
+        let mut expected = unset.clone();
+        expected["tool_choice"] = json!(sent);
+        assert_eq!(body, expected, "{choice:?}: only tool_choice is added");
+    }
+    let toolless = body_with_choice(config(), Vec::new(), None).await;
+    assert!(toolless.get("tools").is_none(), "{toolless}");
+    for choice in [ToolChoice::Required, ToolChoice::None, ToolChoice::Auto] {
+        let body = body_with_choice(config(), Vec::new(), Some(choice)).await;
+        assert_eq!(body, toolless, "{choice:?} without tools sends no tool_choice");
+    }
+}
+
+#[tokio::test]
+async fn tool_choice_is_a_string_beside_tools_and_absent_without_them() {
+    assert_chat_tool_choice(|| ProviderConfig::openai_compatible("http://unused/v1")).await;
+}
+
+#[tokio::test]
+async fn every_chat_completions_preset_sends_the_tool_choice() {
+    let chat: Vec<&str> = ProviderConfig::PRESETS
+        .iter()
+        .copied()
+        .filter(|name| ProviderConfig::preset(name).unwrap().api == Api::OpenAiChat)
+        .collect();
+    assert!(chat.contains(&"openai") && chat.contains(&"deepseek"), "{chat:?}");
+    for name in chat {
+        assert_chat_tool_choice(|| ProviderConfig::preset(name).unwrap()).await;
+    }
 }
 
 /// Decodes a stream given as JSON payloads (each framed as `data:`).

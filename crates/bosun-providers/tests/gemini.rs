@@ -11,7 +11,7 @@ use std::time::Duration;
 use bosun_core::message::ProviderData;
 use bosun_core::{
     CallId, ContentPart, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, ResponsePart, StopReason, Thinking, ToolDefinition, Usage,
+    ModelResponse, ResponsePart, StopReason, Thinking, ToolChoice, ToolDefinition, Usage,
 };
 use bosun_providers::{Api, ApiKey, HostedModel, ProviderConfig, RetryPolicy, decode_recorded};
 use futures_util::StreamExt;
@@ -444,6 +444,41 @@ async fn a_key_in_the_users_headers_is_not_sent_twice() {
     let keys: Vec<&str> =
         request.headers.iter().filter(|(n, _)| n == "x-goog-api-key").map(|(_, v)| v.as_str()).collect();
     assert_eq!(keys, vec!["from-headers"]);
+}
+
+/// The body sent for one question with `tools` and `choice`.
+async fn body_with_choice(tools: Vec<ToolDefinition>, choice: Option<ToolChoice>) -> Value {
+    let server = TestServer::start(vec![Canned::sse(OK_STREAM)]).await;
+    let model = model(config(&server.url));
+    let mut options = GenerationOptions::default();
+    options.tool_choice = choice;
+    let items = run(&model, None, ask("hi"), tools, options).await;
+    assert_eq!(done(&items).text(), "ok");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    requests[0].json()
+}
+
+#[tokio::test]
+async fn tool_choice_is_a_function_calling_mode_beside_tools_and_absent_without_them() {
+    let unset = body_with_choice(vec![weather_tool()], None).await;
+    assert!(unset.get("toolConfig").is_none(), "{unset}");
+    assert_eq!(unset["tools"][0]["functionDeclarations"][0]["name"], "weather");
+    for (choice, mode) in
+        [(ToolChoice::Required, "ANY"), (ToolChoice::None, "NONE"), (ToolChoice::Auto, "AUTO")]
+    {
+        let body = body_with_choice(vec![weather_tool()], Some(choice)).await;
+        assert_eq!(body["toolConfig"], json!({"functionCallingConfig": {"mode": mode}}), "{choice:?}");
+        let mut expected = unset.clone();
+        expected["toolConfig"] = json!({"functionCallingConfig": {"mode": mode}});
+        assert_eq!(body, expected, "{choice:?}: only toolConfig is added");
+    }
+    let toolless = body_with_choice(Vec::new(), None).await;
+    assert_eq!(toolless, json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}));
+    for choice in [ToolChoice::Required, ToolChoice::None, ToolChoice::Auto] {
+        let body = body_with_choice(Vec::new(), Some(choice)).await;
+        assert_eq!(body, toolless, "{choice:?} without tools sends no toolConfig");
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ use std::time::Duration;
 use bosun_core::message::ProviderData;
 use bosun_core::{
     CallId, ContentPart, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, ResponsePart, StopReason, Support, Thinking, ToolDefinition, Usage,
+    ModelResponse, ResponsePart, StopReason, Support, Thinking, ToolChoice, ToolDefinition, Usage,
 };
 use bosun_providers::{Api, ApiKey, HostedModel, ProviderConfig, RetryPolicy};
 use futures_util::StreamExt;
@@ -508,6 +508,35 @@ async fn reasoning_from_another_api_is_dropped_and_the_call_loses_its_item_id() 
         "store": false,
     });
     assert_body(&recorded.json(), &expected);
+}
+
+/// The body sent for one question with `tools` and `choice`.
+async fn body_with_choice(tools: Vec<ToolDefinition>, choice: Option<ToolChoice>) -> Value {
+    let mut options = GenerationOptions::default();
+    options.tool_choice = choice;
+    let request = ModelRequest::new(None, vec![Message::user("hi")], tools, options);
+    send(bare_config(), request).await.json()
+}
+
+#[tokio::test]
+async fn tool_choice_is_a_string_beside_tools_and_absent_without_them() {
+    let unset = body_with_choice(two_tools(), None).await;
+    assert!(unset.get("tool_choice").is_none(), "{unset}");
+    assert_eq!(unset["tools"], expected_tools());
+    for (choice, sent) in
+        [(ToolChoice::Required, "required"), (ToolChoice::None, "none"), (ToolChoice::Auto, "auto")]
+    {
+        let body = body_with_choice(two_tools(), Some(choice)).await;
+        assert_eq!(body["tool_choice"], json!(sent), "{choice:?}");
+        let mut expected = unset.clone();
+        expected["tool_choice"] = json!(sent);
+        assert_body(&body, &expected);
+    }
+    let toolless = body_with_choice(Vec::new(), None).await;
+    assert!(toolless.get("tools").is_none(), "{toolless}");
+    for choice in [ToolChoice::Required, ToolChoice::None, ToolChoice::Auto] {
+        assert_body(&body_with_choice(Vec::new(), Some(choice)).await, &toolless);
+    }
 }
 
 // ------------------------------------------------------------- chunking

@@ -10,6 +10,7 @@ use similar::TextDiff;
 use crate::common::{Shared, Stop, cap, refuse, stale};
 use crate::diff::{edit_diff, replace};
 use crate::file_tool::{FileTool, Work};
+use crate::nearby::refuse_near;
 use crate::workspace::{Precondition, RelPath, WorkspaceError};
 
 /// Files longer than this get no "nearest lines" hint (it is quadratic).
@@ -71,7 +72,7 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
     let _lock = shared.workspace.lock_paths([&path]);
     let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
         Ok(file) => file,
-        Err(error) => return refuse(error),
+        Err(error) => return refuse_near(&shared.workspace, &path, error),
     };
     if let Some(seen) = shared.ledger.get(&path)
         && seen.hash != file.identity.hash

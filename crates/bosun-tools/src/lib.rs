@@ -10,12 +10,14 @@
 //! Not here: permissions (the session decides), configuration files, models.
 
 mod apply_patch;
+mod brief;
 mod common;
 mod diff;
 mod edit;
 mod file_tool;
 pub mod limits;
 mod list;
+mod nearby;
 pub mod patch;
 mod read;
 mod search;
@@ -85,6 +87,13 @@ impl WorkspaceTools {
     pub fn without_shell(mut self) -> Self {
         self.shell = None;
         self
+    }
+
+    /// The tools for a small model: the same tools with one-sentence
+    /// descriptions and only their essential arguments, without
+    /// `apply_patch` (see `brief.rs`).
+    pub fn build_brief(self) -> Vec<Arc<dyn Tool>> {
+        brief::brief(self.build())
     }
 
     /// The tools, ready for `SessionBuilder::tools`.

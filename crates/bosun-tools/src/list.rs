@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::common::{Shared, Stop, cap, refuse};
 use crate::file_tool::{FileTool, Work};
+use crate::nearby::refuse_near;
 use crate::workspace::{EntryKind, Flow, RelPath};
 
 const DEFAULT_DEPTH: usize = 3;
@@ -92,7 +93,7 @@ fn list(shared: &Shared, args: &Args, stop: &Stop) -> ToolOutput {
         Flow::Continue
     });
     if let Err(error) = walked {
-        return refuse(error);
+        return refuse_near(&shared.workspace, &dir, error);
     }
     let mut text = if entries.is_empty() { format!("`{dir}` is empty") } else { entries.join("\n") };
     if let Some(note) = truncated {

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::common::{Shared, Stop, refuse};
 use crate::file_tool::{FileTool, Work};
+use crate::nearby::refuse_near;
 use crate::workspace::RelPath;
 
 /// Lines shown when no limit is given.
@@ -65,7 +66,10 @@ fn read(shared: &Shared, args: &Args) -> ToolOutput {
     let lock = shared.workspace.lock_paths([&path]);
     let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
         Ok(file) => file,
-        Err(error) => return refuse(error),
+        Err(error) => {
+            drop(lock);
+            return refuse_near(&shared.workspace, &path, error);
+        }
     };
     shared.ledger.record(&path, file.identity.clone());
     drop(lock);

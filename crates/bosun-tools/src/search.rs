@@ -30,6 +30,7 @@ use serde_json::json;
 use crate::common::blocking_stoppable;
 use crate::common::{Shared, Stop, cap, refuse};
 use crate::file_tool::{FileTool, Work};
+use crate::nearby::refuse_near;
 use crate::workspace::{EntryKind, Flow, RelPath, WalkEntry};
 use lines::{CutLines, LineCap, MAX_LINE_BYTES};
 
@@ -175,7 +176,7 @@ fn search(shared: &Shared, args: &Args, stop: &Stop, on_match: &(dyn Fn() + Sync
     if matches!(shared.workspace.kind(&scope), Ok(Some(rustix::fs::FileType::RegularFile))) {
         let file = match shared.workspace.open_file(&scope) {
             Ok((file, _)) => file,
-            Err(error) => return refuse(error),
+            Err(error) => return refuse_near(&shared.workspace, &scope, error),
         };
         let one = Scan { matcher: &matcher, halt: &halt, on_match };
         let hits = one.file(&mut searcher(context), &scope.as_string(), &file, max_results);
@@ -223,7 +224,7 @@ fn search(shared: &Shared, args: &Args, stop: &Stop, on_match: &(dyn Fn() + Sync
         })
     };
     if let Err(error) = shared.workspace.walk_parallel(&scope, threads, &make_visitor) {
-        return refuse(error);
+        return refuse_near(&shared.workspace, &scope, error);
     }
     let mut all = hits.into_inner().unwrap_or_default();
     all.sort_by(|a, b| a.path.cmp(&b.path));

@@ -38,6 +38,16 @@ pub struct Layer {
     /// The local model run when no `--model` is given: a catalog name, an
     /// `hf:` reference already pulled, or an absolute path to a `.gguf`.
     pub local_model: Option<String>,
+    /// A local model's first round of each turn must call a tool (default
+    /// true): a small model otherwise answers questions about the
+    /// workspace from invention.
+    pub local_first_call: Option<bool>,
+    /// A local model's path arguments may only name paths that exist
+    /// (default true; see `hints`).
+    pub local_path_grammar: Option<bool>,
+    /// A local model gets the brief tool set (default true): short
+    /// descriptions, essential arguments, no apply_patch.
+    pub local_brief_tools: Option<bool>,
     /// Let the model see today's date (a local model's chat template asks for
     /// it); off, the template gets a fixed neutral date (invariant 19).
     pub clock: Option<bool>,
@@ -253,6 +263,9 @@ impl Layer {
         ("local_threads", "BOSUN_LOCAL_THREADS"),
         ("local_model", "BOSUN_LOCAL_MODEL"),
         ("clock", "BOSUN_CLOCK"),
+        ("local_first_call", "BOSUN_LOCAL_FIRST_CALL"),
+        ("local_path_grammar", "BOSUN_LOCAL_PATH_GRAMMAR"),
+        ("local_brief_tools", "BOSUN_LOCAL_BRIEF_TOOLS"),
     ];
 
     /// Reads and checks a file.
@@ -304,6 +317,9 @@ impl Layer {
             local_threads: number("BOSUN_LOCAL_THREADS")?,
             local_model: env.get("BOSUN_LOCAL_MODEL").map(str::to_owned),
             clock: flag("BOSUN_CLOCK")?,
+            local_first_call: flag("BOSUN_LOCAL_FIRST_CALL")?,
+            local_path_grammar: flag("BOSUN_LOCAL_PATH_GRAMMAR")?,
+            local_brief_tools: flag("BOSUN_LOCAL_BRIEF_TOOLS")?,
             ..Self::default()
         })
     }
@@ -321,6 +337,9 @@ impl Layer {
             "local_threads" => into.local_threads = self.local_threads,
             "local_model" => into.local_model = self.local_model.clone(),
             "clock" => into.clock = self.clock,
+            "local_first_call" => into.local_first_call = self.local_first_call,
+            "local_path_grammar" => into.local_path_grammar = self.local_path_grammar,
+            "local_brief_tools" => into.local_brief_tools = self.local_brief_tools,
             _ => {}
         }
     }

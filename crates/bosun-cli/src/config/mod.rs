@@ -90,6 +90,12 @@ pub struct Settings {
     pub local_threads: Option<u32>,
     /// The local model run when no `--model` is given (see `models::resolve_local`).
     pub local_model: Option<String>,
+    /// Whether a local model's first round must call a tool.
+    pub local_first_call: bool,
+    /// Whether a local model's path arguments are held to existing paths.
+    pub local_path_grammar: bool,
+    /// Whether a local model gets the brief tool set.
+    pub local_brief_tools: bool,
     /// Whether the model may see today's date.
     pub clock: bool,
     /// Permission rules, from every layer.
@@ -124,6 +130,9 @@ impl Settings {
             local_context: None,
             local_threads: None,
             local_model: None,
+            local_first_call: true,
+            local_path_grammar: true,
+            local_brief_tools: true,
             clock: false,
             rules: Vec::new(),
             headers: Vec::new(),
@@ -137,6 +146,9 @@ impl Settings {
         settings.note("mode", "propose", Source::Default);
         settings.note("project_docs", "true", Source::Default);
         settings.note("clock", "false", Source::Default);
+        settings.note("local_first_call", "true", Source::Default);
+        settings.note("local_path_grammar", "true", Source::Default);
+        settings.note("local_brief_tools", "true", Source::Default);
         settings
     }
 
@@ -204,6 +216,18 @@ impl Settings {
         if let Some(clock) = layer.clock {
             self.clock = clock;
             self.note("clock", clock, source.clone());
+        }
+        if let Some(first_call) = layer.local_first_call {
+            self.local_first_call = first_call;
+            self.note("local_first_call", first_call, source.clone());
+        }
+        if let Some(paths) = layer.local_path_grammar {
+            self.local_path_grammar = paths;
+            self.note("local_path_grammar", paths, source.clone());
+        }
+        if let Some(brief) = layer.local_brief_tools {
+            self.local_brief_tools = brief;
+            self.note("local_brief_tools", brief, source.clone());
         }
         for (name, rule) in &layer.permissions {
             let rules = rule.rules(name).with_context(|| format!("in {source}"))?;

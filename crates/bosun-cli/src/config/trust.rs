@@ -134,6 +134,10 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     ignore("local_threads", kept.local_threads.take().is_some());
     // Which weights run (and a path to them) is the user's choice, like the model.
     ignore("local_model", kept.local_model.take().is_some());
+    // How the local model is steered changes what it can be led to do.
+    ignore("local_first_call", kept.local_first_call.take().is_some());
+    ignore("local_path_grammar", kept.local_path_grammar.take().is_some());
+    ignore("local_brief_tools", kept.local_brief_tools.take().is_some());
     for name in std::mem::take(&mut kept.headers).into_keys() {
         ignore(&format!("headers.{name}"), true);
     }

@@ -13,7 +13,7 @@ use crate::history::{call_ids, validate_history};
 use crate::journal::{Journal, JournalRecord};
 use crate::limits::Limits;
 use crate::message::{CallId, Message};
-use crate::model::{GenerationOptions, Model, Support, Thinking};
+use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
 use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
 use crate::schema::CompiledSchema;
@@ -29,6 +29,7 @@ pub struct SessionBuilder {
     system: Option<String>,
     history: Option<Vec<Message>>,
     options: GenerationOptions,
+    first_round: Option<ToolChoice>,
     mode: Mode,
     rules: Vec<PermissionRule>,
     approver: Arc<dyn ApprovalHandler>,
@@ -68,6 +69,7 @@ impl SessionBuilder {
             system: None,
             history: None,
             options: GenerationOptions::default(),
+            first_round: None,
             mode: Mode::default(),
             rules: Vec::new(),
             approver: Arc::new(DenyAll),
@@ -112,6 +114,15 @@ impl SessionBuilder {
     /// Session-wide generation options; a turn may layer its own over them.
     pub fn options(mut self, options: GenerationOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// The tool choice of each turn's first model round when the turn's
+    /// options set none and tools are offered. [`ToolChoice::Required`] makes
+    /// a small model look before it answers: a question about the workspace
+    /// otherwise gets an invented answer. Later rounds are left to the model.
+    pub fn first_round_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.first_round = Some(choice);
         self
     }
 
@@ -329,6 +340,7 @@ impl SessionBuilder {
             system,
             history,
             options: self.options,
+            first_round: self.first_round,
             mode: self.mode,
             rules: self.rules,
             approver: self.approver,

@@ -23,7 +23,7 @@ use crate::error::BuildError;
 use crate::journal::{Journal, JournalError};
 use crate::limits::Limits;
 use crate::message::{CallId, ContentPart, Message, StopReason, Usage};
-use crate::model::{Capabilities, GenerationOptions, Model};
+use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
 use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
 use crate::replay::Ledger;
 use crate::schema::CompiledSchema;
@@ -73,6 +73,8 @@ pub struct Session {
     pub(crate) system: Option<String>,
     pub(crate) history: Vec<Message>,
     pub(crate) options: GenerationOptions,
+    /// See [`SessionBuilder::first_round_tool_choice`].
+    pub(crate) first_round: Option<ToolChoice>,
     pub(crate) mode: Mode,
     pub(crate) rules: Vec<PermissionRule>,
     pub(crate) approver: Arc<dyn ApprovalHandler>,

@@ -10,6 +10,8 @@
 //! refuses further turns until it is resumed from its journal.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ops::Range;
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -58,14 +60,8 @@ pub(crate) struct TurnState {
     pub(crate) cancel: CancellationToken,
     /// The caller's own token, to tell its cancellation from a sink failure.
     pub(crate) caller: CancellationToken,
-    /// Tool results seen this turn (tool name and result text), for
-    /// repeated-call detection.
-    pub(crate) seen_results: std::collections::HashSet<(String, String)>,
-    /// The next round is offered no tools: the model repeated itself.
-    pub(crate) answer_only: bool,
-    /// History ranges (a call message and its results) whose results all
-    /// repeated earlier ones; left out of the answer-only round's request.
-    pub(crate) repeats: Vec<std::ops::Range<usize>>,
+    /// The repeated-call rule's view of this turn.
+    pub(crate) repeats: Repeats,
 }
 
 impl TurnState {
@@ -113,9 +109,7 @@ impl Session {
             usage: Usage::default(),
             cancel,
             caller: options.cancel,
-            seen_results: std::collections::HashSet::new(),
-            answer_only: false,
-            repeats: Vec::new(),
+            repeats: Repeats::default(),
         };
         // From here on every path emits `turn_end` (if the sink still works).
         emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
@@ -148,7 +142,7 @@ impl Session {
     ) -> Result<TurnOutcome, TurnErrorKind> {
         for round in 1..=self.limits.max_rounds {
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
-            let response = self.model_round(state, generation, emitter).await?;
+            let response = self.model_round(state, round, generation, emitter).await?;
             state.usage += response.usage;
             // Cancellation wins ties (invariant 13): a cancel that came with
             // the response, in the same poll, stops the turn before the
@@ -187,11 +181,7 @@ impl Session {
             }
             match batch.results {
                 Some(results) => {
-                    state.answer_only = repeats_itself(&mut state.seen_results, &results);
-                    if state.answer_only {
-                        let start = self.history.len();
-                        state.repeats.push(start..start + results.len() + 1);
-                    }
+                    state.repeats.observe(self.history.len(), &results);
                     let mut messages = Vec::with_capacity(results.len() + 1);
                     messages.push(assistant);
                     messages.extend(results);
@@ -218,32 +208,21 @@ impl Session {
     async fn model_round(
         &self,
         state: &TurnState,
+        round: u32,
         generation: &GenerationOptions,
         emitter: &mut Emitter<'_>,
     ) -> Result<ModelResponse, TurnErrorKind> {
-        // The answer-only round sees the conversation without the batches
-        // that repeated earlier ones: they add nothing, and a small model
-        // reading its own repeated calls imitates them instead of answering.
-        let repeated = |index: &usize| state.answer_only && state.repeats.iter().any(|r| r.contains(index));
-        let strip = self.capabilities.reasoning_replay == Support::No;
-        let messages = if strip || state.answer_only {
-            let kept = self.history.iter().enumerate().filter(|(index, _)| !repeated(index));
-            Cow::Owned(kept.map(|(_, m)| if strip { m.without_reasoning() } else { m.clone() }).collect())
-        } else {
-            Cow::Borrowed(self.history.as_slice())
-        };
-        let request = ModelRequest {
-            system: self.system.as_deref(),
-            messages,
-            // A model that only repeats calls it already made gets one round
-            // without tools, so it has to answer with what it has.
-            tools: if state.answer_only {
-                Cow::Borrowed(&[])
-            } else {
-                Cow::Borrowed(self.advertised.as_slice())
-            },
-            options: generation.clone(),
-        };
+        let messages = self.request_messages(&state.repeats);
+        // A model that keeps repeating calls it already made is offered no
+        // tools, so it has to answer with what it has.
+        let answer_only = state.repeats.answer_only();
+        let tools: &[_] = if answer_only { &[] } else { self.advertised.as_slice() };
+        let mut options = generation.clone();
+        if round == 1 && !tools.is_empty() && options.tool_choice.is_none() {
+            options.tool_choice = self.first_round;
+        }
+        let request =
+            ModelRequest { system: self.system.as_deref(), messages, tools: Cow::Borrowed(tools), options };
         let mut stream = self.model.stream(request, state.cancel.clone());
         let mut text = DeltaReconciler::new();
         let mut reasoning = DeltaReconciler::new();
@@ -291,6 +270,43 @@ impl Session {
                 return Err(state.cancelled(emitter));
             }
         }
+    }
+
+    /// The conversation as the model is shown it this round. History and the
+    /// journal keep every real result (so replay is unaffected); only the
+    /// request changes: reasoning is stripped for a model that would not
+    /// keep it, and repeated batches are noted or left out (see [`Repeats`]).
+    fn request_messages(&self, repeats: &Repeats) -> Cow<'_, [Message]> {
+        let strip = self.capabilities.reasoning_replay == Support::No;
+        if !strip && !repeats.any() {
+            return Cow::Borrowed(self.history.as_slice());
+        }
+        let answer_only = repeats.answer_only();
+        let mut view = Vec::with_capacity(self.history.len());
+        for (index, message) in self.history.iter().enumerate() {
+            let repeated = repeats.contains(index);
+            match message {
+                // The answer-only round sees the conversation without the
+                // repeated batches: they add nothing, and a small model
+                // reading its own repeated calls imitates them instead of
+                // answering.
+                _ if repeated && answer_only => {}
+                // Before that, the call stays (each result still answers
+                // its call) and the result it repeats, shown earlier, is
+                // replaced by a note that says so.
+                Message::ToolResult { call_id, tool_name, is_error, .. } if repeated => {
+                    view.push(Message::ToolResult {
+                        call_id: *call_id,
+                        tool_name: tool_name.clone(),
+                        content: vec![ContentPart::text(REPEATED_RESULT_NOTE)],
+                        is_error: *is_error,
+                    });
+                }
+                _ if strip => view.push(message.without_reasoning()),
+                _ => view.push(message.clone()),
+            }
+        }
+        Cow::Owned(view)
     }
 
     /// Replaces the model's call ids with session-minted ones (invariant 4).
@@ -451,17 +467,65 @@ fn finish_response(
     Ok(response)
 }
 
-/// Repeated-call detection: true when every result of a batch is one this
-/// turn already produced (same tool, same output), i.e. the calls taught the
-/// model nothing new. Records the results as seen.
-fn repeats_itself(seen: &mut std::collections::HashSet<(String, String)>, results: &[Message]) -> bool {
-    let mut all_seen = !results.is_empty();
-    for result in results {
-        if let Message::ToolResult { tool_name, .. } = result {
-            all_seen &= !seen.insert((tool_name.clone(), result.text()));
+/// What the model is shown, in place of a result it already had, after its
+/// first repeated batch.
+const REPEATED_RESULT_NOTE: &str = "[bosun: this call returned the same result as an earlier call in \
+     this turn; that result is above. Do not repeat it: use another tool, or answer.]";
+
+/// The repeated-call rule. A batch repeats when every one of its results is
+/// one this turn already produced (same tool, same output): the calls taught
+/// the model nothing new.
+///
+/// - After the first repeated batch the model keeps its tools (a small model
+///   often repeats one read, then goes on to the step that needs it), and
+///   the request shows a note in place of the repeated results.
+/// - After the second, every later round offers no tools and leaves the
+///   repeated batches out of the request: the model is looping, and has to
+///   answer with what it has.
+///
+/// The count is per turn and only grows: a batch with something new between
+/// two repeats does not reset it, or a model alternating one new call with
+/// one repeat would never be stopped. Held by the tests in
+/// `tests/repeated_calls.rs`.
+#[derive(Debug, Default)]
+pub(crate) struct Repeats {
+    /// Tool results seen this turn: tool name and result text.
+    seen: HashSet<(String, String)>,
+    /// History ranges (a call message and its results) of the batches that
+    /// repeated, in order; their number is how often the model repeated.
+    batches: Vec<Range<usize>>,
+}
+
+impl Repeats {
+    /// Records a batch's results as seen; when all were seen before, records
+    /// the batch, about to be committed at history index `at`, as a repeat.
+    fn observe(&mut self, at: usize, results: &[Message]) {
+        let mut all_seen = !results.is_empty();
+        for result in results {
+            if let Message::ToolResult { tool_name, .. } = result {
+                all_seen &= !self.seen.insert((tool_name.clone(), result.text()));
+            }
+        }
+        if all_seen {
+            self.batches.push(at..at + results.len() + 1);
         }
     }
-    all_seen
+
+    /// Whether any batch this turn repeated.
+    fn any(&self) -> bool {
+        !self.batches.is_empty()
+    }
+
+    /// Whether the model has repeated itself twice: from then on it is
+    /// offered no tools.
+    fn answer_only(&self) -> bool {
+        self.batches.len() >= 2
+    }
+
+    /// Whether history index `index` belongs to a repeated batch.
+    fn contains(&self, index: usize) -> bool {
+        self.batches.iter().any(|batch| batch.contains(&index))
+    }
 }
 
 /// Polls a model stream to its end so no generation outlives the round.

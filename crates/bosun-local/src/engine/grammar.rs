@@ -9,8 +9,21 @@
 //! the property, so the wrapper rules below can use `bosun-call` and
 //! `bosun-args-N` however the converter spelled the rest; the schema's own
 //! root rule is unused.
+//!
+//! Two ways in: lazily, from [`ROOT`], once a trigger pattern appears (the
+//! model may answer in words); or from the start, from
+//! [`ToolGrammar::required_root`], when the response must call a tool
+//! (`ToolChoice::Required`): then the output is one or more calls in the
+//! template's own markup and nothing else.
+//!
+//! Argument values (see [`crate::engine::ArgumentValues`]) narrow string
+//! arguments in the grammar only: the model is shown each tool's own schema,
+//! and a listed argument can only be written as one of its values.
 
 use bosun_core::ToolDefinition;
+
+use super::hints::ArgumentValues;
+use crate::template::CallFormat;
 
 /// The grammar rule the wrapper grammar starts at.
 pub(crate) const ROOT: &str = "bosun-root";
@@ -31,6 +44,9 @@ pub(crate) struct ToolGrammar {
     /// Regular expressions (ECMAScript, as llama.cpp's `std::regex`) over the
     /// output so far; the grammar applies from the first capture group on.
     pub(crate) patterns: Vec<String>,
+    /// The rule a response that must call a tool starts at: the calls in the
+    /// markup of the template's [`CallFormat`].
+    pub(crate) required_root: &'static str,
 }
 
 /// Builds the tool-call grammar for `tools`, or says why it cannot.
@@ -50,11 +66,16 @@ pub(crate) struct ToolGrammar {
 /// - later in the output, a ```` ```json ```` fence opening `{"name":
 ///   "<one of the tools>"`: the same. Only with a tool's name, so JSON the
 ///   person asked for is not forced into a call.
-pub(crate) fn tool_grammar(tools: &[ToolDefinition], triggers: &[&str]) -> Result<ToolGrammar, String> {
+pub(crate) fn tool_grammar(
+    tools: &[ToolDefinition],
+    triggers: &[&str],
+    format: CallFormat,
+    values: &ArgumentValues,
+) -> Result<ToolGrammar, String> {
     if tools.is_empty() {
         return Err("no tools".into());
     }
-    let mut gbnf = llama_cpp_2::json_schema_to_grammar(&carrier_schema(tools)?)
+    let mut gbnf = llama_cpp_2::json_schema_to_grammar(&carrier_schema(tools, values)?)
         .map_err(|e| format!("llama.cpp could not turn the tool schemas into a grammar: {e}"))?;
     let rules = std::iter::once("bosun-call".to_owned()).chain((0..tools.len()).map(args_rule));
     let defined = |rule: &String| gbnf.lines().any(|line| line.starts_with(&format!("{rule} ::=")));
@@ -83,7 +104,12 @@ pub(crate) fn tool_grammar(tools: &[ToolDefinition], triggers: &[&str]) -> Resul
         return Err("the tool-call parser offers no trigger the grammar knows".into());
     }
     gbnf.push_str(&wrapper(tools, &forms));
-    Ok(ToolGrammar { gbnf, patterns })
+    let required_root = match format {
+        CallFormat::Tagged => "bosun-tagged",
+        CallFormat::Functions => "bosun-functions",
+        _ => "bosun-bare",
+    };
+    Ok(ToolGrammar { gbnf, patterns, required_root })
 }
 
 fn args_rule(index: usize) -> String {
@@ -91,14 +117,14 @@ fn args_rule(index: usize) -> String {
 }
 
 /// The JSON Schema whose properties give the rules `bosun-call` and `bosun-args-N`.
-fn carrier_schema(tools: &[ToolDefinition]) -> Result<String, String> {
+fn carrier_schema(tools: &[ToolDefinition], values: &ArgumentValues) -> Result<String, String> {
     // Built as text so `name` comes before `arguments` whatever serde_json's
     // map order is: the grammar fixes the property order.
     let mut alternatives = Vec::with_capacity(tools.len());
     let mut arguments = Vec::with_capacity(tools.len());
     for (index, tool) in tools.iter().enumerate() {
         let name = serde_json::to_string(&tool.name).map_err(|e| e.to_string())?;
-        let parameters = parameters(tool)?;
+        let parameters = parameters(tool, values)?;
         alternatives.push(format!(
             r#"{{"type":"object","properties":{{"name":{{"const":{name}}},"arguments":{parameters}}},"required":["name","arguments"],"additionalProperties":false}}"#
         ));
@@ -111,12 +137,23 @@ fn carrier_schema(tools: &[ToolDefinition]) -> Result<String, String> {
     ))
 }
 
-fn parameters(tool: &ToolDefinition) -> Result<String, String> {
-    if tool.parameters.is_object() {
-        serde_json::to_string(&tool.parameters).map_err(|e| e.to_string())
-    } else {
-        Ok(r#"{"type":"object"}"#.to_owned())
+/// The tool's schema as the grammar sees it: each string argument with
+/// listed values becomes an `enum` of them (its description kept).
+fn parameters(tool: &ToolDefinition, values: &ArgumentValues) -> Result<String, String> {
+    if !tool.parameters.is_object() {
+        return Ok(r#"{"type":"object"}"#.to_owned());
     }
+    let mut schema = tool.parameters.clone();
+    if let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        for (name, property) in properties.iter_mut() {
+            let is_string = property.get("type").and_then(|t| t.as_str()) == Some("string");
+            let Some(allowed) = values.get(&tool.name, name).filter(|v| !v.is_empty()) else { continue };
+            if is_string {
+                *property = serde_json::json!({ "enum": allowed });
+            }
+        }
+    }
+    serde_json::to_string(&schema).map_err(|e| e.to_string())
 }
 
 /// The rules over `bosun-call` and `bosun-args-N`: the forms, lists, tags.
@@ -210,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_call_schema_puts_name_before_arguments() {
-        let schema = carrier_schema(&[read_file()]).unwrap_or_default();
+        let schema = carrier_schema(&[read_file()], &ArgumentValues::default()).unwrap_or_default();
         let name = schema.find("\"name\"").unwrap_or(usize::MAX);
         let arguments = schema.find("\"arguments\"").unwrap_or(0);
         assert!(name < arguments, "{schema}");
@@ -219,7 +256,10 @@ mod tests {
     #[test]
     fn every_trigger_has_its_form_and_pattern() {
         let tools = [read_file(), ToolDefinition::new("now", "", json!({"type": "object"}))];
-        let grammar = tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS).unwrap();
+        let none = ArgumentValues::default();
+        let grammar =
+            tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS, CallFormat::Tagged, &none).unwrap();
+        assert_eq!(grammar.required_root, "bosun-tagged");
         assert!(
             grammar.gbnf.contains("bosun-root ::= bosun-tagged | bosun-functions | bosun-bare"),
             "{}",
@@ -237,9 +277,29 @@ mod tests {
                 .contains("bosun-fn-0 ::= \"read_file>\" space (bosun-args-0 | bosun-params-0) space")
         );
         assert!(grammar.gbnf.contains("bosun-fn-1 ::= \"now>\" space (bosun-args-1)? space"));
-        assert!(tool_grammar(&tools, &["<function="]).is_ok());
-        assert!(tool_grammar(&tools, &["<nothing>"]).is_err());
-        assert!(tool_grammar(&[], crate::toolcall::CALL_TRIGGERS).is_err());
+        assert!(tool_grammar(&tools, &["<function="], CallFormat::Functions, &none).is_ok());
+        assert!(tool_grammar(&tools, &["<nothing>"], CallFormat::Tagged, &none).is_err());
+        assert!(tool_grammar(&[], crate::toolcall::CALL_TRIGGERS, CallFormat::Tagged, &none).is_err());
+        let bare = tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS, CallFormat::Bare, &none).unwrap();
+        assert_eq!(bare.required_root, "bosun-bare");
+    }
+
+    #[test]
+    fn listed_values_narrow_only_their_string_argument() {
+        let mut values = ArgumentValues::default();
+        values.insert("read_file", "path", vec!["a.txt".into(), "src/b.rs".into()]);
+        values.insert("read_file", "offset", vec!["1".into()]);
+        values.insert("other_tool", "path", vec!["x".into()]);
+        let schema = parameters(&read_file(), &values).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
+        assert_eq!(schema["properties"]["path"], json!({"enum": ["a.txt", "src/b.rs"]}));
+        assert_eq!(schema["required"], json!(["path"]), "the rest of the schema is kept");
+        // No values, or empty ones: the argument stays free.
+        let free = parameters(&read_file(), &ArgumentValues::default()).unwrap();
+        assert!(free.contains(r#""path":{"type":"string"}"#), "{free}");
+        let mut empty = ArgumentValues::default();
+        empty.insert("read_file", "path", Vec::new());
+        assert_eq!(parameters(&read_file(), &empty).unwrap(), free);
     }
 
     #[test]

@@ -16,11 +16,13 @@
 //! a `[bosun: tool call not used: …]` note so the model sees them next turn.
 
 mod grammar;
+mod hints;
 mod host;
 mod output;
 mod prompt;
 mod prompt_cache;
 
+pub use hints::{ArgumentHints, ArgumentValues};
 pub use prompt_cache::remove_prompt_caches;
 mod sampling;
 mod stream;
@@ -33,7 +35,7 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc as std_mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bosun_core::{Capabilities, Model, ModelError, ModelRequest, ModelStream};
+use bosun_core::{Capabilities, Model, ModelError, ModelRequest, ModelStream, ToolChoice, ToolDefinition};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -176,8 +178,9 @@ pub struct GenerationStats {
     pub constrained: bool,
 }
 
-/// The tool grammar of the latest tool set (`None`: llama.cpp could not build one).
-type CachedGrammar = (Vec<bosun_core::ToolDefinition>, Option<Arc<ToolGrammar>>);
+/// The tool grammar of the latest tool set and argument values (`None`:
+/// llama.cpp could not build one).
+type CachedGrammar = ((Vec<ToolDefinition>, ArgumentValues), Option<Arc<ToolGrammar>>);
 
 /// A GGUF model run in-process; see the module docs.
 pub struct LocalModel {
@@ -191,6 +194,7 @@ pub struct LocalModel {
     worker: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
     grammar: Mutex<Option<CachedGrammar>>,
+    hints: Option<Arc<dyn ArgumentHints>>,
     seed: AtomicU32,
 }
 
@@ -269,8 +273,16 @@ impl LocalModel {
             worker: Some(worker),
             shared,
             grammar: Mutex::new(None),
+            hints: None,
             seed: AtomicU32::new(host::seed()),
         })
+    }
+
+    /// Narrows string arguments of tool calls to the values `hints` gives
+    /// before each request (see [`ArgumentHints`]).
+    pub fn with_argument_hints(mut self, hints: Arc<dyn ArgumentHints>) -> Self {
+        self.hints = Some(hints);
+        self
     }
 
     /// The context size in tokens.
@@ -304,10 +316,17 @@ impl LocalModel {
         cancel: CancellationToken,
     ) -> Result<stream::GenerationStream, ModelError> {
         let rendered = prompt::render(&self.template, request)?;
-        let tool_names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        // `ToolChoice::None` offers the tools to read about but takes no call,
+        // as a request without tools does.
+        let choice = request.options.tool_choice.unwrap_or_default();
+        let tools: &[ToolDefinition] = if choice == ToolChoice::None { &[] } else { &request.tools };
+        let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let tools_withdrawn = tool_names.is_empty()
             && request.messages.iter().any(|message| message.tool_calls().next().is_some());
-        let grammar = self.tool_grammar(&request.tools);
+        let grammar = self.tool_grammar(tools);
+        // A grammar that llama.cpp refused cannot force a call: the response
+        // is then free, as with `Auto`.
+        let required = choice == ToolChoice::Required && grammar.is_some();
         let (events, receiver) = mpsc::channel(CHANNEL);
         let (done, finished) = std_mpsc::sync_channel(0);
         let control = Arc::new(Control::default());
@@ -317,6 +336,7 @@ impl LocalModel {
             max_tokens: request.options.max_tokens.unwrap_or(self.max_tokens),
             sampling: Sampling::from_options(&request.options, seed),
             grammar,
+            required,
             stops: request.options.stop.clone().unwrap_or_default(),
             tool_names,
             tools_withdrawn,
@@ -331,22 +351,26 @@ impl LocalModel {
         Ok(stream::GenerationStream::new(receiver, control, finished))
     }
 
-    /// The grammar for `tools`, built once per tool set.
-    fn tool_grammar(&self, tools: &[bosun_core::ToolDefinition]) -> Option<Arc<ToolGrammar>> {
+    /// The grammar for `tools` and the argument values the hints give now,
+    /// built again only when either changed.
+    fn tool_grammar(&self, tools: &[ToolDefinition]) -> Option<Arc<ToolGrammar>> {
         if tools.is_empty() {
             return None;
         }
+        let values = self.hints.as_ref().map(|h| h.argument_values(tools)).unwrap_or_default();
         let mut cache = self.grammar.lock().ok()?;
-        if let Some((cached_tools, grammar)) = cache.as_ref()
+        if let Some(((cached_tools, cached_values), grammar)) = cache.as_ref()
             && cached_tools.as_slice() == tools
+            && *cached_values == values
         {
             return grammar.clone();
         }
-        let grammar = grammar::tool_grammar(tools, toolcall::CALL_TRIGGERS)
+        let format = self.template.capabilities().call_format;
+        let grammar = grammar::tool_grammar(tools, toolcall::CALL_TRIGGERS, format, &values)
             .map_err(|e| tracing::warn!("tool calls are not constrained: {e}"))
             .ok()
             .map(Arc::new);
-        *cache = Some((tools.to_vec(), grammar.clone()));
+        *cache = Some(((tools.to_vec(), values), grammar.clone()));
         grammar
     }
 }

@@ -67,15 +67,23 @@ impl std::fmt::Debug for TokenSampler {
 
 impl TokenSampler {
     /// A sampler for one generation; without the grammar (and a warning) if
-    /// llama.cpp refuses it. `banned` tokens are never chosen.
+    /// llama.cpp refuses it. With `required`, the grammar applies from the
+    /// first token: the output is calls and nothing else. `banned` tokens
+    /// are never chosen.
     pub(crate) fn new(
         model: &LlamaModel,
         sampling: Sampling,
         grammar: Option<&ToolGrammar>,
+        required: bool,
         banned: &[LlamaToken],
     ) -> Self {
         let grammar = grammar.and_then(|g| {
-            LlamaSampler::grammar_lazy_patterns(model, &g.gbnf, ROOT, &g.patterns, &[])
+            let sampler = if required {
+                LlamaSampler::grammar(model, &g.gbnf, g.required_root)
+            } else {
+                LlamaSampler::grammar_lazy_patterns(model, &g.gbnf, ROOT, &g.patterns, &[])
+            };
+            sampler
                 .map_err(|e| {
                     tracing::warn!("llama.cpp refused the tool grammar ({e}); calls are unconstrained")
                 })

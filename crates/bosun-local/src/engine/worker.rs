@@ -50,6 +50,9 @@ pub(crate) struct Job {
     pub(crate) max_tokens: u32,
     pub(crate) sampling: Sampling,
     pub(crate) grammar: Option<Arc<ToolGrammar>>,
+    /// The response must call a tool: the grammar applies from the first
+    /// token (`ToolChoice::Required`), not from a trigger.
+    pub(crate) required: bool,
     pub(crate) stops: Vec<String>,
     pub(crate) tool_names: Vec<String>,
     /// No tools are offered, but the conversation called some: the tools
@@ -202,7 +205,7 @@ impl Worker<'_> {
         // is one token is banned, so the model answers in words instead
         // (other openings are cut below).
         let banned = if job.tool_names.is_empty() { self.call_tag_tokens() } else { Vec::new() };
-        let mut sampler = TokenSampler::new(self.model, job.sampling, grammar, &banned);
+        let mut sampler = TokenSampler::new(self.model, job.sampling, grammar, job.required, &banned);
         if job.tools_withdrawn {
             sampler.ban_first(self.model, &self.call_openers());
         }
@@ -232,6 +235,7 @@ impl Worker<'_> {
             }
             let appended_at = output.len();
             joiner.push(&vocab.token_to_piece(token, true, None), &mut output);
+            tracing::trace!(token = token.0, output = %&output[appended_at..], "generated");
             if let Some(cut) = output::find_stop(&output, appended_at, &job.stops) {
                 output.truncate(cut);
                 break StopReason::Stop;

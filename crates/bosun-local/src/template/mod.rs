@@ -49,7 +49,7 @@ use minijinja::{Environment, ErrorKind};
 use serde::Serialize;
 
 pub use convert::IMAGE_PLACEHOLDER;
-pub use probe::TemplateCaps;
+pub use probe::{CallFormat, TemplateCaps};
 
 use convert::{TemplateMessage, TemplateTool};
 

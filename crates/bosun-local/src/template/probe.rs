@@ -14,6 +14,7 @@
 //! | `parallel_calls` | both calls of a two-call assistant message appear |
 //! | `preserve_reasoning` | `reasoning_content` of an assistant message before the last user message appears |
 //! | `thinking_toggle` | `enable_thinking` false and true render differently |
+//! | `call_format` | how a rendered assistant call is marked up: `<tool_call>`, `<function=`, or neither |
 
 use bosun_core::{Capabilities, Support};
 use serde_json::json;
@@ -28,6 +29,20 @@ const ARG_KEY: &str = "bosun_probe_key";
 const ARG_MARK: &str = "bosun_probe_value_5e1c";
 const SECOND_MARK: &str = "bosun_probe_second_5e1c";
 const REASONING_MARK: &str = "bosun_probe_reasoning_5e1c";
+
+/// How a template writes an assistant's tool call, so that a call the
+/// engine forces is written the way the model saw calls written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallFormat {
+    /// Hermes tags: `<tool_call>{"name": …, "arguments": …}</tool_call>` (Qwen2.5, Qwen3).
+    Tagged,
+    /// Function tags: `<function=NAME>…</function>` (Llama 3.1, Functionary, Qwen3-Coder).
+    Functions,
+    /// Neither: JSON on its own (Llama 3.2), or calls do not render at all.
+    #[default]
+    Bare,
+}
 
 /// What a chat template supports, as found by rendering probes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +61,8 @@ pub struct TemplateCaps {
     pub preserve_reasoning: bool,
     /// `enable_thinking` changes the prompt.
     pub thinking_toggle: bool,
+    /// How an assistant's call is marked up.
+    pub call_format: CallFormat,
 }
 
 impl TemplateCaps {
@@ -83,6 +100,24 @@ pub(super) fn probe(template: &ChatTemplate) -> TemplateCaps {
     let tools =
         shows(template, &[TemplateMessage::user("Hello.")], Some(&named_tools[..]), None, &[TOOL_MARK]);
     let (tool_calls, object_arguments) = probe_calls(template, &call_tools);
+    let call_format = if tool_calls {
+        let rendered = render(
+            template,
+            &call_conversation(vec![call("call_1", ARG_MARK, !object_arguments)]),
+            Some(&call_tools[..]),
+            None,
+        )
+        .unwrap_or_default();
+        if rendered.contains("<tool_call>") {
+            CallFormat::Tagged
+        } else if rendered.contains("<function=") {
+            CallFormat::Functions
+        } else {
+            CallFormat::Bare
+        }
+    } else {
+        CallFormat::Bare
+    };
     let parallel_calls = tool_calls && {
         let calls =
             vec![call("call_1", ARG_MARK, !object_arguments), call("call_2", SECOND_MARK, !object_arguments)];
@@ -108,6 +143,7 @@ pub(super) fn probe(template: &ChatTemplate) -> TemplateCaps {
         parallel_calls,
         preserve_reasoning,
         thinking_toggle,
+        call_format,
     }
 }
 

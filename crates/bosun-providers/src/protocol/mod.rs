@@ -7,7 +7,7 @@ pub(crate) mod chat;
 pub(crate) mod gemini;
 pub(crate) mod responses;
 
-use bosun_core::{Capabilities, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use bosun_core::{Capabilities, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice};
 
 use crate::config::{Api, ProviderConfig};
 use crate::sse::SseEvent;
@@ -76,6 +76,19 @@ pub(crate) fn for_api(api: Api) -> Box<dyn Protocol> {
         Api::AnthropicMessages => Box::new(anthropic::Anthropic),
         Api::OpenAiResponses => Box::new(responses::Responses),
         Api::Gemini => Box::new(gemini::Gemini),
+    }
+}
+
+/// The `tool_choice` string both OpenAI APIs (Chat Completions and
+/// Responses) take, for a request that offers tools. `None` for a choice
+/// this build does not know: the field is left out and the API's default
+/// (`auto` when tools are offered) applies.
+pub(crate) fn openai_tool_choice(choice: ToolChoice) -> Option<&'static str> {
+    match choice {
+        ToolChoice::Auto => Some("auto"),
+        ToolChoice::Required => Some("required"),
+        ToolChoice::None => Some("none"),
+        _ => None,
     }
 }
 

@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 pub use atomic::{Precondition, WriteReport};
 pub use path::RelPath;
-pub use walk::{EntryKind, Flow, WalkEntry};
+pub use walk::{DirEntries, EntryKind, Flow, WalkEntry};
 
 /// Why a workspace operation was refused or failed. Every variant names the
 /// path as the tool received it.
@@ -250,6 +250,22 @@ impl Workspace {
             current = opened.map_err(|e| self.explain(&current, path, index, e))?;
         }
         Ok(current)
+    }
+
+    /// How many leading components of `path` are directories that exist,
+    /// each opened from its parent's handle without following a symlink:
+    /// `path.components()[..n]` is the deepest existing ancestor.
+    pub fn existing_depth(&self, path: &RelPath) -> usize {
+        let Ok(mut current) = rustix::io::dup(&self.inner.root) else { return 0 };
+        let mut depth = 0;
+        for name in path.components() {
+            match rustix::fs::openat(&current, name.as_str(), DIR_FLAGS, Mode::empty()) {
+                Ok(next) => current = next,
+                Err(_) => break,
+            }
+            depth += 1;
+        }
+        depth
     }
 
     /// `openat2` beneath the root; `None` when the kernel lacks it.

@@ -73,6 +73,12 @@ impl RelPath {
         self.components.split_last().map(|(last, parent)| (parent, last.as_str()))
     }
 
+    /// The path of its first `n` components (the whole path when it has
+    /// fewer).
+    pub fn prefix(&self, n: usize) -> Self {
+        Self { components: self.components.iter().take(n).cloned().collect() }
+    }
+
     /// This path with `name` (one plain component) appended.
     pub fn join(&self, name: &str) -> String {
         if self.is_root() { name.to_owned() } else { format!("{}/{name}", self.as_string()) }

@@ -98,18 +98,45 @@ impl Rules {
 struct Listing {
     dir: OwnedFd,
     entries: Vec<(std::ffi::CString, EntryKind)>,
+    /// Whether the directory holds entries beyond `entries` (a bounded
+    /// read, or none at all), so its ignore files may be among them.
+    partial: bool,
+}
+
+/// Some entries of one directory, read by [`Workspace::read_dir`].
+#[derive(Debug, Default)]
+pub struct DirEntries {
+    /// The names that are not ignored, with their kinds, in name order.
+    pub entries: Vec<(String, EntryKind)>,
+    /// Whether the directory holds entries that were not read.
+    pub more: bool,
 }
 
 impl Workspace {
     fn read_listing(&self, dir: OwnedFd, path: &RelPath) -> Result<Listing, WorkspaceError> {
+        self.read_listing_at_most(dir, path, usize::MAX)
+    }
+
+    /// Reads at most `max` entries, in the order the file system gives them.
+    fn read_listing_at_most(
+        &self,
+        dir: OwnedFd,
+        path: &RelPath,
+        max: usize,
+    ) -> Result<Listing, WorkspaceError> {
         let mut reader =
             Dir::read_from(&dir).map_err(|e| WorkspaceError::io(path, "read the directory", e))?;
         let mut entries = Vec::new();
+        let mut partial = false;
         while let Some(entry) = reader.read() {
             let entry = entry.map_err(|e| WorkspaceError::io(path, "read the directory", e))?;
             let name = entry.file_name();
             if name == c"." || name == c".." {
                 continue;
+            }
+            if entries.len() >= max {
+                partial = true;
+                break;
             }
             let kind = match entry.file_type() {
                 FileType::Unknown => rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
@@ -126,7 +153,27 @@ impl Workspace {
             entries.push((name.to_owned(), kind));
         }
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(Listing { dir, entries })
+        Ok(Listing { dir, entries, partial })
+    }
+
+    /// Reads at most `max` entries of the directory at `dir` (in the order
+    /// the file system gives them, so a large directory is never read
+    /// whole), drops what a walk would skip (ignored entries, `.git`, names
+    /// that are not UTF-8) and returns the rest in name order. Only `dir`
+    /// is read, and of its ancestors only their ignore files.
+    pub fn read_dir(&self, dir: &RelPath, max: usize) -> Result<DirEntries, WorkspaceError> {
+        let rules = self.ancestor_rules(dir)?;
+        let listing = self.read_listing_at_most(self.open_dir(dir, false)?, dir, max)?;
+        let rules = self.rules_for(&listing, dir, &rules);
+        let mut entries = Vec::new();
+        for (name, kind) in &listing.entries {
+            if self.child(dir, name, *kind, &rules).is_some()
+                && let Ok(name) = name.to_str()
+            {
+                entries.push((name.to_owned(), *kind));
+            }
+        }
+        Ok(DirEntries { entries, more: listing.partial })
     }
 
     /// This directory's ignore rules on top of its parent's.
@@ -136,7 +183,12 @@ impl Workspace {
         let mut builder = GitignoreBuilder::new(&base);
         let mut any = false;
         for file in [c".gitignore", c".ignore"] {
-            if !listing.entries.iter().any(|(name, kind)| name.as_c_str() == file && *kind == EntryKind::File)
+            // A partial listing may lack it; `read_small` checks the kind.
+            if !listing.partial
+                && !listing
+                    .entries
+                    .iter()
+                    .any(|(name, kind)| name.as_c_str() == file && *kind == EntryKind::File)
             {
                 continue;
             }
@@ -221,7 +273,9 @@ impl Workspace {
         let mut rules = Rules::default();
         let mut path = RelPath::root();
         for name in start.components() {
-            let listing = self.read_listing(self.open_dir(&path, false)?, &path)?;
+            // Only the ignore files are needed, not the entries: a large
+            // ancestor is not read.
+            let listing = Listing { dir: self.open_dir(&path, false)?, entries: Vec::new(), partial: true };
             rules = self.rules_for(&listing, &path, &rules);
             path = RelPath::parse(&path.join(name))?;
         }

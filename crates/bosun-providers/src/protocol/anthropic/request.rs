@@ -1,11 +1,13 @@
 //! The Anthropic Messages request body: the system prompt as text blocks,
 //! history as strictly alternating user/assistant turns (tool results are
-//! user content), tools, thinking, sampling options and the three
-//! prompt-caching breakpoints.
+//! user content), tools and the tool choice, thinking, sampling options and
+//! the three prompt-caching breakpoints.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use bosun_core::{ContentPart, GenerationOptions, Message, ModelRequest, Thinking, ToolDefinition};
+use bosun_core::{
+    ContentPart, GenerationOptions, Message, ModelRequest, Thinking, ToolChoice, ToolDefinition,
+};
 use serde_json::{Map, Value, json};
 
 use super::tag;
@@ -29,6 +31,9 @@ const THINKING_TOP_P: std::ops::RangeInclusive<f32> = 0.95..=1.0;
 /// send nothing. Temperature is not sent with thinking on (the API refuses
 /// it), nor `top_p` outside 0.95..=1; when both temperature and `top_p` are
 /// set only temperature is sent (current models refuse both).
+///
+/// A tool choice is sent only when the request offers tools; see
+/// [`tool_choice`] for its form and its one exception with thinking on.
 pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
     let options = &request.options;
     let (max_tokens, budget) = limits(options);
@@ -50,6 +55,10 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools(&request.tools)));
+        // Only beside tools: the API refuses `tool_choice` without them.
+        if let Some(choice) = options.tool_choice.and_then(|c| tool_choice(c, budget.is_some())) {
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(budget) = budget {
         body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
@@ -71,6 +80,26 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
     }
     body.insert("stream".into(), Value::Bool(true));
     Value::Object(body)
+}
+
+/// The `tool_choice` object for `choice`: `auto`, `any` (what the API
+/// calls "must use a tool") or `none`.
+///
+/// With extended thinking on the API accepts only `auto` and `none`, and
+/// refuses the request outright for `any`. Required then falls back to
+/// `auto`: the turn still gets its answer (the model may well call a tool),
+/// where dropping thinking instead would silently change the reasoning the
+/// caller asked for. `None` for a choice this build does not know: the field
+/// is left out and the API's default (`auto`) applies.
+fn tool_choice(choice: ToolChoice, thinking: bool) -> Option<Value> {
+    let kind = match choice {
+        ToolChoice::Auto => "auto",
+        ToolChoice::Required if thinking => "auto",
+        ToolChoice::Required => "any",
+        ToolChoice::None => "none",
+        _ => return None,
+    };
+    Some(json!({"type": kind}))
 }
 
 /// `max_tokens` and the thinking budget (when thinking is on).

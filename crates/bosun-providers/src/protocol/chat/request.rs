@@ -1,6 +1,7 @@
 //! The Chat Completions request body: the conversation as `messages`, the
-//! tools as `function` tools, and the generation options under the names
-//! the server's quirks ask for.
+//! tools as `function` tools (with `tool_choice`, when one is set, as
+//! `"auto"`, `"required"` or `"none"`), and the generation options under the
+//! names the server's quirks ask for.
 //!
 //! Reasoning is sent back only to the provider that produced it (the
 //! `provider` in its provider data, tagged with this API), in the field it
@@ -19,6 +20,7 @@ use bosun_core::{ContentPart, GenerationOptions, Message, ModelRequest, Thinking
 use serde_json::{Map, Value, json};
 
 use crate::config::{Api, ProviderConfig};
+use crate::protocol::openai_tool_choice;
 
 /// Thinking budgets below this many tokens ask for `"low"` effort.
 const LOW_EFFORT_BUDGET: u32 = 8192;
@@ -41,6 +43,10 @@ pub(super) fn body(config: &ProviderConfig, model: &str, request: &ModelRequest<
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        // Only beside tools: servers refuse `tool_choice` without them.
+        if let Some(choice) = request.options.tool_choice.and_then(openai_tool_choice) {
+            body.insert("tool_choice".into(), json!(choice));
+        }
     }
     body.insert("stream".into(), json!(true));
     if config.quirks.stream_usage {

@@ -1,4 +1,5 @@
-//! The Gemini request body: `systemInstruction`, `contents`, `tools` and
+//! The Gemini request body: `systemInstruction`, `contents`, `tools`,
+//! `toolConfig` (a set tool choice, only beside tools) and
 //! `generationConfig`.
 //!
 //! History becomes `user` and `model` turns; consecutive messages of the
@@ -30,7 +31,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bosun_core::message::{ProviderData, concat_text};
-use bosun_core::{ContentPart, GenerationOptions, Message, ModelRequest, Thinking, ToolDefinition};
+use bosun_core::{
+    ContentPart, GenerationOptions, Message, ModelRequest, Thinking, ToolChoice, ToolDefinition,
+};
 use serde_json::{Map, Value, json};
 
 use super::{SIGNATURE, tag};
@@ -45,11 +48,28 @@ pub(super) fn body(request: &ModelRequest<'_>) -> Value {
     if !request.tools.is_empty() {
         let declarations: Vec<Value> = request.tools.iter().map(declaration).collect();
         body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+        // Only beside tools: a function-calling mode without functions is refused.
+        if let Some(mode) = request.options.tool_choice.and_then(calling_mode) {
+            body.insert("toolConfig".into(), json!({"functionCallingConfig": {"mode": mode}}));
+        }
     }
     if let Some(config) = generation_config(&request.options) {
         body.insert("generationConfig".into(), config);
     }
     Value::Object(body)
+}
+
+/// The function-calling mode for a tool choice: `AUTO`, `ANY` (must call
+/// one of the declared functions) or `NONE`. `None` for a choice this build
+/// does not know: no `toolConfig` is sent and Gemini's default (`AUTO`)
+/// applies.
+fn calling_mode(choice: ToolChoice) -> Option<&'static str> {
+    match choice {
+        ToolChoice::Auto => Some("AUTO"),
+        ToolChoice::Required => Some("ANY"),
+        ToolChoice::None => Some("NONE"),
+        _ => None,
+    }
 }
 
 /// The system prompt, with any system messages of the history appended.

@@ -23,6 +23,8 @@
 //!
 //! Tools are sent with `strict: false`: the Responses API defaults function
 //! tools to strict mode, which rejects schemas with optional properties.
+//! A set tool choice goes with them as `tool_choice: "auto" | "required" |
+//! "none"`; a request without tools sends none.
 //! Stop sequences are not supported by the Responses API and are not sent.
 
 use base64::Engine;
@@ -32,6 +34,7 @@ use bosun_core::{ContentPart, Message, ModelError, ModelRequest, Thinking};
 use serde_json::{Map, Value, json};
 
 use super::tag;
+use crate::protocol::openai_tool_choice;
 
 /// The request body for `model`.
 pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, ModelError> {
@@ -56,6 +59,10 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, Mod
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        // Only beside tools: the API refuses `tool_choice` without them.
+        if let Some(choice) = request.options.tool_choice.and_then(openai_tool_choice) {
+            body.insert("tool_choice".into(), json!(choice));
+        }
     }
     body.insert("stream".into(), json!(true));
     body.insert("store".into(), json!(false));
