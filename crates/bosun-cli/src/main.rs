@@ -4,10 +4,12 @@
 mod approve;
 mod cli;
 mod config;
+mod examples;
 mod exec;
 mod harden;
 mod hints;
 mod instructions;
+mod logging;
 mod models;
 mod output;
 mod sanitize;
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
     // out of the process and its /proc view (harden.rs).
     let env = Env::capture();
     harden::harden();
+    logging::init(&env);
     let cli = Cli::parse();
     let palettes = Palettes::decide(&env);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

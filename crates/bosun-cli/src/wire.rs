@@ -42,7 +42,7 @@ const LOCAL_CONTEXT: u32 = 8192;
 /// (`local:PATH`, `local/NAME` of a pulled model, or a pulled `hf:` file), or,
 /// when nothing is configured, `local_model` or else the embedded default
 /// (the pulled Qwen2.5-Coder model). A local model's path arguments are
-/// held to `workspace`'s paths unless `local_path_grammar` is off.
+/// held to `workspace`'s paths when `local_path_grammar` is on.
 pub async fn model(settings: &Settings, env: &Env, workspace: &Workspace) -> Result<Arc<dyn Model>> {
     let spec = settings.model.as_deref();
     let local =
@@ -92,6 +92,9 @@ pub async fn model(settings: &Settings, env: &Env, workspace: &Workspace) -> Res
             .await
             .context("loading the local model stopped")?
             .with_context(|| format!("cannot load {shown}"))?;
+        if settings.local_examples && settings.local_brief_tools {
+            loaded = loaded.with_examples(crate::examples::local_examples());
+        }
         if settings.local_path_grammar {
             loaded = loaded.with_argument_hints(Arc::new(WorkspacePaths::new(workspace.clone())));
         }

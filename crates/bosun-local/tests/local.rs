@@ -227,9 +227,7 @@ async fn qwen_reads_a_file_and_answers_from_it() {
     let model = std::sync::Arc::new(model);
     let script = "#!/usr/bin/env bash\necho \"hello from the sample workspace\"\n";
     let tool = FnTool::text("read_file", ToolCategory::Read, move |_| {
-        let numbered: String =
-            script.lines().enumerate().map(|(n, line)| format!("{:>6}\t{line}\n", n + 1)).collect();
-        format!("{numbered}[greet.sh: lines 1-2 of 2]")
+        script.lines().enumerate().map(|(n, line)| format!("{:>6}\t{line}\n", n + 1)).collect::<String>()
     })
     .schema(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}));
     let mut session = Session::builder_shared(model.clone())

@@ -7,7 +7,7 @@
 //! `apply_patch`, say). `apply_patch` is left out (`edit_file` and
 //! `write_file` do its work in the shape such a model gets right); so are
 //! the tuning arguments (`offset`, `depth`, `glob`, `timeout_ms`, …), which
-//! keep their defaults. A brief schema is a subset of the full one, so the
+//! keep their defaults, and `search`'s `path` (it searches everywhere). A brief schema is a subset of the full one, so the
 //! tool runs unchanged on what it validates.
 //!
 //! [`WorkspaceTools::brief`]: crate::WorkspaceTools::brief
@@ -65,12 +65,11 @@ fn brief_definition(name: &str) -> Option<(&'static str, Value)> {
             "List the files and directories in a directory.",
             object(json!({"path": string("The directory (leave it out for the whole workspace)")}), &[]),
         ),
+        // Always the whole workspace: given a `path`, a small model narrows
+        // the search to a file it guessed, and misses the match.
         "search" => (
-            "Search the files for a regular expression; returns each matching line as path:line:text.",
-            object(
-                json!({"pattern": string("What to find"), "path": string("Where to look (leave it out for everywhere)")}),
-                &["pattern"],
-            ),
+            "Search all the files for a regular expression; returns each matching line as path:line:text.",
+            object(json!({"pattern": string("What to find")}), &["pattern"]),
         ),
         "edit_file" => (
             "Replace old_text with new_text in a file; old_text must appear in it exactly once.",

@@ -109,7 +109,12 @@ fn read(shared: &Shared, args: &Args) -> ToolOutput {
         out.push_str(&format!("(no lines: the file has {total} lines, offset was {first})\n"));
     }
     let last = first + shown.saturating_sub(1);
-    // No hash here: small models took it for part of the file (measured on Qwen2.5-Coder-0.5B).
+    // A whole file needs no footer: small models answered with it ("VERSION:
+    // lines 1-1 of 1") instead of with the file (measured on
+    // Qwen2.5-Coder-0.5B), as they took a hash for part of the file.
+    if first == 1 && last == total && !cut_for_size {
+        return ToolOutput::text(out);
+    }
     let mut footer = format!("[{path}: lines {first}-{last} of {total}");
     if cut_for_size {
         footer.push_str("; output limit reached, continue with offset");

@@ -28,7 +28,7 @@ async fn read_file_numbers_lines_and_pages() {
     fixture.put("a.txt", &body);
     let all = fixture.ok("read_file", json!({"path": "a.txt"})).await;
     assert!(all.starts_with("     1\tline 1\n"), "{all}");
-    assert!(all.ends_with("[a.txt: lines 1-10 of 10]"), "{all}");
+    assert!(all.ends_with("    10\tline 10\n"), "a whole file has no footer: {all}");
     let page = fixture.ok("read_file", json!({"path": "a.txt", "offset": 4, "limit": 2})).await;
     assert!(page.starts_with("     4\tline 4\n     5\tline 5\n["), "{page}");
     assert!(page.contains("5 more lines, continue with offset 6"), "{page}");

@@ -43,11 +43,14 @@ pub struct Layer {
     /// workspace from invention.
     pub local_first_call: Option<bool>,
     /// A local model's path arguments may only name paths that exist
-    /// (default true; see `hints`).
+    /// (default false; see `hints`).
     pub local_path_grammar: Option<bool>,
     /// A local model gets the brief tool set (default true): short
     /// descriptions, essential arguments, no apply_patch.
     pub local_brief_tools: Option<bool>,
+    /// A local model is shown two example turns before each conversation
+    /// (default true; see `examples`).
+    pub local_examples: Option<bool>,
     /// Let the model see today's date (a local model's chat template asks for
     /// it); off, the template gets a fixed neutral date (invariant 19).
     pub clock: Option<bool>,
@@ -266,6 +269,7 @@ impl Layer {
         ("local_first_call", "BOSUN_LOCAL_FIRST_CALL"),
         ("local_path_grammar", "BOSUN_LOCAL_PATH_GRAMMAR"),
         ("local_brief_tools", "BOSUN_LOCAL_BRIEF_TOOLS"),
+        ("local_examples", "BOSUN_LOCAL_EXAMPLES"),
     ];
 
     /// Reads and checks a file.
@@ -320,6 +324,7 @@ impl Layer {
             local_first_call: flag("BOSUN_LOCAL_FIRST_CALL")?,
             local_path_grammar: flag("BOSUN_LOCAL_PATH_GRAMMAR")?,
             local_brief_tools: flag("BOSUN_LOCAL_BRIEF_TOOLS")?,
+            local_examples: flag("BOSUN_LOCAL_EXAMPLES")?,
             ..Self::default()
         })
     }
@@ -340,6 +345,7 @@ impl Layer {
             "local_first_call" => into.local_first_call = self.local_first_call,
             "local_path_grammar" => into.local_path_grammar = self.local_path_grammar,
             "local_brief_tools" => into.local_brief_tools = self.local_brief_tools,
+            "local_examples" => into.local_examples = self.local_examples,
             _ => {}
         }
     }

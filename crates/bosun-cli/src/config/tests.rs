@@ -304,11 +304,16 @@ fn local_model_comes_from_the_user_the_environment_or_a_trusted_project_only() {
 }
 
 #[test]
-fn local_steering_switches_default_on_and_an_untrusted_project_cannot_turn_them_off() {
+fn local_steering_switches_have_measured_defaults_and_an_untrusted_project_cannot_change_them() {
     let empty = tempfile::tempdir().unwrap();
     let defaults = resolve(empty.path(), &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap();
-    assert!(defaults.local_first_call && defaults.local_path_grammar && defaults.local_brief_tools);
-    let env = Env::from_pairs(&[("BOSUN_LOCAL_FIRST_CALL", "0"), ("BOSUN_LOCAL_BRIEF_TOOLS", "false")]);
+    assert!(defaults.local_first_call && defaults.local_brief_tools && defaults.local_examples);
+    assert!(!defaults.local_path_grammar, "off: it lost a task on the local suite");
+    let env = Env::from_pairs(&[
+        ("BOSUN_LOCAL_FIRST_CALL", "0"),
+        ("BOSUN_LOCAL_BRIEF_TOOLS", "false"),
+        ("BOSUN_LOCAL_PATH_GRAMMAR", "1"),
+    ]);
     let settings = resolve(empty.path(), &env, None, &RunOptions::default()).unwrap();
     assert!(!settings.local_first_call && !settings.local_brief_tools && settings.local_path_grammar);
     assert_eq!(settings.sources["local_first_call"].1, Source::Env("BOSUN_LOCAL_FIRST_CALL"));
@@ -317,11 +322,11 @@ fn local_steering_switches_default_on_and_an_untrusted_project_cannot_turn_them_
     let project = tempfile::tempdir().unwrap();
     let root = project.path().canonicalize().unwrap();
     std::fs::create_dir(root.join(".git")).unwrap();
-    write(&root, ".bosun/config.toml", "local_first_call = false\nlocal_path_grammar = false\n");
+    write(&root, ".bosun/config.toml", "local_first_call = false\nlocal_path_grammar = true\n");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
     let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
-    assert!(settings.local_first_call && settings.local_path_grammar, "untrusted: ignored");
+    assert!(settings.local_first_call && !settings.local_path_grammar, "untrusted: ignored");
     let ignored = &settings.project.as_ref().unwrap().ignored;
     assert!(
         ignored.contains(&"local_first_call".to_owned())
@@ -329,5 +334,5 @@ fn local_steering_switches_default_on_and_an_untrusted_project_cannot_turn_them_
     );
     user_config(home.path(), Some(&root), "");
     let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
-    assert!(!settings.local_first_call && !settings.local_path_grammar, "trusted: applied");
+    assert!(!settings.local_first_call && settings.local_path_grammar, "trusted: applied");
 }

@@ -138,6 +138,7 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     ignore("local_first_call", kept.local_first_call.take().is_some());
     ignore("local_path_grammar", kept.local_path_grammar.take().is_some());
     ignore("local_brief_tools", kept.local_brief_tools.take().is_some());
+    ignore("local_examples", kept.local_examples.take().is_some());
     for name in std::mem::take(&mut kept.headers).into_keys() {
         ignore(&format!("headers.{name}"), true);
     }

@@ -13,8 +13,10 @@
 //! Two ways in: lazily, from [`ROOT`], once a trigger pattern appears (the
 //! model may answer in words); or from the start, from
 //! [`ToolGrammar::required_root`], when the response must call a tool
-//! (`ToolChoice::Required`): then the output is one or more calls in the
-//! template's own markup and nothing else.
+//! (`ToolChoice::Required`): then the output is exactly one call, in the
+//! template's own markup with JSON arguments. One, because a small model
+//! forced to call repeats the call (or, given Qwen3-Coder's parameter tags,
+//! one parameter) until its token limit.
 //!
 //! Argument values (see [`crate::engine::ArgumentValues`]) narrow string
 //! arguments in the grammar only: the model is shown each tool's own schema,
@@ -105,9 +107,9 @@ pub(crate) fn tool_grammar(
     }
     gbnf.push_str(&wrapper(tools, &forms));
     let required_root = match format {
-        CallFormat::Tagged => "bosun-tagged",
-        CallFormat::Functions => "bosun-functions",
-        _ => "bosun-bare",
+        CallFormat::Tagged => "bosun-required-tagged",
+        CallFormat::Functions => "bosun-function",
+        _ => "bosun-call",
     };
     Ok(ToolGrammar { gbnf, patterns, required_root })
 }
@@ -168,7 +170,8 @@ fn wrapper(tools: &[ToolDefinition], forms: &[&str]) -> String {
          bosun-bare ::= bosun-calls | \"```\" \"json\"? space bosun-calls space \"```\"\n\
          bosun-functions ::= bosun-function (space bosun-function)*\n\
          bosun-function ::= {} ({})\n\
-         bosun-param-value ::= ([^<] | \"<\" [^/] | \"</\" [^p])*\n",
+         bosun-param-value ::= ([^<] | \"<\" [^/] | \"</\" [^p])*\n\
+         bosun-required-tagged ::= {open} space bosun-call space {close}\n",
         forms.join(" | "),
         gbnf_literal(FUNC_OPEN),
         functions.join(" | "),
@@ -259,7 +262,14 @@ mod tests {
         let none = ArgumentValues::default();
         let grammar =
             tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS, CallFormat::Tagged, &none).unwrap();
-        assert_eq!(grammar.required_root, "bosun-tagged");
+        assert_eq!(grammar.required_root, "bosun-required-tagged");
+        assert!(
+            grammar.gbnf.contains(
+                "bosun-required-tagged ::= \"<tool_call>\" space bosun-call space \"</tool_call>\""
+            ),
+            "one call in Hermes tags: {}",
+            grammar.gbnf
+        );
         assert!(
             grammar.gbnf.contains("bosun-root ::= bosun-tagged | bosun-functions | bosun-bare"),
             "{}",
@@ -281,7 +291,10 @@ mod tests {
         assert!(tool_grammar(&tools, &["<nothing>"], CallFormat::Tagged, &none).is_err());
         assert!(tool_grammar(&[], crate::toolcall::CALL_TRIGGERS, CallFormat::Tagged, &none).is_err());
         let bare = tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS, CallFormat::Bare, &none).unwrap();
-        assert_eq!(bare.required_root, "bosun-bare");
+        assert_eq!(bare.required_root, "bosun-call");
+        let functions =
+            tool_grammar(&tools, crate::toolcall::CALL_TRIGGERS, CallFormat::Functions, &none).unwrap();
+        assert_eq!(functions.required_root, "bosun-function");
     }
 
     #[test]

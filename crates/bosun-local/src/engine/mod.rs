@@ -195,6 +195,7 @@ pub struct LocalModel {
     shared: Arc<Shared>,
     grammar: Mutex<Option<CachedGrammar>>,
     hints: Option<Arc<dyn ArgumentHints>>,
+    examples: Vec<bosun_core::Message>,
     seed: AtomicU32,
 }
 
@@ -274,6 +275,7 @@ impl LocalModel {
             shared,
             grammar: Mutex::new(None),
             hints: None,
+            examples: Vec::new(),
             seed: AtomicU32::new(host::seed()),
         })
     }
@@ -282,6 +284,15 @@ impl LocalModel {
     /// before each request (see [`ArgumentHints`]).
     pub fn with_argument_hints(mut self, hints: Arc<dyn ArgumentHints>) -> Self {
         self.hints = Some(hints);
+        self
+    }
+
+    /// Shows the model `examples` (complete turns: a question, calls, their
+    /// results and the answer) before every conversation: a small model
+    /// imitates what it sees, and learns from one example to answer once a
+    /// result holds what it needs. Not part of any session's history.
+    pub fn with_examples(mut self, examples: Vec<bosun_core::Message>) -> Self {
+        self.examples = examples;
         self
     }
 
@@ -315,7 +326,7 @@ impl LocalModel {
         request: &ModelRequest<'_>,
         cancel: CancellationToken,
     ) -> Result<stream::GenerationStream, ModelError> {
-        let rendered = prompt::render(&self.template, request)?;
+        let rendered = prompt::render(&self.template, request, &self.examples)?;
         // `ToolChoice::None` offers the tools to read about but takes no call,
         // as a request without tools does.
         let choice = request.options.tool_choice.unwrap_or_default();

@@ -261,7 +261,13 @@ impl Worker<'_> {
             index = self.decode_one(token)?;
         };
         joiner.finish(&mut output);
-        tracing::debug!(output = %output, "generation finished");
+        tracing::debug!(
+            prompt_tokens = stats.prompt_tokens,
+            reused = stats.reused_tokens,
+            generated = stats.generated_tokens,
+            output = %output,
+            "generation finished"
+        );
         stats.generation_time = generation_started.elapsed();
         stats.constrained = sampler.constrained();
         let mut usage =
