@@ -1,12 +1,14 @@
 //! Example turns shown to a local model before each conversation
 //! (`local_examples`): a question answered from a file read, a change made
-//! by reading then editing, a script run and its output reported. A 0.5B model repeats its call after a
-//! result instead of answering (docs/benchmarks.md); shown a turn that goes
-//! call, result, answer, it has a pattern to follow.
+//! by reading then editing, a script run and its output reported. A 0.5B
+//! model repeats its call after a result instead of answering
+//! (docs/benchmarks.md); shown a turn that goes call, result, answer, it has
+//! a pattern to follow.
 //!
-//! The names in them (`team.txt`, `theme.cfg`) are unlikely in a real
-//! workspace, and the path grammar keeps reads and edits to paths that
-//! exist, so a model that copies an example's path cannot act on it.
+//! The names in them (`team.txt`, `theme.cfg`, `report.sh`) are unlikely in
+//! a real workspace: a model that copies an example's path gets a "does not
+//! exist" naming the paths that do, and with `local_path_grammar` on it
+//! cannot name it at all.
 
 use bosun_core::Message;
 use serde_json::json;

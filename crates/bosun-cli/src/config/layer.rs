@@ -48,7 +48,7 @@ pub struct Layer {
     /// A local model gets the brief tool set (default true): short
     /// descriptions, essential arguments, no apply_patch.
     pub local_brief_tools: Option<bool>,
-    /// A local model is shown two example turns before each conversation
+    /// A local model is shown three example turns before each conversation
     /// (default true; see `examples`).
     pub local_examples: Option<bool>,
     /// Let the model see today's date (a local model's chat template asks for

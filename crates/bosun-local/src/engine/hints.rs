@@ -9,7 +9,6 @@
 //! shown the tools' own schemas, and the tool still checks what it gets.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use bosun_core::ToolDefinition;
 
@@ -41,10 +40,4 @@ pub trait ArgumentHints: Send + Sync {
     /// on the caller's task, before generation starts: keep it quick and
     /// bounded (return nothing rather than a huge list).
     fn argument_values(&self, tools: &[ToolDefinition]) -> ArgumentValues;
-}
-
-impl fmt::Debug for dyn ArgumentHints {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ArgumentHints")
-    }
 }
