@@ -54,10 +54,55 @@ pub enum Command {
     /// Download, list and remove local models.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// Configure MCP servers (in your own config) and see their tools.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Print shell completions.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+    },
+}
+
+/// `bosun mcp`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The configured servers: name, transport, whether enabled, and the
+    /// file each comes from.
+    List,
+    /// Add a server to your config: `bosun mcp add NAME -- CMD ARGS…` (a
+    /// program started over stdio) or `bosun mcp add NAME --url URL`
+    /// (Streamable HTTP).
+    Add {
+        /// The server's name (its tools are offered as `mcp__NAME__TOOL`).
+        name: String,
+        /// The server's Streamable HTTP endpoint.
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
+        /// The environment variable holding a bearer token for --url.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_token_env_var: Option<String>,
+        /// A variable set for the program (repeatable); secrets belong in
+        /// --env-var instead, which passes bosun's own.
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// A variable passed through from bosun's environment (repeatable).
+        #[arg(long = "env-var", value_name = "VAR")]
+        env_vars: Vec<String>,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a server from your config.
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+    /// Start the servers (or the one named) and print their tools with
+    /// their parameter schemas, as bosun offers them.
+    Tools {
+        /// One server's name.
+        name: Option<String>,
     },
 }
 
@@ -187,6 +232,10 @@ pub enum ModelsCommand {
     /// Show the catalog, whether each model is downloaded, and any other
     /// .gguf there, with size, licence and where each came from.
     List,
+    /// Show the devices llama.cpp runs local models on in this build: the
+    /// CPU, and any GPU a GPU backend found (builds with `cuda`, `vulkan`
+    /// or `metal`; `local_gpu_layers` sets how much is offloaded).
+    Devices,
     /// Delete a downloaded model and what a download of it left.
     Rm {
         /// The model, its `hf:` reference, or the file name of another .gguf in the models directory.

@@ -104,7 +104,29 @@ pub async fn exec(
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
-    let (workspace, tools) = wire::tools(&dir, env, &settings)?;
+    let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
+    let mcp = crate::mcp::start(&settings, env, workspace.root_path(), palettes.stderr).await;
+    if let Some(started) = &mcp {
+        tools.extend(started.servers.tools());
+    }
+    let outcome = exec_with(&settings, env, &args.run, prompt, workspace, tools, palettes).await;
+    // Every server is stopped on every way out, the failing ones included.
+    if let Some(started) = mcp {
+        started.servers.shutdown().await;
+    }
+    outcome
+}
+
+async fn exec_with(
+    settings: &config::Settings,
+    env: &Env,
+    run: &RunOptions,
+    prompt: String,
+    workspace: bosun_tools::Workspace,
+    tools: Vec<Arc<dyn bosun_core::Tool>>,
+    palettes: Palettes,
+) -> Result<Outcome> {
+    let settings = settings.clone();
     let model = wire::model(&settings, env, &workspace).await?;
     let store = wire::store(&settings, env)?;
     let journal = store.new_session();
@@ -116,10 +138,10 @@ pub async fn exec(
     let mut session = wire::builder(model, &workspace, tools, &settings)
         .system_prompt(system)
         .journal(journal)
-        .shared_approver(approver(&args.run, palettes.tty))
+        .shared_approver(approver(run, palettes.tty))
         .build()
         .await?;
-    drive(&mut session, prompt.into(), &args.run, &id, palettes.stderr).await
+    drive(&mut session, prompt.into(), run, &id, palettes.stderr).await
 }
 
 /// `bosun resume`.
@@ -133,7 +155,27 @@ pub async fn resume(
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, palettes.stderr);
-    let (workspace, tools) = wire::tools(&dir, env, &settings)?;
+    let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
+    let mcp = crate::mcp::start(&settings, env, workspace.root_path(), palettes.stderr).await;
+    if let Some(started) = &mcp {
+        tools.extend(started.servers.tools());
+    }
+    let outcome = resume_with(&settings, env, args, workspace, tools, palettes).await;
+    if let Some(started) = mcp {
+        started.servers.shutdown().await;
+    }
+    outcome
+}
+
+async fn resume_with(
+    settings: &config::Settings,
+    env: &Env,
+    args: ResumeArgs,
+    workspace: bosun_tools::Workspace,
+    tools: Vec<Arc<dyn bosun_core::Tool>>,
+    palettes: Palettes,
+) -> Result<Outcome> {
+    let settings = settings.clone();
     let model = wire::model(&settings, env, &workspace).await?;
     let store = wire::store(&settings, env)?;
     let mut words = args.prompt;

@@ -10,6 +10,7 @@ mod harden;
 mod hints;
 mod instructions;
 mod logging;
+mod mcp;
 mod models;
 mod output;
 mod sanitize;
@@ -82,6 +83,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
                 .await
                 .map(|()| Outcome::Success)
         }
+        Command::Mcp(command) => mcp::run(dir, profile, command, env).await.map(|()| Outcome::Success),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut std::io::stdout());
             Ok(Outcome::Success)

@@ -83,6 +83,9 @@ pub async fn model(settings: &Settings, env: &Env, workspace: &Workspace) -> Res
         if let Some(threads) = settings.local_threads {
             options = options.threads(threads);
         }
+        if let Some(layers) = settings.local_gpu_layers {
+            options = options.gpu_layers(layers);
+        }
         // Each command is a new process with the same system prompt and
         // tools: the prompt cache spares processing them again.
         if let Ok(dir) = crate::models::prompt_cache_dir(env) {

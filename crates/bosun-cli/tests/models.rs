@@ -149,3 +149,16 @@ fn pulls_qwen_from_the_real_pypi() {
         491_400_064,
     );
 }
+
+#[test]
+fn devices_lists_the_cpu_this_build_runs_on() {
+    let home = tempfile::tempdir().unwrap();
+    let run = bosun(home.path(), &["models", "devices"], &[], QUICK);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let cpu = run.stdout.lines().find(|line| line.starts_with("cpu  CPU")).unwrap_or_else(|| {
+        panic!("no CPU device listed:\n{}", run.stdout);
+    });
+    // The description is the CPU's own name, as /proc/cpuinfo gives it.
+    assert!(cpu.trim_end().len() > "cpu  CPU".len() + 2, "{cpu:?}");
+    assert!(run.stdout.contains("no GPU: this build runs local models on the CPU"), "{}", run.stdout);
+}

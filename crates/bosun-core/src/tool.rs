@@ -90,6 +90,9 @@ pub enum ToolCategory {
     Execute,
     /// Reaches the network.
     Network,
+    /// Runs in another program whose effects bosun cannot see (an MCP
+    /// server's tool): asks unless the mode is autonomous, denied read-only.
+    External,
 }
 
 /// What cancelling the turn may do to a call that has started.

@@ -10,6 +10,6 @@ pub mod template;
 pub mod toolcall;
 
 pub use engine::{
-    ArgumentHints, ArgumentValues, DEFAULT_MAX_TOKENS, GenerationStats, LocalError, LocalModel, LocalOptions,
-    remove_prompt_caches,
+    ArgumentHints, ArgumentValues, DEFAULT_MAX_TOKENS, Device, GenerationStats, LocalError, LocalModel,
+    LocalOptions, devices, remove_prompt_caches,
 };

@@ -35,6 +35,9 @@ pub struct Layer {
     pub local_context: Option<u32>,
     /// Threads a local model runs on (the physical cores when unset).
     pub local_threads: Option<u32>,
+    /// Layers of a local model offloaded to a GPU (llama.cpp's default, all
+    /// of them, when unset; only builds with a GPU backend have one).
+    pub local_gpu_layers: Option<u32>,
     /// The local model run when no `--model` is given: a catalog name, an
     /// `hf:` reference already pulled, or an absolute path to a `.gguf`.
     pub local_model: Option<String>,
@@ -67,6 +70,9 @@ pub struct Layer {
     /// Tools to leave out of the session.
     #[serde(default)]
     pub disabled_tools: Vec<String>,
+    /// MCP servers by name: `[mcp_servers.github] command = "…"`.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, super::mcp::McpServerEntry>,
     /// Hosts (besides each provider's own) that may receive the provider's
     /// key when a project's config sets the base URL (user file only).
     pub allowed_key_hosts: Option<Vec<String>>,
@@ -264,6 +270,7 @@ impl Layer {
         ("max_rounds", "BOSUN_MAX_ROUNDS"),
         ("local_context", "BOSUN_LOCAL_CONTEXT"),
         ("local_threads", "BOSUN_LOCAL_THREADS"),
+        ("local_gpu_layers", "BOSUN_LOCAL_GPU_LAYERS"),
         ("local_model", "BOSUN_LOCAL_MODEL"),
         ("clock", "BOSUN_CLOCK"),
         ("local_first_call", "BOSUN_LOCAL_FIRST_CALL"),
@@ -319,6 +326,7 @@ impl Layer {
             max_rounds: number("BOSUN_MAX_ROUNDS")?,
             local_context: number("BOSUN_LOCAL_CONTEXT")?,
             local_threads: number("BOSUN_LOCAL_THREADS")?,
+            local_gpu_layers: number("BOSUN_LOCAL_GPU_LAYERS")?,
             local_model: env.get("BOSUN_LOCAL_MODEL").map(str::to_owned),
             clock: flag("BOSUN_CLOCK")?,
             local_first_call: flag("BOSUN_LOCAL_FIRST_CALL")?,
@@ -340,6 +348,7 @@ impl Layer {
             "max_rounds" => into.max_rounds = self.max_rounds,
             "local_context" => into.local_context = self.local_context,
             "local_threads" => into.local_threads = self.local_threads,
+            "local_gpu_layers" => into.local_gpu_layers = self.local_gpu_layers,
             "local_model" => into.local_model = self.local_model.clone(),
             "clock" => into.clock = self.clock,
             "local_first_call" => into.local_first_call = self.local_first_call,
@@ -359,6 +368,14 @@ fn refuse_secrets(value: &toml::Value, at: &str, path: &Path) -> Result<()> {
                 let lower = key.to_lowercase();
                 let secret_name =
                     SECRET_KEYS.iter().any(|s| lower == *s || lower.ends_with(&format!("_{s}")));
+                if secret_name && at.starts_with("mcp_servers") {
+                    bail!(
+                        "{}: `{here}` looks like a secret, and config files do not hold secrets. Pass it from \
+                         bosun's environment: `env_vars = [\"{key}\"]` for a program, `bearer_token_env_var` \
+                         or `env_http_headers` for a URL",
+                        path.display()
+                    );
+                }
                 if secret_name && !at.starts_with("permissions") {
                     bail!(
                         "{}: `{here}` looks like a secret; API keys are not read from config files. Set the \

@@ -4,6 +4,7 @@
 //! environment for settings.
 
 mod layer;
+pub mod mcp;
 mod trust;
 
 use std::collections::BTreeMap;
@@ -16,7 +17,7 @@ use bosun_core::{Mode, PermissionRule};
 
 use crate::cli::{ModeArg, RunOptions};
 pub use layer::{Layer, ProviderSettings, TrustLevel};
-pub use trust::{ProjectConfig, record as record_trust};
+pub use trust::{ProjectConfig, edit_user_file, record as record_trust};
 
 /// The process environment, read once in `main`.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +32,11 @@ impl Env {
     /// One variable, if set and not empty.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+
+    /// Every variable, as captured.
+    pub fn vars(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// For tests and embedding: an environment from pairs.
@@ -88,6 +94,8 @@ pub struct Settings {
     pub local_context: Option<u32>,
     /// The threads of a local model.
     pub local_threads: Option<u32>,
+    /// The layers of a local model offloaded to a GPU.
+    pub local_gpu_layers: Option<u32>,
     /// The local model run when no `--model` is given (see `models::resolve_local`).
     pub local_model: Option<String>,
     /// Whether a local model's first round must call a tool.
@@ -108,6 +116,11 @@ pub struct Settings {
     pub providers: BTreeMap<String, ProviderSettings>,
     /// Tools left out of the session.
     pub disabled_tools: Vec<String>,
+    /// MCP servers by name, the enabled and the disabled.
+    pub mcp_servers: BTreeMap<String, mcp::McpServer>,
+    /// What reading the project's `.mcp.json` left to say (servers of an
+    /// untrusted project not started, keys not read), for stderr.
+    pub mcp_notices: Vec<String>,
     /// Hosts besides the provider's own that may receive its key when a
     /// project's config set the base URL.
     pub allowed_key_hosts: Vec<String>,
@@ -131,6 +144,7 @@ impl Settings {
             tool_timeout_secs: None,
             local_context: None,
             local_threads: None,
+            local_gpu_layers: None,
             local_model: None,
             local_first_call: true,
             // Measured on the local suite: it keeps invented paths out, but
@@ -144,6 +158,8 @@ impl Settings {
             headers: Vec::new(),
             providers: BTreeMap::new(),
             disabled_tools: Vec::new(),
+            mcp_servers: BTreeMap::new(),
+            mcp_notices: Vec::new(),
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
             project: None,
@@ -213,6 +229,10 @@ impl Settings {
             self.local_threads = Some(threads);
             self.note("local_threads", threads, source.clone());
         }
+        if let Some(layers) = layer.local_gpu_layers {
+            self.local_gpu_layers = Some(layers);
+            self.note("local_gpu_layers", layers, source.clone());
+        }
         if let Some(model) = &layer.local_model {
             if model.trim().is_empty() {
                 bail!("local_model, from {source}, is empty: name a model from `bosun models list`");
@@ -258,6 +278,13 @@ impl Settings {
         }
         if !layer.disabled_tools.is_empty() {
             self.note("disabled_tools", self.disabled_tools.join(", "), source.clone());
+        }
+        for (name, entry) in &layer.mcp_servers {
+            entry.check(name).with_context(|| format!("in {source}"))?;
+            // A later layer's server of the same name replaces it whole.
+            self.mcp_servers
+                .insert(name.clone(), mcp::McpServer { entry: entry.clone(), source: source.clone() });
+            self.note(&format!("mcp_servers.{name}"), entry.summary(), source.clone());
         }
         if let Some(hosts) = &layer.allowed_key_hosts {
             self.allowed_key_hosts = hosts.clone();
@@ -334,6 +361,7 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         settings.project = Some(ProjectConfig { file: path.clone(), dir: project_dir, trusted, ignored });
         files.push((path, applied));
     }
+    project_mcp_json(&mut settings, dir, user_layer.as_ref(), env)?;
     let profile = profile.map(str::to_owned).or_else(|| env.get("BOSUN_PROFILE").map(str::to_owned));
     if let Some(name) = profile {
         let found = files.iter().rev().find_map(|(path, layer)| layer.profiles.get(&name).map(|p| (path, p)));
@@ -372,6 +400,37 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         flag(Layer { project_docs: Some(false), ..Layer::default() }, "--no-project-docs")?;
     }
     Ok(settings)
+}
+
+/// The servers of the workspace's `.mcp.json`, below every TOML file: a
+/// server of the same name in a config file wins. Read only when the
+/// workspace is trusted (invariant 20); otherwise named as not started.
+fn project_mcp_json(settings: &mut Settings, dir: &Path, user: Option<&Layer>, env: &Env) -> Result<()> {
+    let path = dir.join(mcp::MCP_JSON);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(());
+    }
+    let trusted = settings.project.as_ref().map_or_else(|| trust::is_trusted(user, dir), |p| p.trusted);
+    if !trusted {
+        settings.mcp_notices.push(format!(
+            "{} names MCP servers, which an untrusted project cannot start (`bosun trust` allows them)",
+            path.display()
+        ));
+        return Ok(());
+    }
+    let text = trust::read_plain_file(&path, mcp::MAX_MCP_JSON_BYTES)?;
+    let (servers, notices) =
+        mcp::parse_mcp_json(&text, env).with_context(|| format!("in {}", path.display()))?;
+    settings.mcp_notices.extend(notices);
+    let source = Source::File(path);
+    for (name, entry) in servers {
+        if settings.mcp_servers.contains_key(&name) {
+            continue;
+        }
+        settings.note(&format!("mcp_servers.{name}"), entry.summary(), source.clone());
+        settings.mcp_servers.insert(name, mcp::McpServer { entry, source: source.clone() });
+    }
+    Ok(())
 }
 
 fn describe_files(files: &[(PathBuf, Layer)]) -> String {

@@ -336,3 +336,62 @@ fn local_steering_switches_have_measured_defaults_and_an_untrusted_project_canno
     let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
     assert!(!settings.local_first_call && settings.local_path_grammar, "trusted: applied");
 }
+
+#[test]
+fn invariant_20_an_untrusted_project_cannot_start_mcp_servers_from_its_config_or_mcp_json() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    write(root, ".bosun/config.toml", "[mcp_servers.theirs]\ncommand = \"./evil\"\n");
+    write(root, ".mcp.json", r#"{"mcpServers": {"json": {"command": "./also-evil"}}}"#);
+    user_config(home.path(), None, "[mcp_servers.mine]\ncommand = \"my-server\"\nargs = [\"--x\"]\n");
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let settings = resolve(root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.mcp_servers.keys().collect::<Vec<_>>(), ["mine"]);
+    let project_config = settings.project.as_ref().unwrap();
+    assert!(
+        project_config.ignored.contains(&"mcp_servers.theirs".to_owned()),
+        "{:?}",
+        project_config.ignored
+    );
+    assert!(settings.mcp_notices.iter().any(|n| n.contains(".mcp.json") && n.contains("bosun trust")));
+
+    user_config(home.path(), Some(root), "[mcp_servers.json]\ncommand = \"mine-wins\"\n");
+    let settings = resolve(root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.mcp_servers.keys().collect::<Vec<_>>(), ["json", "theirs"]);
+    assert_eq!(
+        settings.mcp_servers["json"].entry.command.as_deref(),
+        Some("mine-wins"),
+        "a config file's server wins over .mcp.json's of the same name"
+    );
+    assert_eq!(settings.mcp_servers["theirs"].source, Source::File(root.join(".bosun/config.toml")));
+}
+
+#[test]
+fn a_trusted_projects_mcp_json_is_read_without_following_a_symlink() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    write(root, "elsewhere.json", r#"{"mcpServers": {"x": {"command": "x"}}}"#);
+    std::os::unix::fs::symlink(root.join("elsewhere.json"), root.join(".mcp.json")).unwrap();
+    user_config(home.path(), Some(root), "");
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let error = resolve(root, &env, None, &RunOptions::default()).unwrap_err();
+    assert!(format!("{error:#}").contains(".mcp.json"), "{error:#}");
+
+    std::fs::remove_file(root.join(".mcp.json")).unwrap();
+    write(root, ".mcp.json", r#"{"mcpServers": {"x": {"command": "srv", "args": ["${HOME}"]}}}"#);
+    let settings = resolve(root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.mcp_servers["x"].entry.args, [home_var]);
+}
+
+#[test]
+fn a_secret_in_an_mcp_servers_env_is_refused_pointing_to_env_vars() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, "[mcp_servers.gh]\ncommand = \"srv\"\nenv = { GITHUB_TOKEN = \"abc\" }\n").unwrap();
+    let error = Layer::load(&path).unwrap_err().to_string();
+    assert!(error.contains("env_vars = [\"GITHUB_TOKEN\"]"), "{error}");
+}

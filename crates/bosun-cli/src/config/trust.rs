@@ -65,7 +65,6 @@ pub fn is_trusted(user: Option<&Layer>, dir: &Path) -> bool {
 /// Reads a project config file: no symlink at `.bosun` or the file, a
 /// regular file, at most [`MAX_PROJECT_FILE_BYTES`].
 pub fn load_project_file(path: &Path) -> Result<Layer> {
-    use std::os::unix::fs::OpenOptionsExt;
     for link in [path.parent(), Some(path)].into_iter().flatten() {
         let meta =
             std::fs::symlink_metadata(link).with_context(|| format!("cannot read {}", link.display()))?;
@@ -73,6 +72,15 @@ pub fn load_project_file(path: &Path) -> Result<Layer> {
             bail!("{} is a symbolic link; a project's config must be a plain file", link.display());
         }
     }
+    let text = read_plain_file(path, MAX_PROJECT_FILE_BYTES)?;
+    Layer::parse(&text, path)
+}
+
+/// Reads a file the project wrote: not through a symlink (`O_NOFOLLOW`), a
+/// regular file (`O_NONBLOCK`, so a FIFO cannot hang the open), at most
+/// `max` bytes of UTF-8.
+pub fn read_plain_file(path: &Path, max: u64) -> Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32)
@@ -82,17 +90,17 @@ pub fn load_project_file(path: &Path) -> Result<Layer> {
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
     }
-    if meta.len() > MAX_PROJECT_FILE_BYTES {
-        bail!("{} is larger than {} KiB", path.display(), MAX_PROJECT_FILE_BYTES / 1024);
+    if meta.len() > max {
+        bail!("{} is larger than {} KiB", path.display(), max / 1024);
     }
     let mut text = String::new();
-    file.take(MAX_PROJECT_FILE_BYTES + 1)
+    file.take(max + 1)
         .read_to_string(&mut text)
         .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
-    if text.len() as u64 > MAX_PROJECT_FILE_BYTES {
-        bail!("{} is larger than {} KiB", path.display(), MAX_PROJECT_FILE_BYTES / 1024);
+    if text.len() as u64 > max {
+        bail!("{} is larger than {} KiB", path.display(), max / 1024);
     }
-    Layer::parse(&text, path)
+    Ok(text)
 }
 
 /// How much a mode allows, for "only stricter".
@@ -127,11 +135,16 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
             ignored.push(name.to_owned());
         }
     };
+    // A server is a program bosun starts: running one is the user's call.
+    for name in std::mem::take(&mut kept.mcp_servers).into_keys() {
+        ignore(&format!("mcp_servers.{name}"), true);
+    }
     ignore("model", kept.model.take().is_some());
     ignore("base_url", kept.base_url.take().is_some());
     ignore("sessions_db", kept.sessions_db.take().is_some());
     ignore("local_context", kept.local_context.take().is_some());
     ignore("local_threads", kept.local_threads.take().is_some());
+    ignore("local_gpu_layers", kept.local_gpu_layers.take().is_some());
     // Which weights run (and a path to them) is the user's choice, like the model.
     ignore("local_model", kept.local_model.take().is_some());
     // How the local model is steered changes what it can be led to do.
@@ -212,6 +225,43 @@ pub struct Limits {
 /// entry (`None`) in the user's config file, keeping the rest of the file
 /// as written (comments included). Written atomically.
 pub fn record(user_file: &Path, dir: &Path, level: Option<TrustLevel>) -> Result<()> {
+    edit_user_file(user_file, |doc| {
+        let key = dir.to_str().with_context(|| format!("{} is not valid UTF-8", dir.display()))?;
+        let projects = doc
+            .entry("projects")
+            .or_insert_with(|| {
+                let mut table = toml_edit::Table::new();
+                table.set_implicit(true);
+                toml_edit::Item::Table(table)
+            })
+            .as_table_mut()
+            .with_context(|| format!("{}: `projects` is not a table", user_file.display()))?;
+        match level {
+            Some(level) => {
+                let entry = projects
+                    .entry(key)
+                    .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+                    .as_table_mut()
+                    .with_context(|| {
+                        format!("{}: `projects.\"{key}\"` is not a table", user_file.display())
+                    })?;
+                entry.insert("trust_level", toml_edit::value(level.as_str()));
+            }
+            None => {
+                projects.remove(key);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Changes the user's config file with `edit`, keeping the rest as written
+/// (comments included); the result must read back as a valid config before
+/// it atomically replaces the file.
+pub fn edit_user_file(
+    user_file: &Path,
+    edit: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<()>,
+) -> Result<()> {
     let text = match std::fs::read_to_string(user_file) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -219,31 +269,8 @@ pub fn record(user_file: &Path, dir: &Path, level: Option<TrustLevel>) -> Result
     };
     let mut doc: toml_edit::DocumentMut =
         text.parse().with_context(|| format!("{} is not valid TOML", user_file.display()))?;
-    let key = dir.to_str().with_context(|| format!("{} is not valid UTF-8", dir.display()))?;
-    let projects = doc
-        .entry("projects")
-        .or_insert_with(|| {
-            let mut table = toml_edit::Table::new();
-            table.set_implicit(true);
-            toml_edit::Item::Table(table)
-        })
-        .as_table_mut()
-        .with_context(|| format!("{}: `projects` is not a table", user_file.display()))?;
-    match level {
-        Some(level) => {
-            let entry = projects
-                .entry(key)
-                .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-                .as_table_mut()
-                .with_context(|| format!("{}: `projects.\"{key}\"` is not a table", user_file.display()))?;
-            entry.insert("trust_level", toml_edit::value(level.as_str()));
-        }
-        None => {
-            projects.remove(key);
-        }
-    }
+    edit(&mut doc)?;
     let text = doc.to_string();
-    // Check the result reads back before replacing the user's file.
     Layer::parse(&text, user_file)?;
     let parent = user_file.parent().context("the user config path has no directory")?;
     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;

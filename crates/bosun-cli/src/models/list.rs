@@ -133,3 +133,21 @@ fn table(rows: &[Row]) -> String {
     }
     out
 }
+
+/// `bosun models devices`: one line per device llama.cpp found, its
+/// description sanitised (it comes from the driver).
+pub fn devices(devices: &[bosun_local::Device]) -> String {
+    let mut out = String::new();
+    for device in devices {
+        let kind = if device.accelerator { "gpu" } else { "cpu" };
+        let module = device.module.as_deref().map(|m| format!("  ({})", cell(m, 40))).unwrap_or_default();
+        let line =
+            format!("{kind}  {}  {}{module}", cell(&device.backend, 16), cell(&device.description, 60));
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if !devices.iter().any(|d| d.accelerator) {
+        out.push_str("no GPU: this build runs local models on the CPU\n");
+    }
+    out
+}

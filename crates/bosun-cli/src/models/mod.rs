@@ -326,6 +326,13 @@ pub async fn run(
             println!("{}", path.display());
         }
         ModelsCommand::List => print!("{}", list(&dir)?),
+        ModelsCommand::Devices => {
+            let devices = tokio::task::spawn_blocking(bosun_local::devices)
+                .await
+                .context("starting llama.cpp stopped")?
+                .context("cannot start llama.cpp")?;
+            print!("{}", list::devices(&devices));
+        }
         ModelsCommand::Rm { name } => {
             for path in remove(&dir, &prompt_cache_dir(env)?, &name)? {
                 println!("removed {}", path.display());

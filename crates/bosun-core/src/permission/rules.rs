@@ -243,15 +243,15 @@ pub struct Decided {
 /// The mode's answer for a category before rules apply.
 pub fn mode_default(mode: Mode, category: ToolCategory) -> Permission {
     use Permission::{Allow, Ask, Deny};
-    use ToolCategory::{Execute, Network, Read, Write};
+    use ToolCategory::{Execute, External, Network, Read, Write};
     match (mode, category) {
         (_, Read) => Allow,
         (Mode::ReadOnly, _) => Deny,
         (_, Network) => Ask,
-        (Mode::Propose, Write | Execute) => Ask,
+        (Mode::Propose, Write | Execute | External) => Ask,
         (Mode::Write, Write) => Allow,
-        (Mode::Write, Execute) => Ask,
-        (Mode::Autonomous, Write | Execute) => Allow,
+        (Mode::Write, Execute | External) => Ask,
+        (Mode::Autonomous, Write | Execute | External) => Allow,
     }
 }
 
@@ -466,6 +466,27 @@ mod tests {
                 assert_eq!(mode_default(mode, category), answer, "{mode} {category:?}");
             }
         }
+    }
+
+    #[test]
+    fn external_tools_ask_until_autonomous_and_are_denied_read_only() {
+        use Permission::*;
+        let table =
+            [(Mode::ReadOnly, Deny), (Mode::Propose, Ask), (Mode::Write, Ask), (Mode::Autonomous, Allow)];
+        for (mode, answer) in table {
+            assert_eq!(mode_default(mode, ToolCategory::External), answer, "{mode}");
+        }
+        let none = CallEffects::none();
+        let args = json!({});
+        let call = ProposedCall::new("mcp__srv__tool", ToolCategory::External, &args, &none);
+        let allow = vec![PermissionRule::tool("mcp__srv__tool", Permission::Allow)];
+        assert_eq!(decide(Mode::ReadOnly, &allow, &call).permission, Deny, "read-only is a ceiling");
+        assert_eq!(decide(Mode::Propose, &allow, &call).permission, Allow, "a user rule may allow it");
+        assert_eq!(
+            serde_json::to_value(ToolCategory::External).unwrap(),
+            json!("external"),
+            "the category's serde name"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! problems (a malformed call, an unknown tool) are appended to the answer as
 //! a `[bosun: tool call not used: …]` note so the model sees them next turn.
 
+mod backends;
 mod grammar;
 mod hints;
 mod host;
@@ -22,6 +23,7 @@ mod output;
 mod prompt;
 mod prompt_cache;
 
+pub use backends::Device;
 pub use hints::{ArgumentHints, ArgumentValues};
 pub use prompt_cache::remove_prompt_caches;
 mod sampling;
@@ -79,6 +81,9 @@ pub struct LocalOptions {
     /// `date_string`). Off by default (invariant 19): the template then sees
     /// the fixed neutral date 2024-01-01.
     pub clock: bool,
+    /// Layers offloaded to a GPU; llama.cpp's default (every layer, when the
+    /// build has a GPU backend and a device is found) when unset.
+    pub gpu_layers: Option<u32>,
 }
 
 impl LocalOptions {
@@ -109,6 +114,12 @@ impl LocalOptions {
     /// Keeps the prompt cache in `dir` (created when missing).
     pub fn prompt_cache(mut self, dir: impl Into<PathBuf>) -> Self {
         self.prompt_cache = Some(dir.into());
+        self
+    }
+
+    /// Offloads `layers` layers to a GPU (0 keeps the model on the CPU).
+    pub fn gpu_layers(mut self, layers: u32) -> Self {
+        self.gpu_layers = Some(layers);
         self
     }
 
@@ -217,10 +228,22 @@ fn backend() -> Result<&'static LlamaBackend, LocalError> {
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
-            LlamaBackend::init().map_err(|e| e.to_string())
+            backends::load()?;
+            let backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            let found: Vec<String> =
+                backends::list().into_iter().map(|d| format!("{} ({})", d.backend, d.description)).collect();
+            tracing::debug!(devices = %found.join(", "), "llama.cpp started");
+            Ok(backend)
         })
         .as_ref()
         .map_err(|e| LocalError::Backend(e.clone()))
+}
+
+/// The devices llama.cpp runs on in this build and on this machine (the
+/// CPU, and any GPU its backends found), starting llama.cpp if need be.
+pub fn devices() -> Result<Vec<Device>, LocalError> {
+    backend()?;
+    Ok(backends::list())
 }
 
 impl LocalModel {
@@ -231,7 +254,10 @@ impl LocalModel {
         }
         check_header(path)?;
         let backend = backend()?;
-        let params = LlamaModelParams::default().with_use_mmap(true);
+        let mut params = LlamaModelParams::default().with_use_mmap(true);
+        if let Some(layers) = options.gpu_layers {
+            params = params.with_n_gpu_layers(layers);
+        }
         let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| LocalError::Load {
             path: path.to_owned(),
             // llama.cpp's own reason goes to its log only.

@@ -1,0 +1,333 @@
+//! `bosun mcp`: the configured MCP servers, adding and removing them in the
+//! user's own config file, and the tools they offer.
+
+use std::path::Path;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use bosun_mcp::{
+    HttpTransport, McpServers, ParentEnv, Secret, ServerConfig, ServerEvent, StartOptions, Started,
+    StdioTransport, Transport,
+};
+
+use crate::cli::McpCommand;
+use crate::config::mcp::{McpServerEntry, check_name};
+use crate::config::{self, Env};
+use crate::output::Palette;
+use crate::{exec, sanitize};
+
+pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand, env: &Env) -> Result<()> {
+    match command {
+        McpCommand::List => {
+            let settings = config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?;
+            print!("{}", sanitize::block(&list(&settings)));
+            for notice in &settings.mcp_notices {
+                eprintln!("bosun: {}", sanitize::line(notice));
+            }
+            Ok(())
+        }
+        McpCommand::Add { name, url, bearer_token_env_var, env: vars, env_vars, command } => {
+            let entry = entry_from_args(url, bearer_token_env_var, &vars, env_vars, command)?;
+            entry.check(&name)?;
+            let file = user_file(env)?;
+            add(&file, &name, &entry)?;
+            println!("added MCP server `{name}` ({}) to {}", entry.summary(), file.display());
+            Ok(())
+        }
+        McpCommand::Remove { name } => {
+            let file = user_file(env)?;
+            if remove(&file, &name)? {
+                println!("removed MCP server `{name}` from {}", file.display());
+                return Ok(());
+            }
+            let settings = config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?;
+            match settings.mcp_servers.get(&name) {
+                Some(server) => bail!(
+                    "MCP server `{name}` is not in {}: it comes from {}, edit it there",
+                    file.display(),
+                    server.source
+                ),
+                None => bail!("no MCP server `{name}` is configured (see `bosun mcp list`)"),
+            }
+        }
+        McpCommand::Tools { name } => tools(dir, profile, name.as_deref(), env).await,
+    }
+}
+
+/// The enabled servers as bosun-mcp takes them. Credentials named by
+/// variable are read from `env` here; a server whose variable is unset is
+/// left out, named in the returned notices.
+pub fn server_configs(settings: &config::Settings, env: &Env) -> (Vec<ServerConfig>, Vec<String>) {
+    let mut configs = Vec::new();
+    let mut notices = Vec::new();
+    for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.entry.enabled()) {
+        match server_config(name, &server.entry, env) {
+            Ok(config) => configs.push(config),
+            Err(error) => notices.push(format!("MCP server `{name}` not started: {error:#}")),
+        }
+    }
+    (configs, notices)
+}
+
+fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<ServerConfig> {
+    let transport: Transport = match (&entry.command, &entry.url) {
+        (Some(command), _) => {
+            let mut stdio = StdioTransport::new(command.clone()).args(entry.args.iter().cloned());
+            for (key, value) in &entry.env {
+                stdio = stdio.env(key.clone(), value.clone());
+            }
+            for var in &entry.env_vars {
+                stdio = stdio.env_var(var.clone());
+            }
+            if let Some(cwd) = &entry.cwd {
+                stdio = stdio.cwd(cwd.clone());
+            }
+            stdio.into()
+        }
+        (None, Some(url)) => {
+            let mut http = HttpTransport::new(url.clone());
+            let read = |var: &str| {
+                env.get(var).map(str::to_owned).with_context(|| format!("the variable {var} is not set"))
+            };
+            if let Some(var) = &entry.bearer_token_env_var {
+                http = http.bearer_token(Secret::new(read(var)?));
+            }
+            for (header, value) in &entry.http_headers {
+                http = http.header(header.clone(), Secret::new(value.clone()));
+            }
+            for (header, var) in &entry.env_http_headers {
+                http = http.header(header.clone(), Secret::new(read(var)?));
+            }
+            http.into()
+        }
+        (None, None) => bail!("it has no `command` or `url`"),
+    };
+    let mut config = ServerConfig::new(name, transport)
+        .with_disabled_tools(entry.disabled_tools.iter().cloned())
+        .with_trust_annotations(entry.trust_annotations.unwrap_or(false))
+        .with_allow_new_tools(entry.allow_new_tools.unwrap_or(false));
+    if let Some(ms) = entry.startup_timeout_ms {
+        config = config.with_startup_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = entry.tool_timeout_ms {
+        config = config.with_tool_timeout(Duration::from_millis(ms));
+    }
+    if let Some(tools) = &entry.enabled_tools {
+        config = config.with_enabled_tools(tools.iter().cloned());
+    }
+    Ok(config)
+}
+
+/// Starts the configured servers in parallel, saying on stderr how each
+/// fares; a server that fails is named with why and the session goes on
+/// without it. None when no server is configured.
+pub async fn start(settings: &config::Settings, env: &Env, root: &Path, stderr: Palette) -> Option<Started> {
+    for notice in &settings.mcp_notices {
+        eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
+    }
+    let (configs, notices) = server_configs(settings, env);
+    for notice in &notices {
+        eprintln!("{}", stderr.red(&sanitize::line(&format!("bosun: {notice}"))));
+    }
+    if configs.is_empty() {
+        return None;
+    }
+    let options = StartOptions::new(root, ParentEnv::from_vars(env.vars())).with_events(move |event| {
+        // What servers say is shown, never obeyed: one sanitised line each.
+        let line = match event {
+            ServerEvent::Starting { server } => format!("mcp: starting {server}"),
+            ServerEvent::Ready { server, tools } => format!("mcp: {server} ready ({tools} tools)"),
+            ServerEvent::Exited { server, reason } => format!("mcp: {server} {reason}"),
+            _ => return,
+        };
+        eprintln!("{}", stderr.dim(&sanitize::line(&line)));
+    });
+    let started = McpServers::start(configs, options).await;
+    for failure in &started.failures {
+        eprintln!("{}", stderr.red(&sanitize::block(&format!("mcp: {failure}"))));
+    }
+    for rejected in &started.rejected {
+        eprintln!("{}", stderr.dim(&sanitize::line(&format!("mcp: {rejected}"))));
+    }
+    Some(started)
+}
+
+/// `bosun mcp tools [NAME]`: starts the servers and prints each tool as
+/// bosun offers it, with its lowered parameter schema.
+async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, env: &Env) -> Result<()> {
+    let root = exec::workdir(dir)?;
+    let mut settings = config::resolve(&root, env, profile, &Default::default())?;
+    if let Some(name) = name {
+        let Some(server) = settings.mcp_servers.remove(name) else {
+            bail!("no MCP server `{name}` is configured (see `bosun mcp list`)");
+        };
+        settings.mcp_servers = [(name.to_owned(), server)].into();
+    }
+    let Some(started) = start(&settings, env, &root, Palette::default()).await else {
+        bail!("no MCP server is configured and enabled (see `bosun mcp list`)");
+    };
+    let mut out = String::new();
+    for tool in started.servers.tools() {
+        let definition = tool.definition();
+        let schema = serde_json::to_string_pretty(&definition.parameters).unwrap_or_default();
+        let category = serde_json::to_value(tool.category()).ok();
+        let category = category.as_ref().and_then(|c| c.as_str()).unwrap_or("?");
+        out.push_str(&format!("{}  [{category}]\n", definition.name));
+        if !definition.description.is_empty() {
+            out.push_str(&format!("  {}\n", definition.description.replace('\n', "\n  ")));
+        }
+        out.push_str(&format!("  parameters: {}\n\n", schema.replace('\n', "\n  ")));
+    }
+    let failed = !started.failures.is_empty();
+    started.servers.shutdown().await;
+    print!("{}", sanitize::block(&out));
+    if failed {
+        bail!("not every server started (see above)");
+    }
+    Ok(())
+}
+
+fn user_file(env: &Env) -> Result<std::path::PathBuf> {
+    config::user_file(env).ok_or_else(|| anyhow::anyhow!("cannot tell where your config is: set HOME"))
+}
+
+fn entry_from_args(
+    url: Option<String>,
+    bearer_token_env_var: Option<String>,
+    vars: &[String],
+    env_vars: Vec<String>,
+    command: Vec<String>,
+) -> Result<McpServerEntry> {
+    let mut entry = McpServerEntry { url, bearer_token_env_var, env_vars, ..Default::default() };
+    let mut words = command.into_iter();
+    entry.command = words.next();
+    entry.args = words.collect();
+    for pair in vars {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("--env {pair}: write it as KEY=VALUE");
+        };
+        entry.env.insert(key.to_owned(), value.to_owned());
+    }
+    if entry.command.is_none() && entry.url.is_none() {
+        bail!("give the server's program after `--` (bosun mcp add NAME -- CMD ARGS…) or --url URL");
+    }
+    Ok(entry)
+}
+
+/// Writes `[mcp_servers.NAME]` into the user's file, replacing a server of
+/// that name.
+fn add(file: &Path, name: &str, entry: &McpServerEntry) -> Result<()> {
+    config::edit_user_file(file, |doc| {
+        let servers = doc
+            .entry("mcp_servers")
+            .or_insert_with(|| {
+                let mut table = toml_edit::Table::new();
+                table.set_implicit(true);
+                toml_edit::Item::Table(table)
+            })
+            .as_table_mut()
+            .with_context(|| format!("{}: `mcp_servers` is not a table", file.display()))?;
+        let mut table = toml_edit::Table::new();
+        if let Some(command) = &entry.command {
+            table.insert("command", toml_edit::value(command.as_str()));
+        }
+        if !entry.args.is_empty() {
+            table.insert("args", toml_edit::value(entry.args.iter().collect::<toml_edit::Array>()));
+        }
+        if !entry.env.is_empty() {
+            let mut env = toml_edit::InlineTable::new();
+            for (key, value) in &entry.env {
+                env.insert(key, value.as_str().into());
+            }
+            table.insert("env", toml_edit::value(env));
+        }
+        if !entry.env_vars.is_empty() {
+            table.insert("env_vars", toml_edit::value(entry.env_vars.iter().collect::<toml_edit::Array>()));
+        }
+        if let Some(url) = &entry.url {
+            table.insert("url", toml_edit::value(url.as_str()));
+        }
+        if let Some(var) = &entry.bearer_token_env_var {
+            table.insert("bearer_token_env_var", toml_edit::value(var.as_str()));
+        }
+        servers.insert(name, toml_edit::Item::Table(table));
+        Ok(())
+    })
+}
+
+/// Removes `[mcp_servers.NAME]` from the user's file; false when it was not there.
+fn remove(file: &Path, name: &str) -> Result<bool> {
+    check_name(name)?;
+    if !file.is_file() {
+        return Ok(false);
+    }
+    let mut found = false;
+    config::edit_user_file(file, |doc| {
+        if let Some(servers) = doc.get_mut("mcp_servers").and_then(|item| item.as_table_mut()) {
+            found = servers.remove(name).is_some();
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// `bosun mcp list`.
+fn list(settings: &config::Settings) -> String {
+    if settings.mcp_servers.is_empty() {
+        return "no MCP servers configured (bosun mcp add NAME -- CMD ARGS…, or a trusted project's .mcp.json)\n"
+            .to_owned();
+    }
+    let mut out = String::new();
+    for (name, server) in &settings.mcp_servers {
+        let state = if server.entry.enabled() { "enabled" } else { "disabled" };
+        out.push_str(&format!("{name}  {state}  {}  ({})\n", server.entry.summary(), server.source));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_then_remove_round_trips_through_the_user_file_keeping_the_rest() {
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join("config.toml");
+        std::fs::write(&file, "# mine\nmode = \"write\"\n").unwrap();
+        let entry = entry_from_args(
+            None,
+            None,
+            &["LOG=debug".to_owned()],
+            vec!["GITHUB_TOKEN".to_owned()],
+            vec!["npx".into(), "-y".into(), "server-github".into()],
+        )
+        .unwrap();
+        add(&file, "github", &entry).unwrap();
+        let layer = config::Layer::load(&file).unwrap();
+        let written = &layer.mcp_servers["github"];
+        assert_eq!(written.command.as_deref(), Some("npx"));
+        assert_eq!(written.args, ["-y", "server-github"]);
+        assert_eq!(written.env["LOG"], "debug");
+        assert_eq!(written.env_vars, ["GITHUB_TOKEN"]);
+        assert!(std::fs::read_to_string(&file).unwrap().starts_with("# mine\nmode = \"write\"\n"));
+
+        assert!(remove(&file, "github").unwrap());
+        assert!(!remove(&file, "github").unwrap());
+        assert!(config::Layer::load(&file).unwrap().mcp_servers.is_empty());
+    }
+
+    #[test]
+    fn add_refuses_a_secret_in_env_and_a_server_with_no_transport() {
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join("config.toml");
+        let entry =
+            entry_from_args(None, None, &["GITHUB_TOKEN=ghp_x".to_owned()], vec![], vec!["srv".into()])
+                .unwrap();
+        let error = add(&file, "gh", &entry).unwrap_err();
+        assert!(format!("{error:#}").contains("env_vars"), "{error:#}");
+        assert!(!file.exists(), "nothing is written when the result does not read back");
+        assert!(entry_from_args(None, None, &[], vec![], vec![]).is_err());
+        assert!(entry_from_args(None, None, &["NOEQUALS".to_owned()], vec![], vec!["s".into()]).is_err());
+    }
+}

@@ -1,0 +1,66 @@
+//! bosun-mcp: the MCP client. [`McpServers::start`] starts the configured
+//! servers ([`ServerConfig`]: a child process on stdio, or a Streamable HTTP
+//! endpoint) in parallel and offers each of their tools as a
+//! [`bosun_core::Tool`] named `mcp__SERVER__TOOL`, whose input schema is
+//! lowered into bosun's bounded vocabulary and whose results are mapped onto
+//! bosun's content parts, bounded.
+//!
+//! A stdio server runs in a cleared environment ([`ParentEnv`]: `PATH`,
+//! `HOME`, the locale, and only what its config adds), in its own process
+//! group, killed by the kernel if bosun dies, and shut down with the
+//! sequence the spec asks for: stdin closed, `SIGTERM`, `SIGKILL`, to the
+//! whole group. MCP tools have the category `External` (they ask unless the
+//! mode is autonomous) unless the config trusts the server's `readOnlyHint`.
+//! When a server says its tool list changed, [`McpServers::refresh`] applies
+//! the difference between rounds.
+//!
+//! Built on the official Rust SDK, `rmcp`, which stays an implementation
+//! detail: no rmcp type is part of this API.
+//!
+//! Not here: configuration files and the `bosun mcp` commands (the CLI's),
+//! prompts and resources as such, sampling (not advertised), OAuth.
+//!
+//! ```no_run
+//! # async fn example() {
+//! use bosun_mcp::{McpServers, ParentEnv, ServerConfig, StartOptions, StdioTransport};
+//!
+//! let fs = StdioTransport::new("npx").args(["-y", "@modelcontextprotocol/server-filesystem", "."]);
+//! let options = StartOptions::new("/path/to/workspace", ParentEnv::from_process());
+//! let started = McpServers::start(vec![ServerConfig::new("fs", fs)], options).await;
+//! for failure in &started.failures {
+//!     eprintln!("{failure}");
+//! }
+//! let tools = started.servers.tools(); // hand these to the SessionBuilder
+//! # let _ = tools;
+//! started.servers.shutdown().await;
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod catalog;
+mod client;
+mod config;
+mod connect;
+mod elicit;
+mod env;
+mod error;
+mod events;
+mod lower;
+mod names;
+mod process;
+mod result;
+mod server;
+mod servers;
+mod stdout;
+mod tool;
+
+pub use config::{HttpTransport, Secret, ServerConfig, StdioTransport, Transport};
+pub use elicit::{
+    DECLINED, DeclineAll, ElicitFuture, ElicitationKind, ElicitationRequest, ElicitationResponse, Elicitor,
+};
+pub use env::ParentEnv;
+pub use error::{ServerError, ToolRejection};
+pub use events::{EventHook, ServerEvent};
+pub use names::{MAX_NAME, tool_name};
+pub use result::{MAX_IMAGES, MAX_TEXT};
+pub use servers::{McpServers, StartOptions, Started, ToolListChange};

@@ -1,0 +1,187 @@
+//! The MCP reference servers (npm `@modelcontextprotocol/server-everything`
+//! and `@modelcontextprotocol/server-filesystem`, installed into
+//! `test-peers/` by `scripts/test`), found for `bosun-mcp`'s tests, and the
+//! everything server's Streamable HTTP mode as a child process.
+//!
+//! A missing server FAILS the calling test, unless `BOSUN_SKIP_MCP=1` says
+//! to skip it (loudly, see [`skip_or_fail`]); `BOSUN_REQUIRE_PEERS` (set by
+//! `scripts/test`) wins over a skip.
+//!
+//! The everything server's HTTP mode listens on `PORT` on **all**
+//! interfaces and has no host option. [`EverythingHttp`] keeps it on
+//! loopback with a `--require` shim that passes `127.0.0.1` to `listen` and
+//! starts it with `PORT=0`, so the kernel picks a free port (no race with
+//! other tests) and the shim reports it on stderr. A network namespace
+//! (`unshare -n`) would do too, but the test process could not reach it.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::skip::{fail, skip_or_fail};
+
+/// Longest wait for the HTTP server to listen: a hang guard.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the shim prints before the port.
+const LISTENING: &str = "bosun-test-listening ";
+
+/// Forces `listen(port, cb)` onto 127.0.0.1 and reports the real port.
+const LOOPBACK_SHIM: &str = r#"
+const net = require("net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  const portFirst = typeof args[0] === "number" || typeof args[0] === "string";
+  if (portFirst && typeof args[1] !== "string") {
+    this.once("listening", () => process.stderr.write(`bosun-test-listening ${this.address().port}\n`));
+    return listen.call(this, Number(args[0]), "127.0.0.1", ...args.slice(1));
+  }
+  return listen.apply(this, args);
+};
+"#;
+
+fn peer(variable: &str, package: &str) -> PathBuf {
+    std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../test-peers/node_modules/@modelcontextprotocol")
+            .join(package)
+            .join("dist/index.js")
+    })
+}
+
+/// Where the everything server's entry point should be:
+/// `$BOSUN_MCP_EVERYTHING`, else `test-peers/`'s copy.
+pub fn everything_path() -> PathBuf {
+    peer("BOSUN_MCP_EVERYTHING", "server-everything")
+}
+
+/// Where the filesystem server's entry point should be:
+/// `$BOSUN_MCP_FILESYSTEM`, else `test-peers/`'s copy.
+pub fn filesystem_path() -> PathBuf {
+    peer("BOSUN_MCP_FILESYSTEM", "server-filesystem")
+}
+
+/// The everything server's `dist/index.js` (run it with `node … stdio`), or
+/// `None` when it is missing and the test may skip.
+///
+/// # Panics
+///
+/// When it is missing and the test may not skip.
+#[track_caller]
+pub fn everything_server() -> Option<PathBuf> {
+    found(everything_path())
+}
+
+/// The filesystem server's `dist/index.js` (run it with `node … DIR`), or
+/// `None` when it is missing and the test may skip.
+///
+/// # Panics
+///
+/// When it is missing and the test may not skip.
+#[track_caller]
+pub fn filesystem_server() -> Option<PathBuf> {
+    found(filesystem_path())
+}
+
+#[track_caller]
+fn found(path: PathBuf) -> Option<PathBuf> {
+    if path.is_file() {
+        return Some(path);
+    }
+    let missing = format!(
+        "the MCP test server is not installed at {}: run `scripts/test` or `npm ci --prefix test-peers`",
+        path.display()
+    );
+    if std::env::var_os("BOSUN_REQUIRE_PEERS").is_some() {
+        fail(&format!("{missing} (BOSUN_REQUIRE_PEERS is set: the peers are required, no skipping)"));
+    }
+    skip_or_fail("BOSUN_SKIP_MCP", &missing);
+    None
+}
+
+/// The everything server in Streamable HTTP mode on a free port of
+/// 127.0.0.1, killed on drop.
+#[derive(Debug)]
+pub struct EverythingHttp {
+    url: String,
+    child: Child,
+    _shim: tempfile::NamedTempFile,
+}
+
+impl EverythingHttp {
+    /// Starts it and waits until it listens. `None` when the server is
+    /// missing and the test may skip.
+    ///
+    /// # Panics
+    ///
+    /// When it is missing and the test may not skip, or it does not listen.
+    #[track_caller]
+    pub fn start() -> Option<Self> {
+        let entry = everything_server()?;
+        match launch(&entry) {
+            Ok(server) => Some(server),
+            Err(error) => fail(&error),
+        }
+    }
+
+    /// The endpoint, `http://127.0.0.1:<port>/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn launch(entry: &std::path::Path) -> Result<EverythingHttp, String> {
+    let shim = tempfile::Builder::new()
+        .prefix("bosun-loopback-")
+        .suffix(".cjs")
+        .tempfile()
+        .map_err(|e| format!("cannot create the loopback shim: {e}"))?;
+    std::fs::write(shim.path(), LOOPBACK_SHIM).map_err(|e| format!("cannot write the loopback shim: {e}"))?;
+    let mut child = Command::new("node")
+        .arg("--require")
+        .arg(shim.path())
+        .arg(entry)
+        .arg("streamableHttp")
+        .env("PORT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run `node {}` for the MCP HTTP server: {e}", entry.display()))?;
+    let Some(stderr) = child.stderr.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err("the MCP HTTP server's stderr is not a pipe".into());
+    };
+    let (tx, rx) = mpsc::channel();
+    // Reads until the port shows, then keeps draining so that the server
+    // never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(port) = line.strip_prefix(LISTENING)
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(port.trim().to_owned());
+            }
+        }
+    });
+    match rx.recv_timeout(START_TIMEOUT) {
+        Ok(port) => Ok(EverythingHttp { url: format!("http://127.0.0.1:{port}/mcp"), child, _shim: shim }),
+        Err(error) => {
+            let _ = child.kill();
+            let status = child.wait().map_or_else(|e| e.to_string(), |s| s.to_string());
+            Err(format!("the MCP HTTP server did not listen ({error:?}; {status})"))
+        }
+    }
+}
