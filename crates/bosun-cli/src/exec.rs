@@ -105,15 +105,11 @@ pub async fn exec(
     notice_ignored(&settings, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let mcp = crate::mcp::start(&settings, env, workspace.root_path(), palettes.stderr).await;
-    if let Some(started) = &mcp {
-        tools.extend(started.servers.tools());
-    }
+    let mcp =
+        crate::mcp::start_into(&settings, env, workspace.root_path(), &mut tools, palettes.stderr).await;
     let outcome = exec_with(&settings, env, &args.run, prompt, workspace, tools, palettes).await;
     // Every server is stopped on every way out, the failing ones included.
-    if let Some(started) = mcp {
-        started.servers.shutdown().await;
-    }
+    crate::mcp::stop(mcp).await;
     outcome
 }
 
@@ -126,16 +122,15 @@ async fn exec_with(
     tools: Vec<Arc<dyn bosun_core::Tool>>,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let settings = settings.clone();
-    let model = wire::model(&settings, env, &workspace).await?;
-    let store = wire::store(&settings, env)?;
+    let model = wire::model(settings, env, &workspace).await?;
+    let store = wire::store(settings, env)?;
     let journal = store.new_session();
     let id = journal.session_id().to_owned();
-    let (system, warning) = wire::system_prompt(&workspace, &settings);
+    let (system, warning) = wire::system_prompt(&workspace, settings);
     if let Some(warning) = warning {
         eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }
-    let mut session = wire::builder(model, &workspace, tools, &settings)
+    let mut session = wire::builder(model, &workspace, tools, settings)
         .system_prompt(system)
         .journal(journal)
         .shared_approver(approver(run, palettes.tty))
@@ -156,14 +151,10 @@ pub async fn resume(
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, palettes.stderr);
     let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let mcp = crate::mcp::start(&settings, env, workspace.root_path(), palettes.stderr).await;
-    if let Some(started) = &mcp {
-        tools.extend(started.servers.tools());
-    }
+    let mcp =
+        crate::mcp::start_into(&settings, env, workspace.root_path(), &mut tools, palettes.stderr).await;
     let outcome = resume_with(&settings, env, args, workspace, tools, palettes).await;
-    if let Some(started) = mcp {
-        started.servers.shutdown().await;
-    }
+    crate::mcp::stop(mcp).await;
     outcome
 }
 
@@ -175,9 +166,8 @@ async fn resume_with(
     tools: Vec<Arc<dyn bosun_core::Tool>>,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let settings = settings.clone();
-    let model = wire::model(&settings, env, &workspace).await?;
-    let store = wire::store(&settings, env)?;
+    let model = wire::model(settings, env, &workspace).await?;
+    let store = wire::store(settings, env)?;
     let mut words = args.prompt;
     let id = match (args.id, args.last) {
         (Some(id), false) => id,
@@ -191,7 +181,7 @@ async fn resume_with(
         (None, false) => bail!("name the session to resume (`bosun sessions list`), or use --last"),
     };
     let journal = store.open_session(&id)?;
-    let mut session = wire::builder(model, &workspace, tools, &settings)
+    let mut session = wire::builder(model, &workspace, tools, settings)
         .shared_approver(approver(&args.run, palettes.tty))
         .resume(journal)
         .await

@@ -153,6 +153,26 @@ pub async fn start(settings: &config::Settings, env: &Env, root: &Path, stderr: 
     Some(started)
 }
 
+/// [`start`], with the servers' tools added to `tools`.
+pub async fn start_into(
+    settings: &config::Settings,
+    env: &Env,
+    root: &Path,
+    tools: &mut Vec<std::sync::Arc<dyn bosun_core::Tool>>,
+    stderr: Palette,
+) -> Option<Started> {
+    let started = start(settings, env, root, stderr).await?;
+    tools.extend(started.servers.tools());
+    Some(started)
+}
+
+/// Shuts down what [`start`] started, if anything.
+pub async fn stop(started: Option<Started>) {
+    if let Some(started) = started {
+        started.servers.shutdown().await;
+    }
+}
+
 /// `bosun mcp tools [NAME]`: starts the servers and prints each tool as
 /// bosun offers it, with its lowered parameter schema.
 async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, env: &Env) -> Result<()> {
@@ -219,15 +239,7 @@ fn entry_from_args(
 /// that name.
 fn add(file: &Path, name: &str, entry: &McpServerEntry) -> Result<()> {
     config::edit_user_file(file, |doc| {
-        let servers = doc
-            .entry("mcp_servers")
-            .or_insert_with(|| {
-                let mut table = toml_edit::Table::new();
-                table.set_implicit(true);
-                toml_edit::Item::Table(table)
-            })
-            .as_table_mut()
-            .with_context(|| format!("{}: `mcp_servers` is not a table", file.display()))?;
+        let servers = config::top_table(doc, "mcp_servers", file)?;
         let mut table = toml_edit::Table::new();
         if let Some(command) = &entry.command {
             table.insert("command", toml_edit::value(command.as_str()));

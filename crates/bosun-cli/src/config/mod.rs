@@ -17,7 +17,7 @@ use bosun_core::{Mode, PermissionRule};
 
 use crate::cli::{ModeArg, RunOptions};
 pub use layer::{Layer, ProviderSettings, TrustLevel};
-pub use trust::{ProjectConfig, edit_user_file, record as record_trust};
+pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table};
 
 /// The process environment, read once in `main`.
 #[derive(Clone, Debug, Default)]

@@ -227,15 +227,7 @@ pub struct Limits {
 pub fn record(user_file: &Path, dir: &Path, level: Option<TrustLevel>) -> Result<()> {
     edit_user_file(user_file, |doc| {
         let key = dir.to_str().with_context(|| format!("{} is not valid UTF-8", dir.display()))?;
-        let projects = doc
-            .entry("projects")
-            .or_insert_with(|| {
-                let mut table = toml_edit::Table::new();
-                table.set_implicit(true);
-                toml_edit::Item::Table(table)
-            })
-            .as_table_mut()
-            .with_context(|| format!("{}: `projects` is not a table", user_file.display()))?;
+        let projects = top_table(doc, "projects", user_file)?;
         match level {
             Some(level) => {
                 let entry = projects
@@ -253,6 +245,24 @@ pub fn record(user_file: &Path, dir: &Path, level: Option<TrustLevel>) -> Result
         }
         Ok(())
     })
+}
+
+/// The top-level table `key` of the user's file (`[projects]`,
+/// `[mcp_servers]`), created implicit (written only through its entries)
+/// when missing.
+pub fn top_table<'a>(
+    doc: &'a mut toml_edit::DocumentMut,
+    key: &str,
+    file: &Path,
+) -> Result<&'a mut toml_edit::Table> {
+    doc.entry(key)
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            table.set_implicit(true);
+            toml_edit::Item::Table(table)
+        })
+        .as_table_mut()
+        .with_context(|| format!("{}: `{key}` is not a table", file.display()))
 }
 
 /// Changes the user's config file with `edit`, keeping the rest as written

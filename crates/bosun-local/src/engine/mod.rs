@@ -230,9 +230,14 @@ fn backend() -> Result<&'static LlamaBackend, LocalError> {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
             backends::load()?;
             let backend = LlamaBackend::init().map_err(|e| e.to_string())?;
-            let found: Vec<String> =
-                backends::list().into_iter().map(|d| format!("{} ({})", d.backend, d.description)).collect();
-            tracing::debug!(devices = %found.join(", "), "llama.cpp started");
+            // Listing reads /proc/self/maps: only when someone will see it.
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                let found: Vec<String> = backends::list()
+                    .into_iter()
+                    .map(|d| format!("{} ({})", d.backend, d.description))
+                    .collect();
+                tracing::debug!(devices = %found.join(", "), "llama.cpp started");
+            }
             Ok(backend)
         })
         .as_ref()
