@@ -24,6 +24,7 @@
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage`, `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
+//! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -133,6 +134,23 @@ pub enum Event {
         is_error: bool,
         /// The result's text, shortened for display.
         output: String,
+    },
+    /// Between rounds, the session's tool source changed what is offered:
+    /// tools withdrawn (their server died or dropped them), offered again
+    /// (a restarted server), or added to the authority ceiling (journaled).
+    ToolsChanged {
+        /// Withdrawn tools.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        withdrawn: Vec<String>,
+        /// Tools available again, unchanged.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        restored: Vec<String>,
+        /// Tools new to the ceiling, or with a changed definition.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        added: Vec<String>,
+        /// What the source wants the person to know (untrusted text).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notices: Vec<String>,
     },
     /// A turn ended.
     TurnEnd {
@@ -286,6 +304,7 @@ mod wire_tag_freeze {
             Event::TurnEnd { .. } => "turn_end",
             Event::Error { .. } => "error",
             Event::ModelRetry { .. } => "model_retry",
+            Event::ToolsChanged { .. } => "tools_changed",
         }
     }
 
@@ -378,6 +397,15 @@ mod wire_tag_freeze {
             (
                 Event::ModelRetry { attempt: 2, wait_ms: 1500, reason: "HTTP 503".into() },
                 json!({"type": "model_retry", "attempt": 2, "wait_ms": 1500, "reason": "HTTP 503"}),
+            ),
+            (
+                Event::ToolsChanged {
+                    withdrawn: vec!["mcp__a__x".into()],
+                    restored: vec![],
+                    added: vec!["mcp__a__y".into()],
+                    notices: vec![],
+                },
+                json!({"type": "tools_changed", "withdrawn": ["mcp__a__x"], "added": ["mcp__a__y"]}),
             ),
         ];
         for (event, expected) in samples {

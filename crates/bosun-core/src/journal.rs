@@ -153,6 +153,13 @@ pub enum JournalRecord {
         /// How.
         outcome: TurnRecordOutcome,
     },
+    /// The authority ceiling grew or changed between rounds (a tool source
+    /// offered a tool the ceiling did not hold): the snapshot the session
+    /// runs under from here on, and a resume is checked against.
+    AuthorityChanged {
+        /// The new snapshot.
+        authority: AuthoritySnapshot,
+    },
 }
 
 fn first_attempt() -> u32 {

@@ -73,6 +73,7 @@ pub mod schema;
 mod session;
 pub mod stream;
 pub mod tool;
+pub mod tool_source;
 
 pub use authority::{AuthorityDigest, AuthoritySnapshot, WorkspaceIdentity};
 pub use error::{BuildError, Disposition, TurnError, TurnErrorKind};
@@ -95,11 +96,12 @@ pub use session::{Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutco
 pub use tool::{
     CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
 };
+pub use tool_source::{ToolChanges, ToolChangesFuture, ToolSource};
 
 /// Result texts the session writes for calls it did not run to completion.
 pub mod results {
     pub use crate::replay::{INTERRUPTED_RESULT, NOT_STARTED_RESULT};
-    pub use crate::session::{CANCELLED, NOT_RUN};
+    pub use crate::session::{CANCELLED, NOT_RUN, WITHDRAWN};
 }
 
 /// The README's examples, compiled and run as doctests.

@@ -27,7 +27,8 @@ pub const NOT_STARTED_RESULT: &str = "not run: the session was interrupted befor
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Replayed {
-    /// The authority the session was built under.
+    /// The authority the session last ran under: the one it was built
+    /// under, or the newest `authority_changed` record's.
     pub authority: AuthoritySnapshot,
     /// Its system prompt.
     pub system: Option<String>,
@@ -206,6 +207,13 @@ impl Ledger {
                 }
                 Ok(())
             }
+            // Between rounds only: one batch runs under one tool set.
+            JournalRecord::AuthorityChanged { .. } => match self.open.as_ref() {
+                Some(current) if current.batch.is_some() => {
+                    Err(format!("the authority changed inside a batch of turn {}", current.turn))
+                }
+                _ => Ok(()),
+            },
         }
     }
 
@@ -268,6 +276,8 @@ impl Ledger {
                     self.interrupted_prompt = Some(current.user);
                 }
             }
+            // History is unchanged; `replay` keeps the newest snapshot.
+            JournalRecord::AuthorityChanged { .. } => {}
         }
     }
 
@@ -309,6 +319,7 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
     let Some(JournalRecord::SessionStarted { authority, system }) = records.first() else {
         return Err(ReplayError::NoSessionStart);
     };
+    let mut authority = authority;
     let mut messages = Vec::new();
     let mut ledger = Ledger::default();
     // Model ids of calls, from the records that carry them; only replay
@@ -321,6 +332,9 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         | JournalRecord::Committed { provider_ids: ids, .. } = record
         {
             provider_ids.extend(ids.iter().map(|(id, model)| (*id, model.clone())));
+        }
+        if let JournalRecord::AuthorityChanged { authority: changed } = record {
+            authority = changed;
         }
         ledger.apply(&mut messages, record.clone());
     }

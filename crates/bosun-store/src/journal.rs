@@ -293,6 +293,18 @@ impl State {
                 pending_user = None;
                 turn_messages.clear();
             }
+            // The session row shows the authority it runs under now, which
+            // a fork of it starts from.
+            JournalRecord::AuthorityChanged { authority } => {
+                let authority_json =
+                    serde_json::to_string(authority).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                transaction
+                    .execute(
+                        "UPDATE sessions SET authority = ?1, authority_digest = ?2 WHERE id = ?3",
+                        params![authority_json, authority.digest().as_str(), self.session],
+                    )
+                    .map_err(|e| store.sql(e))?;
+            }
             _ => {}
         }
         insert_record(&transaction, &self.branch, self.next_seq, record).map_err(|e| store.sql(e))?;

@@ -294,9 +294,19 @@ impl Store {
                 |r| r.get(0),
             )
             .map_err(|e| self.sql(e))?;
-        let started: JournalRecord = serde_json::from_str(&first).map_err(|e| {
+        let mut started: JournalRecord = serde_json::from_str(&first).map_err(|e| {
             StoreError::Invalid(format!("session {session} has an unreadable first record: {e}"))
         })?;
+        // A fork starts under the authority the session runs under now: the
+        // row follows each `authority_changed` record.
+        let current: String = transaction
+            .query_row("SELECT authority FROM sessions WHERE id = ?1", [session], |r| r.get(0))
+            .map_err(|e| self.sql(e))?;
+        if let JournalRecord::SessionStarted { authority, .. } = &mut started {
+            *authority = serde_json::from_str(&current).map_err(|e| {
+                StoreError::Invalid(format!("session {session} has an unreadable authority: {e}"))
+            })?;
+        }
         let (parent_branch,): (String,) = transaction
             .query_row("SELECT branch_id FROM messages WHERE id = ?1", [message], |r| Ok((r.get(0)?,)))
             .map_err(|e| self.sql(e))?;

@@ -247,3 +247,49 @@ async fn invariant_21_a_rolled_back_prompt_is_shown_as_a_failed_turn_and_names_t
     assert_eq!(texts, ["first prompt", "third prompt"]);
     assert_eq!(imported.summary.title.as_deref(), Some("first prompt"));
 }
+
+/// A tool source that offers one new tool the first time it is asked.
+struct OffersOnce(std::sync::Mutex<Option<std::sync::Arc<dyn bosun_core::Tool>>>);
+
+impl bosun_core::ToolSource for OffersOnce {
+    fn pending(&self) -> bool {
+        self.0.lock().unwrap().is_some()
+    }
+
+    fn changes(&self) -> bosun_core::ToolChangesFuture<'_> {
+        let offered = self.0.lock().unwrap().take();
+        Box::pin(std::future::ready(bosun_core::ToolChanges::default().offering(offered)))
+    }
+}
+
+fn late() -> FnTool {
+    FnTool::text("late", ToolCategory::Read, |_| "late".into())
+}
+
+#[tokio::test]
+async fn invariant_07_an_authority_change_is_stored_and_a_fork_starts_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let source = OffersOnce(std::sync::Mutex::new(Some(std::sync::Arc::new(late()))));
+    let mut session =
+        builder(model()).tool_source(std::sync::Arc::new(source)).journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    let grown = session.authority().digest();
+    drop(session);
+    drop(store);
+
+    let store = Store::open(&path).unwrap();
+    // Resumed from the file, under the grown authority only.
+    assert!(builder(ScriptedModel::new()).resume(store.open_session(&id).unwrap()).await.is_err());
+    let resumed = builder(ScriptedModel::new()).tool(late()).resume(store.open_session(&id).unwrap()).await;
+    assert_eq!(resumed.unwrap().authority().digest(), grown);
+    // A fork at the answer starts under the grown authority too.
+    let detail = store.show(&id).unwrap();
+    let (answer_id, _) = detail.history[3].clone();
+    store.fork(&id, answer_id).unwrap();
+    let forked = builder(ScriptedModel::new()).tool(late()).resume(store.open_session(&id).unwrap()).await;
+    assert_eq!(forked.unwrap().authority().digest(), grown);
+}

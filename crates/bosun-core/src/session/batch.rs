@@ -26,6 +26,10 @@ use crate::tool::{ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
 pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
+/// Why a call to a tool its source withdrew is refused (the tool may come
+/// back, so the model is told to go on without it for now).
+pub const WITHDRAWN: &str =
+    "its source withdrew it (for an MCP tool: the server stopped or no longer lists it); do without it";
 /// Longest tool output shown in a `tool_end` event.
 const EVENT_OUTPUT_CHARS: usize = 2_000;
 
@@ -140,6 +144,12 @@ impl Session {
             return Ok(Gate::Done(refusal(
                 call,
                 format!("tool `{}` is disabled in this session", call.name),
+            )));
+        }
+        if self.withdrawn.contains(&call.name) {
+            return Ok(Gate::Done(refusal(
+                call,
+                format!("tool `{}` is not available now: {WITHDRAWN}", call.name),
             )));
         }
         // Invariant 6, first check: before approval.

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, ToolAuthority, WorkspaceIdentity};
+use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, WorkspaceIdentity};
 use crate::error::BuildError;
 use crate::history::{call_ids, validate_history};
 use crate::journal::{Journal, JournalRecord};
@@ -20,6 +20,7 @@ use crate::schema::CompiledSchema;
 use crate::session::ids::CallIdRegistry;
 use crate::session::{ResolvedTool, Session, ToolExecution, ToolSet};
 use crate::tool::Tool;
+use crate::tool_source::ToolSource;
 
 /// Builds a [`Session`].
 pub struct SessionBuilder {
@@ -38,6 +39,7 @@ pub struct SessionBuilder {
     workspace: Option<WorkspaceIdentity>,
     clock: bool,
     journal: Option<Box<dyn Journal>>,
+    source: Option<Arc<dyn ToolSource>>,
 }
 
 impl fmt::Debug for SessionBuilder {
@@ -49,6 +51,7 @@ impl fmt::Debug for SessionBuilder {
             .field("limits", &self.limits)
             .field("execution", &self.execution)
             .field("journal", &self.journal.is_some())
+            .field("source", &self.source.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +81,7 @@ impl SessionBuilder {
             workspace: None,
             clock: false,
             journal: None,
+            source: None,
         }
     }
 
@@ -90,6 +94,14 @@ impl SessionBuilder {
     /// Adds shared tools to the authority ceiling.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Asks `source` between model rounds for tools withdrawn, back or new
+    /// (see [`ToolSource`]). The tools it has now are given with
+    /// [`SessionBuilder::tools`] as usual.
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.source = Some(source);
         self
     }
 
@@ -209,23 +221,8 @@ impl SessionBuilder {
     fn resolve(&self) -> Result<Resolved, BuildError> {
         let mut tools = BTreeMap::new();
         for tool in &self.tools {
-            let definition = tool.definition().clone();
-            let name = definition.name.clone();
-            let valid_name = (1..=64).contains(&name.len())
-                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            if !valid_name {
-                return Err(BuildError::ToolName(name));
-            }
-            let schema = CompiledSchema::compile(&definition.parameters)
-                .map_err(|source| BuildError::Schema { tool: name.clone(), source })?;
-            let resolved = ResolvedTool {
-                category: tool.category(),
-                cancellation: tool.cancellation(),
-                retry: tool.retry(),
-                tool: Arc::clone(tool),
-                schema,
-                definition,
-            };
+            let resolved = resolve_tool(tool)?;
+            let name = resolved.definition.name.clone();
             if tools.insert(name.clone(), Arc::new(resolved)).is_some() {
                 return Err(BuildError::DuplicateTool(name));
             }
@@ -247,14 +244,7 @@ impl SessionBuilder {
         let snapshot = AuthoritySnapshot {
             version: AUTHORITY_VERSION,
             workspace: self.workspace.clone(),
-            tools: tools
-                .values()
-                .map(|t| ToolAuthority {
-                    definition: t.definition.clone(),
-                    category: t.category,
-                    cancellation: t.cancellation,
-                })
-                .collect(),
+            tools: tools.values().map(|t| t.authority()).collect(),
             enabled: active.iter().cloned().collect(),
             limits: self.limits,
             clock: self.clock,
@@ -336,6 +326,8 @@ impl SessionBuilder {
             model: self.model,
             tools: resolved.tools,
             active: resolved.active,
+            withdrawn: BTreeSet::new(),
+            source: self.source,
             advertised: Vec::new(),
             system,
             history,
@@ -356,4 +348,26 @@ impl SessionBuilder {
         session.refresh_advertised();
         session
     }
+}
+
+/// Checks a tool's name and compiles its schema: the one way a tool enters
+/// the ceiling, at build time or from a [`ToolSource`] between rounds.
+pub(crate) fn resolve_tool(tool: &Arc<dyn Tool>) -> Result<ResolvedTool, BuildError> {
+    let definition = tool.definition().clone();
+    let name = definition.name.clone();
+    let valid_name = (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid_name {
+        return Err(BuildError::ToolName(name));
+    }
+    let schema = CompiledSchema::compile(&definition.parameters)
+        .map_err(|source| BuildError::Schema { tool: name.clone(), source })?;
+    Ok(ResolvedTool {
+        category: tool.category(),
+        cancellation: tool.cancellation(),
+        retry: tool.retry(),
+        tool: Arc::clone(tool),
+        schema,
+        definition,
+    })
 }

@@ -7,6 +7,7 @@ mod builder;
 mod ids;
 mod invoke;
 mod turn;
+mod updates;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -14,11 +15,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use batch::NOT_RUN;
+pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
 pub use invoke::CANCELLED;
 
-use crate::authority::AuthoritySnapshot;
+use crate::authority::{AuthoritySnapshot, ToolAuthority};
 use crate::error::BuildError;
 use crate::journal::{Journal, JournalError};
 use crate::limits::Limits;
@@ -28,6 +29,7 @@ use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
 use crate::replay::Ledger;
 use crate::schema::CompiledSchema;
 use crate::tool::{CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolDefinition};
+use crate::tool_source::ToolSource;
 
 /// Whether the calls of one response run at once or one after another.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,6 +50,17 @@ pub(crate) struct ResolvedTool {
     pub(crate) retry: RetryPolicy,
 }
 
+impl ResolvedTool {
+    /// The tool as the authority snapshot records it.
+    pub(crate) fn authority(&self) -> ToolAuthority {
+        ToolAuthority {
+            definition: self.definition.clone(),
+            category: self.category,
+            cancellation: self.cancellation,
+        }
+    }
+}
+
 pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
 
 /// An agent conversation: runs one turn at a time (invariant 1).
@@ -65,6 +78,11 @@ pub struct Session {
     pub(crate) capabilities: Capabilities,
     pub(crate) tools: ToolSet,
     pub(crate) active: BTreeSet<String>,
+    /// Tools their source withdrew (a server died or dropped them): out of
+    /// the request and refused, whether active or not, until offered again.
+    pub(crate) withdrawn: BTreeSet<String>,
+    /// Asked between rounds for tools withdrawn, back, or new.
+    pub(crate) source: Option<Arc<dyn ToolSource>>,
     /// Definitions shown to the model: the active tools only. A disabled
     /// tool is withdrawn from the request even when history calls it (its
     /// calls and results stay in history; a call to it now is refused,
@@ -197,7 +215,8 @@ impl Session {
         self.system.as_deref()
     }
 
-    /// The authority snapshot recorded at build time.
+    /// The authority snapshot the session runs under: the one recorded at
+    /// build time, or the newest one its tool source's changes journaled.
     pub fn authority(&self) -> &AuthoritySnapshot {
         &self.authority
     }
@@ -236,6 +255,11 @@ impl Session {
     /// Names of the active tools, sorted.
     pub fn active_tools(&self) -> impl Iterator<Item = &str> {
         self.active.iter().map(String::as_str)
+    }
+
+    /// Names of the tools their source withdrew, sorted.
+    pub fn withdrawn_tools(&self) -> impl Iterator<Item = &str> {
+        self.withdrawn.iter().map(String::as_str)
     }
 
     /// Names of every tool in the authority ceiling, sorted.
@@ -307,7 +331,9 @@ impl Session {
         self.advertised = self
             .tools
             .values()
-            .filter(|t| self.active.contains(&t.definition.name))
+            .filter(|t| {
+                self.active.contains(&t.definition.name) && !self.withdrawn.contains(&t.definition.name)
+            })
             .map(|t| t.definition.clone())
             .collect();
     }

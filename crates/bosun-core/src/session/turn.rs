@@ -141,6 +141,8 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Result<TurnOutcome, TurnErrorKind> {
         for round in 1..=self.limits.max_rounds {
+            // Between rounds, never inside a batch.
+            self.apply_tool_changes(state, emitter).await?;
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
             let response = self.model_round(state, round, generation, emitter).await?;
             state.usage += response.usage;
