@@ -1,13 +1,32 @@
 //! Approval handlers: a prompt on the terminal, a refusal when there is no
-//! terminal, and approve-all for sandboxes that ask for it by flag.
+//! terminal, and approve-all for sandboxes that ask for it by flag. The
+//! prompt itself ([`prompt`]) also asks about MCP servers' sampling
+//! requests, and holds the terminal ([`hold_terminal`]) as the elicitation
+//! prompt does, so no two prompts interleave.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bosun_core::permission::ApprovalFuture;
 use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, GrantScope, Reason};
 
 use crate::output::Palette;
 use crate::sanitize;
+
+/// Whether there is a person to ask: a controlling terminal to prompt on,
+/// and stderr on a terminal (so they see what is going on).
+pub fn has_terminal() -> bool {
+    std::fs::File::open("/dev/tty").is_ok() && std::io::stderr().is_terminal()
+}
+
+/// One prompt at a time on the terminal: approvals, sampling and
+/// elicitation would otherwise mix their lines and take each other's answers.
+static TERMINAL: Mutex<()> = Mutex::new(());
+
+/// Holds the terminal for one prompt, blocking while another has it.
+pub fn hold_terminal() -> MutexGuard<'static, ()> {
+    TERMINAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Approves everything (`--dangerously-approve-all`).
 #[derive(Debug)]
@@ -178,31 +197,64 @@ fn session_grant(tool: &str, protected: bool) -> (GrantScope, String) {
 }
 
 fn ask(palette: Palette, request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
+    let (scope, label) = session_grant(&request.tool, request.protected);
+    let heading =
+        format!("{} {} wants to run:", palette.bold("?"), palette.bold(&sanitize::line(&request.tool)));
+    let body = describe(palette, &request.tool, &request.arguments);
+    Ok(match prompt(palette, &heading, body.trim_end(), &sanitize::line(&request.reason), &label)? {
+        Answer::Once => ApprovalDecision::ApproveOnce,
+        Answer::ForSession => ApprovalDecision::ApproveForSession { scope },
+        Answer::Deny(reason) => deny(&reason),
+    })
+}
+
+/// The person's answer to [`prompt`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// `y`.
+    Once,
+    /// `a`.
+    ForSession,
+    /// `n`, or the terminal closed: why.
+    Deny(String),
+}
+
+/// Asks on the controlling terminal, holding it: `heading`, `body` and `why`
+/// (sanitised by the caller), then approve once, `session` (what `a`
+/// grants), or deny with an optional reason.
+pub fn prompt(
+    palette: Palette,
+    heading: &str,
+    body: &str,
+    why: &str,
+    session: &str,
+) -> std::io::Result<Answer> {
+    let _terminal = hold_terminal();
     let mut tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty")?;
     let mut reader = BufReader::new(tty.try_clone()?);
-    let (scope, label) = session_grant(&request.tool, request.protected);
-    writeln!(tty, "\n{} {} wants to run:", palette.bold("?"), palette.bold(&sanitize::line(&request.tool)))?;
-    writeln!(tty, "{}", describe(palette, &request.tool, &request.arguments).trim_end())?;
-    if !request.reason.is_empty() {
-        writeln!(tty, "{}", palette.dim(&format!("  why: {}", sanitize::line(&request.reason))))?;
+    writeln!(tty, "\n{heading}")?;
+    writeln!(tty, "{body}")?;
+    if !why.is_empty() {
+        writeln!(tty, "{}", palette.dim(&format!("  why: {why}")))?;
     }
-    writeln!(tty, "  [y] approve once\n  [a] {label}\n  [n] deny")?;
+    writeln!(tty, "  [y] approve once\n  [a] {session}\n  [n] deny")?;
     loop {
         write!(tty, "{} [y/a/n]: ", palette.bold("approve?"))?;
         tty.flush()?;
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
-            return Ok(deny("the user closed the terminal"));
+            return Ok(Answer::Deny("the user closed the terminal".to_owned()));
         }
         match line.trim().to_lowercase().as_str() {
-            "y" | "yes" => return Ok(ApprovalDecision::ApproveOnce),
-            "a" | "always" => return Ok(ApprovalDecision::ApproveForSession { scope }),
+            "y" | "yes" => return Ok(Answer::Once),
+            "a" | "always" => return Ok(Answer::ForSession),
             "n" | "no" => {
                 write!(tty, "reason (optional, one line): ")?;
                 tty.flush()?;
                 let mut reason = String::new();
                 reader.read_line(&mut reason)?;
-                return Ok(deny(if reason.trim().is_empty() { "denied by the user" } else { reason.trim() }));
+                let reason = if reason.trim().is_empty() { "denied by the user" } else { reason.trim() };
+                return Ok(Answer::Deny(reason.to_owned()));
             }
             _ => writeln!(tty, "please answer y, a or n")?,
         }

@@ -104,6 +104,25 @@ pub enum McpCommand {
         /// One server's name.
         name: Option<String>,
     },
+    /// Authorize bosun with a server reached by URL (OAuth): opens the
+    /// authorization page in your browser and keeps the tokens in the data
+    /// directory, where `exec` and `resume` use and refresh them.
+    Login {
+        /// The server's name.
+        name: String,
+    },
+    /// Forget the tokens `bosun mcp login` kept for a server.
+    Logout {
+        /// The server's name.
+        name: String,
+    },
+    /// The client the MCP conformance suite drives (scripts/mcp-conformance):
+    /// connect to URL, call every tool, answer elicitation with defaults.
+    #[command(hide = true)]
+    Conformance {
+        /// The suite's test server.
+        url: String,
+    },
 }
 
 /// Options shared by commands that run a turn.

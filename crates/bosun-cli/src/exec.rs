@@ -49,7 +49,7 @@ pub fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
 fn approver(run: &RunOptions, tty: Palette) -> Arc<dyn ApprovalHandler> {
     if run.dangerously_approve_all {
         Arc::new(ApproveAll)
-    } else if std::fs::File::open("/dev/tty").is_ok() && std::io::stderr().is_terminal() {
+    } else if crate::approve::has_terminal() {
         Arc::new(TerminalPrompt::new(tty))
     } else {
         Arc::new(NoTerminal)
@@ -92,6 +92,11 @@ fn notice_ignored(settings: &config::Settings, stderr: Palette) {
     }
 }
 
+/// What starting the MCP servers gives a session: the tools (theirs
+/// added), the servers as its tool source, and what answers their requests.
+type McpParts<'a> =
+    (Vec<Arc<dyn bosun_core::Tool>>, Option<Arc<dyn bosun_core::ToolSource>>, &'a crate::mcp::Answers);
+
 /// `bosun exec`.
 pub async fn exec(
     dir: Option<&Path>,
@@ -105,9 +110,12 @@ pub async fn exec(
     notice_ignored(&settings, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let mcp =
-        crate::mcp::start_into(&settings, env, workspace.root_path(), &mut tools, palettes.stderr).await;
-    let outcome = exec_with(&settings, env, &args.run, prompt, workspace, tools, palettes).await;
+    let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
+    let root = workspace.root_path();
+    let mcp = crate::mcp::start_into(&settings, env, root, &mut tools, palettes.stderr, &answers).await;
+    let source = crate::mcp::source(&mcp);
+    let mcp_parts = (tools, source, &answers);
+    let outcome = exec_with(&settings, env, &args.run, prompt, workspace, mcp_parts, palettes).await;
     // Every server is stopped on every way out, the failing ones included.
     crate::mcp::stop(mcp).await;
     outcome
@@ -119,10 +127,11 @@ async fn exec_with(
     run: &RunOptions,
     prompt: String,
     workspace: bosun_tools::Workspace,
-    tools: Vec<Arc<dyn bosun_core::Tool>>,
+    (tools, source, answers): McpParts<'_>,
     palettes: Palettes,
 ) -> Result<Outcome> {
     let model = wire::model(settings, env, &workspace).await?;
+    answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
     let journal = store.new_session();
     let id = journal.session_id().to_owned();
@@ -130,7 +139,7 @@ async fn exec_with(
     if let Some(warning) = warning {
         eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }
-    let mut session = wire::builder(model, &workspace, tools, settings)
+    let mut session = wire::builder(model, &workspace, tools, source, settings)
         .system_prompt(system)
         .journal(journal)
         .shared_approver(approver(run, palettes.tty))
@@ -151,9 +160,11 @@ pub async fn resume(
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, palettes.stderr);
     let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let mcp =
-        crate::mcp::start_into(&settings, env, workspace.root_path(), &mut tools, palettes.stderr).await;
-    let outcome = resume_with(&settings, env, args, workspace, tools, palettes).await;
+    let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
+    let root = workspace.root_path();
+    let mcp = crate::mcp::start_into(&settings, env, root, &mut tools, palettes.stderr, &answers).await;
+    let source = crate::mcp::source(&mcp);
+    let outcome = resume_with(&settings, env, args, workspace, (tools, source, &answers), palettes).await;
     crate::mcp::stop(mcp).await;
     outcome
 }
@@ -163,10 +174,11 @@ async fn resume_with(
     env: &Env,
     args: ResumeArgs,
     workspace: bosun_tools::Workspace,
-    tools: Vec<Arc<dyn bosun_core::Tool>>,
+    (tools, source, answers): McpParts<'_>,
     palettes: Palettes,
 ) -> Result<Outcome> {
     let model = wire::model(settings, env, &workspace).await?;
+    answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
     let mut words = args.prompt;
     let id = match (args.id, args.last) {
@@ -181,7 +193,7 @@ async fn resume_with(
         (None, false) => bail!("name the session to resume (`bosun sessions list`), or use --last"),
     };
     let journal = store.open_session(&id)?;
-    let mut session = wire::builder(model, &workspace, tools, settings)
+    let mut session = wire::builder(model, &workspace, tools, source, settings)
         .shared_approver(approver(&args.run, palettes.tty))
         .resume(journal)
         .await

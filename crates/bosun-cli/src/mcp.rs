@@ -2,19 +2,21 @@
 //! user's own config file, and the tools they offer.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use bosun_core::ToolSource;
 use bosun_mcp::{
-    HttpTransport, McpServers, ParentEnv, Secret, ServerConfig, ServerEvent, StartOptions, Started,
-    StdioTransport, Transport,
+    HttpTransport, McpServers, ParentEnv, Secret, ServerConfig, ServerError, ServerEvent, StartOptions,
+    Started, StdioTransport, Transport,
 };
 
 use crate::cli::McpCommand;
 use crate::config::mcp::{McpServerEntry, check_name};
 use crate::config::{self, Env};
-use crate::output::Palette;
+use crate::output::{Palette, Palettes};
 use crate::{exec, sanitize};
 
 pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand, env: &Env) -> Result<()> {
@@ -39,6 +41,14 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
             let file = user_file(env)?;
             if remove(&file, &name)? {
                 println!("removed MCP server `{name}` from {}", file.display());
+                // Its tokens go with it: a later server of the same name
+                // must log in again, not inherit them.
+                if let Some(tokens) = crate::mcp_login::token_file(env, &name)
+                    && bosun_mcp::remove_token_file(&tokens)
+                        .with_context(|| format!("cannot remove {}", tokens.display()))?
+                {
+                    println!("removed its OAuth tokens ({})", tokens.display());
+                }
                 return Ok(());
             }
             let settings = config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?;
@@ -52,6 +62,12 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
             }
         }
         McpCommand::Tools { name } => tools(dir, profile, name.as_deref(), env).await,
+        McpCommand::Login { name } => crate::mcp_login::login(dir, profile, &name, env).await,
+        McpCommand::Logout { name } => {
+            println!("{}", crate::mcp_login::logout(&name, env)?);
+            Ok(())
+        }
+        McpCommand::Conformance { url } => crate::mcp_conformance::run(&url, env).await,
     }
 }
 
@@ -70,7 +86,7 @@ pub fn server_configs(settings: &config::Settings, env: &Env) -> (Vec<ServerConf
     (configs, notices)
 }
 
-fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<ServerConfig> {
+pub fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<ServerConfig> {
     let transport: Transport = match (&entry.command, &entry.url) {
         (Some(command), _) => {
             let mut stdio = StdioTransport::new(command.clone()).args(entry.args.iter().cloned());
@@ -99,6 +115,10 @@ fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<Server
             for (header, var) in &entry.env_http_headers {
                 http = http.header(header.clone(), Secret::new(read(var)?));
             }
+            // Stored tokens (`bosun mcp login`) are used where no bearer token is given.
+            if entry.bearer_token_env_var.is_none() {
+                http = http.with_oauth(crate::mcp_login::oauth_config(name, entry, env)?);
+            }
             http.into()
         }
         (None, None) => bail!("it has no `command` or `url`"),
@@ -106,7 +126,8 @@ fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<Server
     let mut config = ServerConfig::new(name, transport)
         .with_disabled_tools(entry.disabled_tools.iter().cloned())
         .with_trust_annotations(entry.trust_annotations.unwrap_or(false))
-        .with_allow_new_tools(entry.allow_new_tools.unwrap_or(false));
+        .with_allow_new_tools(entry.allow_new_tools.unwrap_or(false))
+        .with_sampling(entry.sampling.unwrap_or(false));
     if let Some(ms) = entry.startup_timeout_ms {
         config = config.with_startup_timeout(Duration::from_millis(ms));
     }
@@ -119,10 +140,57 @@ fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<Server
     Ok(config)
 }
 
+/// What answers servers' requests of the person (elicitation) and of the
+/// model (sampling) in a run.
+pub struct Answers {
+    /// The terminal prompt, or a decline without a terminal.
+    pub elicitor: Arc<dyn bosun_mcp::Elicitor>,
+    /// The session's model, once [`ModelSampler::model_ready`] is told it.
+    pub sampler: Arc<crate::sampling::ModelSampler>,
+}
+
+impl std::fmt::Debug for Answers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answers").field("sampler", &self.sampler).finish_non_exhaustive()
+    }
+}
+
+impl Answers {
+    /// For a run with these options (the approval flag) and settings (the mode).
+    pub fn for_run(run: &crate::cli::RunOptions, settings: &config::Settings, palettes: Palettes) -> Self {
+        let sampler = crate::sampling::ModelSampler::new(
+            settings.mode,
+            run.dangerously_approve_all,
+            palettes.tty,
+            palettes.stderr,
+        );
+        Self { elicitor: crate::elicit::elicitor(palettes.tty), sampler: Arc::new(sampler) }
+    }
+
+    /// For commands that run no session: decline and refuse.
+    pub fn none() -> Self {
+        Self {
+            elicitor: Arc::new(crate::elicit::NoTerminal),
+            sampler: Arc::new(crate::sampling::ModelSampler::refusing()),
+        }
+    }
+}
+
 /// Starts the configured servers in parallel, saying on stderr how each
 /// fares; a server that fails is named with why and the session goes on
 /// without it. None when no server is configured.
 pub async fn start(settings: &config::Settings, env: &Env, root: &Path, stderr: Palette) -> Option<Started> {
+    start_with(settings, env, root, stderr, &Answers::none()).await
+}
+
+/// [`start`], with servers' requests going to `answers`.
+pub async fn start_with(
+    settings: &config::Settings,
+    env: &Env,
+    root: &Path,
+    stderr: Palette,
+    answers: &Answers,
+) -> Option<Started> {
     for notice in &settings.mcp_notices {
         eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
     }
@@ -133,19 +201,26 @@ pub async fn start(settings: &config::Settings, env: &Env, root: &Path, stderr: 
     if configs.is_empty() {
         return None;
     }
-    let options = StartOptions::new(root, ParentEnv::from_vars(env.vars())).with_events(move |event| {
-        // What servers say is shown, never obeyed: one sanitised line each.
-        let line = match event {
-            ServerEvent::Starting { server } => format!("mcp: starting {server}"),
-            ServerEvent::Ready { server, tools } => format!("mcp: {server} ready ({tools} tools)"),
-            ServerEvent::Exited { server, reason } => format!("mcp: {server} {reason}"),
-            _ => return,
-        };
-        eprintln!("{}", stderr.dim(&sanitize::line(&line)));
-    });
+    let options = StartOptions::new(root, ParentEnv::from_vars(env.vars()))
+        .with_elicitor(Arc::clone(&answers.elicitor))
+        .with_sampler(Arc::clone(&answers.sampler) as Arc<dyn bosun_mcp::Sampler>)
+        .with_events(move |event| {
+            // What servers say is shown, never obeyed: one sanitised line each.
+            let line = match event {
+                ServerEvent::Starting { server } => format!("mcp: starting {server}"),
+                ServerEvent::Ready { server, tools } => format!("mcp: {server} ready ({tools} tools)"),
+                ServerEvent::Exited { server, reason } => format!("mcp: {server} {reason}"),
+                _ => return,
+            };
+            eprintln!("{}", stderr.dim(&sanitize::line(&line)));
+        });
     let started = McpServers::start(configs, options).await;
     for failure in &started.failures {
-        eprintln!("{}", stderr.red(&sanitize::block(&format!("mcp: {failure}"))));
+        let hint = match failure {
+            ServerError::Unauthorized { server, .. } => format!(" (run `bosun mcp login {server}`)"),
+            _ => String::new(),
+        };
+        eprintln!("{}", stderr.red(&sanitize::block(&format!("mcp: {failure}{hint}"))));
     }
     for rejected in &started.rejected {
         eprintln!("{}", stderr.dim(&sanitize::line(&format!("mcp: {rejected}"))));
@@ -153,23 +228,33 @@ pub async fn start(settings: &config::Settings, env: &Env, root: &Path, stderr: 
     Some(started)
 }
 
-/// [`start`], with the servers' tools added to `tools`.
+/// [`start`], with the servers' tools added to `tools`. The servers come
+/// back shared: the session asks them between rounds for tools withdrawn,
+/// back or new (their `ToolSource`), and [`stop`] shuts them down.
 pub async fn start_into(
     settings: &config::Settings,
     env: &Env,
     root: &Path,
-    tools: &mut Vec<std::sync::Arc<dyn bosun_core::Tool>>,
+    tools: &mut Vec<Arc<dyn bosun_core::Tool>>,
     stderr: Palette,
-) -> Option<Started> {
-    let started = start(settings, env, root, stderr).await?;
-    tools.extend(started.servers.tools());
-    Some(started)
+    answers: &Answers,
+) -> Option<Arc<McpServers>> {
+    let started = start_with(settings, env, root, stderr, answers).await?;
+    let servers = Arc::new(started.servers);
+    tools.extend(servers.tools());
+    tools.extend(servers.resource_tools());
+    Some(servers)
 }
 
-/// Shuts down what [`start`] started, if anything.
-pub async fn stop(started: Option<Started>) {
-    if let Some(started) = started {
-        started.servers.shutdown().await;
+/// The servers as the session's tool source.
+pub fn source(servers: &Option<Arc<McpServers>>) -> Option<Arc<dyn ToolSource>> {
+    servers.as_ref().map(|s| Arc::clone(s) as Arc<dyn ToolSource>)
+}
+
+/// Shuts down what [`start_into`] started, if anything.
+pub async fn stop(servers: Option<Arc<McpServers>>) {
+    if let Some(servers) = servers {
+        servers.shutdown().await;
     }
 }
 
@@ -187,8 +272,10 @@ async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, en
     let Some(started) = start(&settings, env, &root, Palette::default()).await else {
         bail!("no MCP server is configured and enabled (see `bosun mcp list`)");
     };
+    let failed = !started.failures.is_empty();
+    let servers = Arc::new(started.servers);
     let mut out = String::new();
-    for tool in started.servers.tools() {
+    for tool in servers.tools().into_iter().chain(servers.resource_tools()) {
         let definition = tool.definition();
         let schema = serde_json::to_string_pretty(&definition.parameters).unwrap_or_default();
         let category = serde_json::to_value(tool.category()).ok();
@@ -199,8 +286,7 @@ async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, en
         }
         out.push_str(&format!("  parameters: {}\n\n", schema.replace('\n', "\n  ")));
     }
-    let failed = !started.failures.is_empty();
-    started.servers.shutdown().await;
+    servers.shutdown().await;
     print!("{}", sanitize::block(&out));
     if failed {
         bail!("not every server started (see above)");

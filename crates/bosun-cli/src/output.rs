@@ -267,6 +267,17 @@ impl EventSink for HumanSink {
             Event::Error { message, .. } => {
                 eprintln!("{}", palette.red(&format!("error: {}", sanitize::block(&message))));
             }
+            Event::ToolsChanged { withdrawn, restored, added, notices } => {
+                for notice in &notices {
+                    self.note(&palette.dim(&format!("  {}", sanitize::line(notice))));
+                }
+                for (what, names) in [("withdrawn", &withdrawn), ("back", &restored), ("new", &added)] {
+                    if !names.is_empty() {
+                        let line = format!("  tools {what}: {}", sanitize::line(&names.join(", ")));
+                        self.note(&palette.dim(&line));
+                    }
+                }
+            }
             Event::TurnEnd { usage, .. } => {
                 if self.streamed && !self.ends_with_newline {
                     println!();

@@ -307,6 +307,7 @@ pub fn builder(
     model: Arc<dyn Model>,
     workspace: &Workspace,
     tools: Vec<Arc<dyn Tool>>,
+    source: Option<Arc<dyn bosun_core::ToolSource>>,
     settings: &Settings,
 ) -> SessionBuilder {
     let mut builder = Session::builder_shared(model)
@@ -315,6 +316,9 @@ pub fn builder(
         .mode(settings.mode)
         .rules(settings.rules.clone())
         .clock(settings.clock);
+    if let Some(source) = source {
+        builder = builder.tool_source(source);
+    }
     if let Some(rounds) = settings.max_rounds {
         builder = builder.max_rounds(rounds);
     }

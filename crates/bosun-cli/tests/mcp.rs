@@ -304,6 +304,78 @@ fn a_server_killed_mid_call_gives_an_error_result_and_the_session_continues() {
     assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("completed")), "{last}");
     assert!(out.stderr.contains("mcp: everything exited (killed by SIGKILL)"), "{}", out.stderr);
     assert!(mock.last_request().contains(during), "{}", mock.last_request());
+    // Between the rounds the dead server's tools were withdrawn: the next
+    // request offers none of them, and the change is an event.
+    assert!(offered(&mock, 0).iter().any(|t| t == ECHO));
+    assert!(!offered(&mock, 1).iter().any(|t| t.starts_with("mcp__everything__")), "{:?}", offered(&mock, 1));
+    let changed = of_type(&events, "tools_changed");
+    assert_eq!(changed.len(), 1, "{events:#?}");
+    let withdrawn = changed[0]["withdrawn"].as_array().unwrap();
+    assert!(withdrawn.contains(&json!(ECHO)) && withdrawn.contains(&json!(LONG)), "{}", changed[0]);
+    let notices = changed[0]["notices"].to_string();
+    assert!(notices.contains("its tools are withdrawn; restarting it once"), "{notices}");
+}
+
+/// A sandbox whose user config starts bosun-testing's Python peer as `py`.
+fn python_sandbox(allow_new_tools: bool) -> Sandbox {
+    let sandbox = task_sandbox();
+    let script = sandbox.path("py_peer.py");
+    std::fs::write(&script, bosun_testing::mcp::PY_PEER).unwrap();
+    let table = format!(
+        "[mcp_servers.py]\ncommand = \"python3\"\nargs = [{}]\nallow_new_tools = {allow_new_tools}\n",
+        quoted(&script.display().to_string())
+    );
+    write_user_config(&sandbox, &table);
+    sandbox
+}
+
+#[test]
+fn a_changed_tool_list_withdraws_and_adds_between_rounds_only_when_allowed() {
+    let fresh = "mcp__py__fresh";
+    let list = vec![
+        json!({"match": {"userMessage": "swap", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "mcp__py__swap", "arguments": {}}]}}),
+        json!({"match": {"toolResultContains": "swapped", "turnIndex": 1}, "response": {
+            "toolCalls": [{"name": fresh, "arguments": {}}]}}),
+        json!({"match": {"toolResultContains": "unknown tool", "turnIndex": 2}, "response": {"content": "refused"}}),
+        json!({"match": {"toolResultContains": "unknown", "turnIndex": 2}, "response": {"content": "reached"}}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    // One `exec` on the peer; its events and its answer.
+    let swap = |allow_new_tools: bool| {
+        let sandbox = python_sandbox(allow_new_tools);
+        let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+        cmd.args(["--mode", "autonomous", "--json", "swap the tools"]);
+        let out = run(cmd);
+        out.expect_code(0);
+        let events = json_events(&out.stdout);
+        let text: String =
+            of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
+        (events, text)
+    };
+
+    // Allowed: `big` is withdrawn, `env` (changed) and `fresh` are added
+    // between the rounds, and the call of `fresh` reaches the server.
+    let (events, text) = swap(true);
+    assert_eq!(text, "reached");
+    let changed = of_type(&events, "tools_changed");
+    assert_eq!(changed.len(), 1, "{events:#?}");
+    assert_eq!(changed[0]["withdrawn"], json!(["mcp__py__big"]), "{}", changed[0]);
+    assert_eq!(changed[0]["added"], json!(["mcp__py__env", fresh]), "{}", changed[0]);
+    assert!(offered(&mock, 0).iter().any(|t| t == "mcp__py__big"));
+    let second = offered(&mock, 1);
+    assert!(second.iter().any(|t| t == fresh) && !second.iter().any(|t| t == "mcp__py__big"), "{second:?}");
+
+    // Not allowed: the new and changed tools are named, not offered.
+    let (events, text) = swap(false);
+    assert_eq!(text, "refused");
+    let changed = of_type(&events, "tools_changed");
+    assert_eq!(changed[0]["withdrawn"], json!(["mcp__py__big", "mcp__py__env"]), "{}", changed[0]);
+    assert!(changed[0].get("added").is_none(), "{}", changed[0]);
+    let notices = changed[0]["notices"].to_string();
+    assert!(notices.contains(fresh) && notices.contains("allow_new_tools"), "{notices}");
+    let fourth = offered(&mock, 4);
+    assert!(!fourth.iter().any(|t| t == fresh || t.starts_with("mcp__py__env")), "{fourth:?}");
 }
 
 #[test]
@@ -381,9 +453,21 @@ fn mcp_add_list_tools_and_remove_round_trip_through_the_user_config() {
     out.expect_code(2);
     assert!(out.stderr.contains("no MCP server `nosuch` is configured"), "{}", out.stderr);
 
+    // Tokens a login left go with the server.
+    let tokens = sandbox.path("bosun/mcp-auth/everything.json");
+    std::fs::create_dir_all(tokens.parent().unwrap()).unwrap();
+    std::fs::write(&tokens, "{}").unwrap();
     let out = mcp(&["remove", "everything"]);
     out.expect_code(0);
-    assert_eq!(out.stdout, format!("removed MCP server `everything` from {}\n", config.display()));
+    assert_eq!(
+        out.stdout,
+        format!(
+            "removed MCP server `everything` from {}\nremoved its OAuth tokens ({})\n",
+            config.display(),
+            tokens.display()
+        )
+    );
+    assert!(!tokens.exists());
     let out = mcp(&["list"]);
     out.expect_code(0);
     assert!(out.stdout.starts_with("no MCP servers configured"), "{}", out.stdout);

@@ -286,6 +286,20 @@ mod record_form {
             ),
             (JournalRecord::TurnEnded { turn: 1, outcome: TurnRecordOutcome::RolledBack }, "turn_ended"),
         ];
+        let authority = AuthoritySnapshot {
+            version: crate::authority::AUTHORITY_VERSION,
+            workspace: None,
+            tools: vec![],
+            enabled: vec![],
+            limits: crate::limits::Limits::default(),
+            clock: false,
+        };
+        let changed = JournalRecord::AuthorityChanged { authority };
+        assert_eq!(serde_json::to_value(&changed).unwrap()["record"], json!("authority_changed"));
+        assert_eq!(
+            serde_json::from_value::<JournalRecord>(serde_json::to_value(&changed).unwrap()).unwrap(),
+            changed
+        );
         for (record, tag) in samples {
             let value = serde_json::to_value(&record).unwrap();
             assert_eq!(value["record"], json!(tag));

@@ -1,6 +1,8 @@
 //! bosun's side of one MCP connection (rmcp's `ClientHandler`): what it
-//! advertises (roots, form elicitation; not sampling), the roots it answers
-//! (the workspace root), elicitation through the [`Elicitor`], and the
+//! advertises (roots, form elicitation; sampling only when the server's
+//! config enables it), the roots it answers (the workspace root),
+//! elicitation through the [`Elicitor`], sampling through the [`Sampler`]
+//! (a request the server withdraws stops either), and the
 //! notifications it records: progress (routed to the running call), tool
 //! list changes (a flag the runtime reads between rounds), logs.
 
@@ -17,15 +19,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bosun_core::tool::ProgressSink;
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
-    LoggingMessageNotificationParam, MetaObject, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    ListRootsResult, LoggingMessageNotificationParam, MetaObject, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, Root, RootsCapabilities, SamplingCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 
 use crate::elicit::{ElicitationKind, ElicitationRequest, ElicitationResponse, Elicitor};
 use crate::events::{Events, ServerEvent};
+use crate::sampling::{self, Sampler};
 
 /// State the connection's handler shares with the server's calls.
 #[derive(Debug, Default)]
@@ -74,6 +77,8 @@ pub(crate) struct Handler {
     server: String,
     workspace_root: Option<Root>,
     elicitor: Arc<dyn Elicitor>,
+    /// Set when sampling is enabled for this server (and so advertised).
+    sampler: Option<Arc<dyn Sampler>>,
     events: Events,
     shared: Arc<Shared>,
 }
@@ -83,10 +88,12 @@ impl Handler {
         server: &str,
         workspace_root: &Path,
         elicitor: Arc<dyn Elicitor>,
+        sampler: Option<Arc<dyn Sampler>>,
         events: Events,
         shared: Arc<Shared>,
     ) -> Self {
-        Self { server: server.to_owned(), workspace_root: root(workspace_root), elicitor, events, shared }
+        let workspace_root = root(workspace_root);
+        Self { server: server.to_owned(), workspace_root, elicitor, sampler, events, shared }
     }
 }
 
@@ -113,6 +120,9 @@ impl ClientHandler for Handler {
         capabilities.roots = Some(RootsCapabilities::default());
         capabilities.elicitation =
             Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        if self.sampler.is_some() {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         // The `initialize` handshake is what every server speaks; rmcp's
         // default version (2026-07-28) has no handshake.
         ClientConfig::new(capabilities, Implementation::new("bosun", env!("CARGO_PKG_VERSION")))
@@ -126,10 +136,33 @@ impl ClientHandler for Handler {
         Ok(ListRootsResult::new(self.workspace_root.iter().cloned().collect()))
     }
 
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let Some(sampler) = &self.sampler else { return Err(sampling::not_enabled()) };
+        let request = sampling::lower(&self.server, params)?;
+        tokio::select! {
+            answer = sampler.sample(request) => {
+                let response = answer.map_err(sampling::refusal)?;
+                // The session's accounting does not see these tokens.
+                let usage = response.usage;
+                tracing::info!(server = %self.server, input = usage.input + usage.cache_read,
+                    output = usage.output, "mcp: sampling used the model");
+                Ok(sampling::answer(response))
+            }
+            // Dropping the sampler's future stops what it started.
+            () = context.ct.cancelled() => {
+                Err(sampling::refusal(sampling::SamplingRefused::new("the server withdrew the request")))
+            }
+        }
+    }
+
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         let (message, kind) = match request {
             ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
@@ -143,7 +176,13 @@ impl ClientHandler for Handler {
             _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
         };
         let request = ElicitationRequest { server: self.server.clone(), message, kind };
-        Ok(match self.elicitor.elicit(request).await {
+        // A request the server withdrew (or a connection that ended) stops
+        // the elicitor, a prompt included, rather than leaving it asking.
+        let answer = tokio::select! {
+            answer = self.elicitor.elicit(request) => answer,
+            () = context.ct.cancelled() => ElicitationResponse::Cancel,
+        };
+        Ok(match answer {
             ElicitationResponse::Accept(content) => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(content)
             }

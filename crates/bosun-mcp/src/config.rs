@@ -8,6 +8,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::auth::OAuthConfig;
+
 /// A value that is never shown: a bearer token, a header value. `Debug`
 /// prints `<redacted>`; [`Secret::expose`] is the one way to the text.
 #[derive(Clone, PartialEq, Eq)]
@@ -164,12 +166,23 @@ pub struct HttpTransport {
     pub bearer_token: Option<Secret>,
     /// Sent with every request; values are treated as secrets.
     pub headers: BTreeMap<String, Secret>,
+    /// OAuth, when the server asks for it: stored tokens are sent and
+    /// refreshed, and a `401` or `403` is answered by authorizing (see
+    /// [`OAuthConfig`]). Not used when a [`bearer_token`](Self::bearer_token)
+    /// is set.
+    pub oauth: Option<OAuthConfig>,
 }
 
 impl HttpTransport {
     /// The endpoint at `url`, with no credentials.
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), bearer_token: None, headers: BTreeMap::new() }
+        Self { url: url.into(), bearer_token: None, headers: BTreeMap::new(), oauth: None }
+    }
+
+    /// Authorizes with OAuth as `oauth` says.
+    pub fn with_oauth(mut self, oauth: OAuthConfig) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Sends `token` as a bearer token.
@@ -210,6 +223,10 @@ pub struct ServerConfig {
     /// Offer tools the server adds after start-up (`tools/list_changed`).
     /// Off by default: the set the session was built with stays the set.
     pub allow_new_tools: bool,
+    /// Advertise sampling to the server and hand its `sampling/createMessage`
+    /// requests to the [`Sampler`](crate::Sampler). Off by default: a
+    /// server's prompt would spend the user's tokens.
+    pub sampling: bool,
 }
 
 impl ServerConfig {
@@ -232,6 +249,7 @@ impl ServerConfig {
             disabled_tools: Vec::new(),
             trust_annotations: false,
             allow_new_tools: false,
+            sampling: false,
         }
     }
 
@@ -282,6 +300,12 @@ impl ServerConfig {
     /// Sets [`allow_new_tools`](Self::allow_new_tools).
     pub fn with_allow_new_tools(mut self, allow: bool) -> Self {
         self.allow_new_tools = allow;
+        self
+    }
+
+    /// Sets [`sampling`](Self::sampling).
+    pub fn with_sampling(mut self, sampling: bool) -> Self {
+        self.sampling = sampling;
         self
     }
 

@@ -20,6 +20,8 @@ use tokio::process::Command;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::OAuth;
+use crate::auth_http::OAuthHttp;
 use crate::client::{Handler, Shared};
 use crate::config::{HttpTransport, ServerConfig, StdioTransport, Transport};
 use crate::elicit::Elicitor;
@@ -35,6 +37,7 @@ pub(crate) struct Context {
     pub(crate) workspace_root: PathBuf,
     pub(crate) parent_env: ParentEnv,
     pub(crate) elicitor: Arc<dyn Elicitor>,
+    pub(crate) sampler: Arc<dyn crate::sampling::Sampler>,
     pub(crate) events: Events,
 }
 
@@ -119,8 +122,24 @@ async fn start_http(
     if let Some(token) = &http.bearer_token {
         transport_config = transport_config.auth_header(token.expose());
     }
-    let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-    connect(config, context, transport, None, None).await
+    let oauth = match (&http.oauth, &http.bearer_token) {
+        (Some(oauth), None) => oauth.clone(),
+        _ => {
+            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+            return connect(config, context, transport, None, None).await;
+        }
+    };
+    // OAuth lives in the HTTP client, below the transport (auth.rs).
+    let oauth = Arc::new(OAuth::new(&config.name, &http.url, oauth, client.clone()));
+    let transport = StreamableHttpClientTransport::with_client(
+        OAuthHttp::new(client, Arc::clone(&oauth)),
+        transport_config,
+    );
+    let server = config.name.clone();
+    connect(config, context, transport, None, None).await.map_err(|error| match oauth.failure() {
+        Some(reason) => ServerError::Unauthorized { server, reason },
+        None => error,
+    })
 }
 
 /// `initialize` and `tools/list` over `transport`, before the deadline.
@@ -141,6 +160,8 @@ where
         &config.name,
         &context.workspace_root,
         Arc::clone(&context.elicitor),
+        // Advertised, and answered, only where the config asks for it.
+        config.sampling.then(|| Arc::clone(&context.sampler)),
         context.events.clone(),
         Arc::clone(&shared),
     );

@@ -60,6 +60,16 @@ pub enum ServerError {
         /// The tail of its stderr (empty for HTTP).
         stderr: String,
     },
+    /// The server asks for OAuth authorization and none could be had: no
+    /// stored token is usable and nothing can ask the person, or the
+    /// authorization failed.
+    #[error("MCP server `{server}` needs authorization: {reason}")]
+    Unauthorized {
+        /// The server.
+        server: String,
+        /// Why none could be had.
+        reason: String,
+    },
     /// `tools/list` failed.
     #[error("MCP server `{server}`: listing its tools failed: {reason}")]
     ListTools {
@@ -87,6 +97,7 @@ impl ServerError {
             | Self::Spawn { server, .. }
             | Self::StartupTimeout { server, .. }
             | Self::Initialize { server, .. }
+            | Self::Unauthorized { server, .. }
             | Self::ListTools { server, .. }
             | Self::Unavailable { server, .. } => server,
         }

@@ -17,8 +17,18 @@
 //! Built on the official Rust SDK, `rmcp`, which stays an implementation
 //! detail: no rmcp type is part of this API.
 //!
+//! Servers' resources are offered by [`McpServers::resource_tools`]: one
+//! tool that lists them and one that reads one. Sampling is advertised only
+//! to servers whose config sets [`ServerConfig::sampling`], and answered by
+//! the [`Sampler`] of [`StartOptions`] (refused by default).
+//!
+//! A Streamable HTTP server may ask for OAuth ([`OAuthConfig`]): stored
+//! tokens are sent and refreshed, and a server's `401` or `403` challenge is
+//! answered by an authorization (PKCE, metadata discovery, registration)
+//! that an [`Authorizer`] has the person complete.
+//!
 //! Not here: configuration files and the `bosun mcp` commands (the CLI's),
-//! prompts and resources as such, sampling (not advertised), OAuth.
+//! prompts.
 //!
 //! ```no_run
 //! # async fn example() {
@@ -37,6 +47,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod auth;
+mod auth_http;
+mod auth_store;
 mod catalog;
 mod client;
 mod config;
@@ -48,19 +61,33 @@ mod events;
 mod lower;
 mod names;
 mod process;
+mod resources;
 mod result;
+mod sampling;
 mod server;
 mod servers;
+mod source;
 mod stdout;
 mod tool;
 
+pub use auth::{
+    Authorization, AuthorizationResponse, AuthorizeFuture, Authorizer, MAX_AUTHORIZATIONS, OAuthConfig,
+};
+pub use auth_store::remove_token_file;
 pub use config::{HttpTransport, Secret, ServerConfig, StdioTransport, Transport};
 pub use elicit::{
-    DECLINED, DeclineAll, ElicitFuture, ElicitationKind, ElicitationRequest, ElicitationResponse, Elicitor,
+    AcceptDefaults, DECLINED, DeclineAll, ElicitFuture, ElicitationKind, ElicitationRequest,
+    ElicitationResponse, Elicitor, schema_defaults,
 };
 pub use env::ParentEnv;
 pub use error::{ServerError, ToolRejection};
 pub use events::{EventHook, ServerEvent};
 pub use names::{MAX_NAME, tool_name};
+pub use resources::{LIST_RESOURCES, MAX_RESOURCE_PAGES, READ_RESOURCE};
 pub use result::{MAX_IMAGES, MAX_TEXT};
+pub use sampling::{
+    MAX_SAMPLING_MESSAGES, MAX_SAMPLING_TEXT, MAX_SAMPLING_TOKENS, REFUSED, RefuseSampling, SampleFuture,
+    Sampler, SamplingRefused, SamplingRequest, SamplingResponse, complete,
+};
 pub use servers::{McpServers, StartOptions, Started, ToolListChange};
+pub use source::RESTART_BACKOFF;

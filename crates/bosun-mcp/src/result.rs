@@ -70,9 +70,9 @@ pub(crate) fn to_output(result: CallToolResult) -> ToolOutput {
     ToolOutput::new(out.finish(), is_error)
 }
 
-/// Parts under the bounds, and what did not fit.
+/// Parts under the bounds, and what did not fit (also used for resources).
 #[derive(Default)]
-struct Bounded {
+pub(crate) struct Bounded {
     parts: Vec<ContentPart>,
     text_kept: usize,
     text_total: usize,
@@ -80,7 +80,7 @@ struct Bounded {
 }
 
 impl Bounded {
-    fn text(&mut self, text: String) {
+    pub(crate) fn text(&mut self, text: String) {
         self.text_total += text.len();
         let room = MAX_TEXT - self.text_kept;
         if room == 0 {
@@ -92,7 +92,7 @@ impl Bounded {
         self.parts.push(ContentPart::text(kept));
     }
 
-    fn image(&mut self, mime: &str, data: &str) {
+    pub(crate) fn image(&mut self, mime: &str, data: &str) {
         let decoded = base64::engine::general_purpose::STANDARD.decode(data.trim());
         match decoded {
             Ok(bytes) if self.images_kept + bytes.len() <= MAX_IMAGES => {
@@ -108,7 +108,7 @@ impl Bounded {
         }
     }
 
-    fn finish(mut self) -> Vec<ContentPart> {
+    pub(crate) fn finish(mut self) -> Vec<ContentPart> {
         if self.text_total > self.text_kept {
             let cut = self.text_total - self.text_kept;
             self.parts.push(ContentPart::text(format!(

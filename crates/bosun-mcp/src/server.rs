@@ -45,6 +45,16 @@ pub(crate) enum State {
     Gone(String),
 }
 
+/// A request as its failures name it.
+pub(crate) struct Request<'a> {
+    /// For messages: "the call of \`echo\`", "the read of \`demo://a\`".
+    pub(crate) what: String,
+    /// What its progress notifications are shown under.
+    pub(crate) progress: &'a str,
+    /// What the answer should be, for a server that answers with something else.
+    pub(crate) expected: &'a str,
+}
+
 /// The parts of a started server.
 pub(crate) struct Parts {
     pub(crate) config: ServerConfig,
@@ -122,6 +132,11 @@ impl Server {
         &self.config.name
     }
 
+    /// Whether bosun is stopping it (so its going is no death).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
     /// How the server went, when it is gone.
     pub(crate) fn gone(&self) -> Option<String> {
         match &*self.state.borrow() {
@@ -144,11 +159,6 @@ impl Server {
 
     /// Calls MCP tool `tool`. Every failure is an error output.
     pub(crate) async fn call(&self, tool: &str, arguments: Value, context: ToolContext) -> ToolOutput {
-        let name = &self.config.name;
-        if let Some(why) = self.gone() {
-            let stderr = self.stderr_suffix();
-            return ToolOutput::error(format!("MCP server `{name}` is unavailable: it {why}{stderr}"));
-        }
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = match arguments {
             Value::Object(map) => Some(map),
@@ -156,12 +166,36 @@ impl Server {
             _ => return ToolOutput::error("the arguments must be a JSON object"),
         };
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let what =
+            Request { what: format!("the call of `{tool}`"), progress: tool, expected: "a tool result" };
+        match self.request(&what, request, &context).await {
+            Ok(response) => server_result(response),
+            Err(message) => ToolOutput::error(message),
+        }
+    }
+
+    /// Sends `request` and waits for the answer, under the call's
+    /// cancellation and the server's tool timeout; a server that is or goes
+    /// away ends the wait. Every failure is a message naming `what`.
+    pub(crate) async fn request(
+        &self,
+        what: &Request<'_>,
+        request: ClientRequest,
+        context: &ToolContext,
+    ) -> Result<ServerResult, String> {
+        let name = &self.config.name;
+        let label = &what.what;
+        if let Some(why) = self.gone() {
+            let stderr = self.stderr_suffix();
+            return Err(format!("MCP server `{name}` is unavailable: it {why}{stderr}"));
+        }
         let sent = self.peer.send_request_with_option(request, PeerRequestOptions::no_options()).await;
         let handle = match sent {
             Ok(handle) => handle,
-            Err(error) => return self.failed(tool, error).await,
+            Err(error) => return Err(self.failed(what, error).await),
         };
-        let _route = self.shared.route(handle.progress_token.clone(), tool, context.progress.clone());
+        let _route =
+            self.shared.route(handle.progress_token.clone(), what.progress, context.progress.clone());
         let mut guard = CancelGuard { peer: Some(self.peer.clone()), id: handle.id.clone() };
         let mut state = self.state.clone();
         let timeout = self.config.tool_timeout;
@@ -169,52 +203,53 @@ impl Server {
             biased;
             _ = context.cancel.cancelled() => {
                 guard.cancel("cancelled by bosun");
-                ToolOutput::error(format!("the call of `{tool}` on MCP server `{name}` was cancelled"))
+                Err(format!("{label} on MCP server `{name}` was cancelled"))
             }
             response = handle.await_response() => {
                 guard.disarm();
                 match response {
-                    Ok(response) => server_result(response),
-                    Err(error) => self.failed(tool, error).await,
+                    Ok(response) => Ok(response),
+                    Err(error) => Err(self.failed(what, error).await),
                 }
             }
             () = gone(&mut state) => {
                 guard.disarm();
                 let why = self.gone().unwrap_or_default();
                 let stderr = self.stderr_suffix();
-                ToolOutput::error(format!("MCP server `{name}` {why} during the call of `{tool}`{stderr}"))
+                Err(format!("MCP server `{name}` {why} during {label}{stderr}"))
             }
             () = tokio::time::sleep(timeout) => {
                 guard.cancel("timed out");
-                ToolOutput::error(format!(
-                    "the call of `{tool}` on MCP server `{name}` timed out after {}", millis(timeout)
-                ))
+                Err(format!("{label} on MCP server `{name}` timed out after {}", millis(timeout)))
             }
         }
     }
 
-    async fn failed(&self, tool: &str, error: ServiceError) -> ToolOutput {
-        let name = &self.config.name;
+    async fn failed(&self, what: &Request<'_>, error: ServiceError) -> String {
+        let (name, label) = (&self.config.name, &what.what);
         match error {
-            ServiceError::McpError(error) => ToolOutput::error(format!(
-                "MCP server `{name}` refused the call of `{tool}`: {} (JSON-RPC error {})",
+            ServiceError::McpError(error) => format!(
+                "MCP server `{name}` refused {label}: {} (JSON-RPC error {})",
                 error.message, error.code.0
-            )),
+            ),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 // The connection went first; the exit status follows soon.
                 let mut state = self.state.clone();
                 let _ = tokio::time::timeout(EXIT_STATUS_WAIT, gone(&mut state)).await;
                 let why = self.gone().unwrap_or_else(|| "closed the connection".to_owned());
                 let stderr = self.stderr_suffix();
-                ToolOutput::error(format!("MCP server `{name}` {why} during the call of `{tool}`{stderr}"))
+                format!("MCP server `{name}` {why} during {label}{stderr}")
             }
-            ServiceError::UnexpectedResponse => ToolOutput::error(format!(
-                "MCP server `{name}` answered the call of `{tool}` with something that is not a tool result"
-            )),
-            other => {
-                ToolOutput::error(format!("the call of `{tool}` on MCP server `{name}` failed: {other}"))
+            ServiceError::UnexpectedResponse => {
+                format!("MCP server `{name}` answered {label} with something that is not {}", what.expected)
             }
+            other => format!("{label} on MCP server `{name}` failed: {other}"),
         }
+    }
+
+    /// Whether the server said (in `initialize`) that it has resources.
+    pub(crate) fn offers_resources(&self) -> bool {
+        self.peer.peer_info().is_some_and(|info| info.capabilities.resources.is_some())
     }
 
     /// The shutdown sequence: close the connection (a stdio server's stdin),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bosun_core::{Tool, ToolContext, ToolOutput};
 
@@ -17,7 +17,9 @@ use crate::elicit::{DeclineAll, Elicitor};
 use crate::env::ParentEnv;
 use crate::error::{ServerError, ToolRejection};
 use crate::events::{EventHook, Events, ServerEvent};
+use crate::sampling::{RefuseSampling, Sampler};
 use crate::server::Server;
+use crate::source::Supervision;
 use crate::tool::McpTool;
 
 /// How to start servers.
@@ -32,6 +34,9 @@ pub struct StartOptions {
     pub on_event: Option<EventHook>,
     /// Answers servers' requests for input; declines by default.
     pub elicitor: Arc<dyn Elicitor>,
+    /// Answers the sampling requests of servers whose config enables
+    /// sampling; refuses by default.
+    pub sampler: Arc<dyn Sampler>,
 }
 
 impl StartOptions {
@@ -42,6 +47,7 @@ impl StartOptions {
             parent_env,
             on_event: None,
             elicitor: Arc::new(DeclineAll),
+            sampler: Arc::new(RefuseSampling),
         }
     }
 
@@ -54,6 +60,12 @@ impl StartOptions {
     /// Answers elicitation with `elicitor`.
     pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
         self.elicitor = elicitor;
+        self
+    }
+
+    /// Answers sampling requests with `sampler`.
+    pub fn with_sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.sampler = sampler;
         self
     }
 }
@@ -120,15 +132,20 @@ impl fmt::Debug for ToolListChange {
 
 /// Running MCP servers and the tools they offer.
 pub struct McpServers {
-    servers: Vec<Arc<Server>>,
+    /// The servers, in start order; a restarted one takes its old place.
+    servers: RwLock<Vec<Arc<Server>>>,
     /// Offered tools by session name, in the order they were offered.
-    tools: Mutex<BTreeMap<String, Arc<McpTool>>>,
+    pub(crate) tools: Mutex<BTreeMap<String, Arc<McpTool>>>,
+    /// What a restart starts from.
+    pub(crate) context: Arc<Context>,
+    /// Deaths seen and restarts under way.
+    pub(crate) supervision: Mutex<Supervision>,
 }
 
 impl fmt::Debug for McpServers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServers")
-            .field("servers", &self.servers.iter().map(|s| s.name()).collect::<Vec<_>>())
+            .field("servers", &self.running().iter().map(|s| s.name().to_owned()).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -140,12 +157,13 @@ impl McpServers {
     /// second.
     pub async fn start(configs: Vec<ServerConfig>, options: StartOptions) -> Started {
         let events = Events::new(options.on_event.clone());
-        let context = Context {
+        let context = Arc::new(Context {
             workspace_root: options.workspace_root,
             parent_env: options.parent_env,
             elicitor: options.elicitor,
+            sampler: options.sampler,
             events: events.clone(),
-        };
+        });
         let mut failures = Vec::new();
         let mut unique = Vec::new();
         for config in configs {
@@ -201,7 +219,13 @@ impl McpServers {
             }
             servers.push(server);
         }
-        Started { servers: Self { servers, tools: Mutex::new(tools) }, failures, rejected }
+        let servers = Self {
+            servers: RwLock::new(servers),
+            tools: Mutex::new(tools),
+            context,
+            supervision: Mutex::new(Supervision::default()),
+        };
+        Started { servers, failures, rejected }
     }
 
     /// The tools offered now, sorted by name.
@@ -210,15 +234,26 @@ impl McpServers {
         tools.values().map(|t| Arc::clone(t) as Arc<dyn Tool>).collect()
     }
 
+    /// `list_mcp_resources` and `read_mcp_resource`, over the running servers
+    /// that said they have resources; none when no server has them. Apart
+    /// from [`tools`](Self::tools) because they belong to no one server
+    /// (not `mcp__SERVER__TOOL`, not subject to its tool filters or its
+    /// `tools/list_changed`), so an embedder opts in to them. They reach the
+    /// servers through `self` (not kept alive by them), so a restarted
+    /// server is the one they reach.
+    pub fn resource_tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
+        crate::resources::tools(self)
+    }
+
     /// The names of the running servers, in start order.
     pub fn server_names(&self) -> Vec<String> {
-        self.servers.iter().map(|s| s.name().to_owned()).collect()
+        self.running().iter().map(|s| s.name().to_owned()).collect()
     }
 
     /// Why a server cannot take calls, if it cannot (it exited, closed the
     /// connection, was shut down); `None` while it runs or is unknown.
     pub fn unavailable(&self, server: &str) -> Option<ServerError> {
-        let server = self.servers.iter().find(|s| s.name() == server)?;
+        let server = self.running().into_iter().find(|s| s.name() == server)?;
         let reason = server.gone()?;
         Some(ServerError::Unavailable { server: server.name().to_owned(), reason })
     }
@@ -226,12 +261,12 @@ impl McpServers {
     /// The pid of a stdio server's process, which leads its process group
     /// (`None` for HTTP or an unknown name).
     pub fn process_id(&self, server: &str) -> Option<u32> {
-        self.servers.iter().find(|s| s.name() == server).and_then(|s| s.pid())
+        self.running().iter().find(|s| s.name() == server).and_then(|s| s.pid())
     }
 
     /// The tail of a stdio server's stderr so far (empty for HTTP).
     pub fn stderr_tail(&self, server: &str) -> Option<String> {
-        self.servers.iter().find(|s| s.name() == server).map(|s| s.stderr_tail())
+        self.running().iter().find(|s| s.name() == server).map(|s| s.stderr_tail())
     }
 
     /// Calls MCP tool `tool` of `server` by its MCP name, offered or not
@@ -244,7 +279,7 @@ impl McpServers {
         arguments: serde_json::Value,
         context: ToolContext,
     ) -> ToolOutput {
-        match self.servers.iter().find(|s| s.name() == server) {
+        match self.running().iter().find(|s| s.name() == server) {
             Some(found) => found.call(tool, arguments, context).await,
             None => ToolOutput::error(format!("there is no running MCP server `{server}`")),
         }
@@ -252,7 +287,7 @@ impl McpServers {
 
     /// Whether a server said its tool list changed since it was last read.
     pub fn tools_changed(&self) -> bool {
-        self.servers.iter().any(|s| s.shared.tools_changed.load(Ordering::SeqCst))
+        self.running().iter().any(|s| s.gone().is_none() && s.shared.tools_changed.load(Ordering::SeqCst))
     }
 
     /// Reads the tool lists that servers said changed, and applies the
@@ -261,8 +296,9 @@ impl McpServers {
     /// runtime calls this between rounds.
     pub async fn refresh(&self) -> ToolListChange {
         let mut change = ToolListChange::default();
-        for server in &self.servers {
-            if !server.shared.tools_changed.swap(false, Ordering::SeqCst) {
+        for server in &self.running() {
+            // A dead server's list is moot: its tools are withdrawn with it.
+            if !server.shared.tools_changed.swap(false, Ordering::SeqCst) || server.gone().is_some() {
                 continue;
             }
             let listed = match server.list_tools().await {
@@ -314,14 +350,29 @@ impl McpServers {
     /// Shuts every server down in parallel: a stdio server's stdin is
     /// closed, then after its grace `SIGTERM`, then `SIGKILL`, to its whole
     /// process group; an HTTP connection is closed.
-    pub async fn shutdown(self) {
-        futures_util::future::join_all(self.servers.iter().map(|s| s.shutdown())).await;
+    pub async fn shutdown(&self) {
+        self.supervision.lock().unwrap_or_else(PoisonError::into_inner).abort();
+        futures_util::future::join_all(self.running().iter().map(|s| s.shutdown())).await;
+    }
+
+    /// The servers now, in start order.
+    pub(crate) fn running(&self) -> Vec<Arc<Server>> {
+        self.servers.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Puts a restarted server in the place of the one of the same name.
+    pub(crate) fn replace_server(&self, server: &Arc<Server>) {
+        let mut servers = self.servers.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = servers.iter_mut().find(|s| s.name() == server.name()) {
+            *slot = Arc::clone(server);
+        }
     }
 }
 
 impl Drop for McpServers {
     fn drop(&mut self) {
-        for server in &self.servers {
+        self.supervision.lock().unwrap_or_else(PoisonError::into_inner).abort();
+        for server in &self.running() {
             server.abort();
         }
     }

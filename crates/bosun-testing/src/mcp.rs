@@ -185,3 +185,85 @@ fn launch(entry: &std::path::Path) -> Result<EverythingHttp, String> {
         }
     }
 }
+
+/// A hand-written MCP server for what the reference servers cannot be made
+/// to do: newline-delimited JSON-RPC on stdio, `initialize`, `tools/list`,
+/// `tools/call`, nothing else. Its tools: `big` (a 10 MB result), `env`
+/// (its environment), `die` (exits 3), `swap` (changes its list: `big`
+/// gone, `env` changed, `fresh` new, then `notifications/tools/list_changed`),
+/// `hold` (never answers), `fail` (a JSON-RPC error), `tree` (a recursive
+/// schema), `point` (a `$ref` to inline). Run it with `python3`.
+pub const PY_PEER: &str = r##"
+import json, os, subprocess, sys
+
+def tool(name, schema=None, description=None):
+    t = {"name": name, "inputSchema": schema or {"type": "object", "properties": {}}}
+    if description:
+        t["description"] = description
+    return t
+
+RECURSIVE = {
+    "type": "object",
+    "properties": {"tree": {"$ref": "#/$defs/node"}},
+    "$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+}
+DEFS = {
+    "type": "object",
+    "properties": {"p": {"$ref": "#/definitions/point"}},
+    "required": ["p"],
+    "definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
+}
+tools = [tool(n) for n in ["big", "env", "die", "swap", "hold", "fail"]] + [tool("tree", RECURSIVE), tool("point", DEFS)]
+
+def log(text):
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+def result(id, text):
+    send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    method, id, params = message.get("method"), message.get("id"), message.get("params") or {}
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": id, "result": {
+            "protocolVersion": params.get("protocolVersion"),
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "py-peer", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
+    elif method == "tools/call":
+        name = params.get("name")
+        if name == "big":
+            result(id, "x" * 10_000_000)
+        elif name == "env":
+            result(id, json.dumps(dict(os.environ)))
+        elif name == "point":
+            result(id, "x=%s" % params["arguments"]["p"]["x"])
+        elif name == "die":
+            log("py-peer: dying on purpose")
+            os._exit(3)
+        elif name == "swap":
+            tools = [t for t in tools if t["name"] != "big"]
+            tools = [tool("env", None, "changed") if t["name"] == "env" else t for t in tools]
+            tools.append(tool("fresh"))
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            result(id, "swapped")
+        elif name == "hold":
+            log("holding %s" % id)  # and never answers
+        elif name == "fail":
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "backend is down"}})
+        else:
+            send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "unknown"}], "isError": True}})
+    elif method == "notifications/cancelled":
+        log("cancelled %s: %s" % (params.get("requestId"), params.get("reason")))
+    elif id is not None:
+        send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+"##;

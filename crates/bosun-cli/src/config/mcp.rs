@@ -65,6 +65,17 @@ pub struct McpServerEntry {
     pub trust_annotations: Option<bool>,
     /// Whether tools it adds mid-session are offered (default false).
     pub allow_new_tools: Option<bool>,
+    /// Whether it may ask bosun's model for completions (sampling), each
+    /// approved like an external tool call (default false: not advertised).
+    pub sampling: Option<bool>,
+    /// OAuth: a client registered with the server's authorization server
+    /// beforehand (else bosun registers itself).
+    pub oauth_client_id: Option<String>,
+    /// OAuth: the variable holding that client's secret.
+    pub oauth_client_secret_env_var: Option<String>,
+    /// OAuth: an `https://` URL where bosun's client metadata document is
+    /// published, offered as the client id where the server takes one.
+    pub oauth_client_metadata_url: Option<String>,
 }
 
 // Values of `env` and headers may be credentials: only their names show.
@@ -81,6 +92,8 @@ impl fmt::Debug for McpServerEntry {
             .field("http_headers", &self.http_headers.keys().collect::<Vec<_>>())
             .field("env_http_headers", &self.env_http_headers)
             .field("enabled", &self.enabled)
+            .field("oauth_client_id", &self.oauth_client_id)
+            .field("oauth_client_secret_env_var", &self.oauth_client_secret_env_var)
             .finish_non_exhaustive()
     }
 }
@@ -118,11 +131,23 @@ impl McpServerEntry {
             }
             _ => {}
         }
+        let oauth = self.oauth_client_id.is_some()
+            || self.oauth_client_secret_env_var.is_some()
+            || self.oauth_client_metadata_url.is_some();
         let http_only = !self.http_headers.is_empty()
             || !self.env_http_headers.is_empty()
-            || self.bearer_token_env_var.is_some();
+            || self.bearer_token_env_var.is_some()
+            || oauth;
         if self.url.is_none() && http_only {
-            bail!("mcp_servers.{name}: headers and bearer tokens need `url`");
+            bail!("mcp_servers.{name}: headers, bearer tokens and OAuth settings need `url`");
+        }
+        if self.oauth_client_secret_env_var.is_some() && self.oauth_client_id.is_none() {
+            bail!("mcp_servers.{name}: `oauth_client_secret_env_var` needs `oauth_client_id`");
+        }
+        if let Some(url) = &self.oauth_client_metadata_url
+            && !url.starts_with("https://")
+        {
+            bail!("mcp_servers.{name}.oauth_client_metadata_url must be an https:// URL");
         }
         if self.command.is_none() && (!self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some()) {
             bail!("mcp_servers.{name}: `args`, `env` and `cwd` need `command`");
@@ -347,6 +372,31 @@ mod tests {
         let zero =
             McpServerEntry { command: Some("s".into()), tool_timeout_ms: Some(0), ..Default::default() };
         assert!(zero.check("x").unwrap_err().to_string().contains("tool_timeout_ms"));
+    }
+
+    #[test]
+    fn oauth_settings_need_a_url_and_a_client_id_for_a_secret() {
+        let mut entry = McpServerEntry {
+            url: Some("https://x.example/mcp".into()),
+            oauth_client_id: Some("bosun-client".into()),
+            oauth_client_secret_env_var: Some("SECRET".into()),
+            ..Default::default()
+        };
+        entry.check("ok").unwrap();
+        entry.oauth_client_id = None;
+        assert!(entry.check("ok").unwrap_err().to_string().contains("needs `oauth_client_id`"));
+        let stdio = McpServerEntry {
+            command: Some("srv".into()),
+            oauth_client_id: Some("c".into()),
+            ..Default::default()
+        };
+        assert!(stdio.check("s").unwrap_err().to_string().contains("need `url`"));
+        let plain = McpServerEntry {
+            url: Some("https://x.example/mcp".into()),
+            oauth_client_metadata_url: Some("http://x.example/client.json".into()),
+            ..Default::default()
+        };
+        assert!(plain.check("p").unwrap_err().to_string().contains("https://"));
     }
 
     #[test]
