@@ -110,6 +110,25 @@ pub enum TurnErrorKind {
     /// The turn used all its model rounds.
     #[error("the turn reached its limit of {0} model rounds")]
     RoundLimit(u32),
+    /// The turn spent its tokens.
+    #[error("the turn reached its limit of {limit} tokens ({spent} spent)")]
+    TokenLimit {
+        /// The limit.
+        limit: u64,
+        /// Spent when it was checked.
+        spent: u64,
+    },
+    /// The turn ran out of time.
+    #[error("the turn reached its time limit of {} s", *.0 as f64 / 1000.0)]
+    TimeLimit(u64),
+    /// The turn spent its money, or its cost could not be told.
+    #[error("{}", cost_limit(*limit_micros, *spent_micros))]
+    CostLimit {
+        /// The limit, in millionths of a dollar.
+        limit_micros: u64,
+        /// Spent when it was checked; `None` when the usage could not be priced.
+        spent_micros: Option<u64>,
+    },
     /// The event sink failed; the turn was cancelled.
     #[error(transparent)]
     Sink(#[from] SinkError),
@@ -141,12 +160,27 @@ impl TurnErrorKind {
             Self::NonPrefixText(_) | Self::NonPrefixReasoning(_) | Self::Truncated | Self::EmptyResponse => {
                 "protocol"
             }
-            Self::RoundLimit(_) => "limit",
+            Self::RoundLimit(_) | Self::TokenLimit { .. } | Self::TimeLimit(_) | Self::CostLimit { .. } => {
+                "limit"
+            }
             Self::Sink(_) => "sink",
             Self::Journal(_) | Self::JournalLost(_) => "journal",
             Self::Cancelled => "cancelled",
             Self::NotUserInput(_) => "input",
             Self::Capability(_) => "capability",
         }
+    }
+}
+
+fn dollars(micros: u64) -> String {
+    format!("${}.{:06}", micros / 1_000_000, micros % 1_000_000)
+}
+
+fn cost_limit(limit: u64, spent: Option<u64>) -> String {
+    match spent {
+        Some(spent) => {
+            format!("the turn reached its cost limit of {} ({} spent)", dollars(limit), dollars(spent))
+        }
+        None => format!("the turn has a cost limit of {} but its usage cannot be priced", dollars(limit)),
     }
 }

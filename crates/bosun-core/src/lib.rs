@@ -82,6 +82,7 @@ pub use history::{HistoryError, validate_history};
 pub use journal::{
     InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
 };
+pub use limits::{Limits, Pricing, turn_tokens};
 pub use message::{CallId, ContentPart, Message, StopReason, Usage};
 pub use model::{
     Capabilities, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream,

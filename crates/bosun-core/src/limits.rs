@@ -16,6 +16,21 @@ pub struct Limits {
     /// Most bytes of tool output kept in history; the middle of longer output
     /// is cut with a note saying how much.
     pub tool_output_bytes: usize,
+    /// Most tokens a turn may spend (prompt, cached prompt and output, summed
+    /// over its rounds); checked before each round after the first.
+    /// Left out of the serialised form while unset, so snapshots recorded
+    /// before it existed, and their digests, are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turn_tokens: Option<u64>,
+    /// Longest a turn may take, in milliseconds: then it is stopped as a
+    /// cancellation is (running calls wound down, invariant 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turn_ms: Option<u64>,
+    /// Most a turn may cost, in millionths of a dollar, priced by the
+    /// session's [`Pricing`](crate::Pricing); checked before each round
+    /// after the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turn_cost_micros: Option<u64>,
 }
 
 impl Limits {
@@ -56,6 +71,24 @@ impl Limits {
         self
     }
 
+    /// Sets the tokens a turn may spend (at least 1).
+    pub fn with_max_turn_tokens(mut self, tokens: u64) -> Self {
+        self.max_turn_tokens = Some(tokens.max(1));
+        self
+    }
+
+    /// Sets how long a turn may take (at least 1 ms).
+    pub fn with_max_turn_time(mut self, time: Duration) -> Self {
+        self.max_turn_ms = Some(u64::try_from(time.as_millis()).unwrap_or(u64::MAX).max(1));
+        self
+    }
+
+    /// Sets what a turn may cost, in millionths of a dollar (at least 1).
+    pub fn with_max_turn_cost_micros(mut self, micros: u64) -> Self {
+        self.max_turn_cost_micros = Some(micros.max(1));
+        self
+    }
+
     /// The tool timeout as a duration.
     pub fn tool_timeout(&self) -> Duration {
         Duration::from_millis(self.tool_timeout_ms)
@@ -75,8 +108,29 @@ impl Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_rounds: 50, tool_timeout_ms: 120_000, tool_output_bytes: 64 * 1024 }
+        Self {
+            max_rounds: 50,
+            tool_timeout_ms: 120_000,
+            tool_output_bytes: 64 * 1024,
+            max_turn_tokens: None,
+            max_turn_ms: None,
+            max_turn_cost_micros: None,
+        }
     }
+}
+
+/// Prices usage for a cost limit: what `usage` cost, in millionths of a
+/// dollar, or `None` when it cannot be priced. bosun-core holds no prices;
+/// the embedder brings them.
+pub trait Pricing: Send + Sync {
+    /// The cost of `usage` on the session's model.
+    fn cost_micros(&self, usage: &crate::Usage) -> Option<u64>;
+}
+
+/// The tokens [`Limits::max_turn_tokens`] counts: every prompt token, cached
+/// or not, and every output token.
+pub fn turn_tokens(usage: &crate::Usage) -> u64 {
+    usage.input + usage.cache_read + usage.cache_write + usage.output
 }
 
 /// Keeps the head and tail of `text` within `max_bytes`, with a line in the

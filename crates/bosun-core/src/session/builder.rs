@@ -11,7 +11,7 @@ use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, WorkspaceIdentity};
 use crate::error::BuildError;
 use crate::history::{call_ids, validate_history};
 use crate::journal::{Journal, JournalRecord};
-use crate::limits::Limits;
+use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message};
 use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
 use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
@@ -40,6 +40,7 @@ pub struct SessionBuilder {
     clock: bool,
     journal: Option<Box<dyn Journal>>,
     source: Option<Arc<dyn ToolSource>>,
+    pricing: Option<Arc<dyn Pricing>>,
 }
 
 impl fmt::Debug for SessionBuilder {
@@ -82,6 +83,7 @@ impl SessionBuilder {
             clock: false,
             journal: None,
             source: None,
+            pricing: None,
         }
     }
 
@@ -183,6 +185,26 @@ impl SessionBuilder {
     /// Tool output ceiling, clamped by [`Limits::HARD_MAX_TOOL_OUTPUT`].
     pub fn tool_output_bytes(mut self, bytes: usize) -> Self {
         self.limits = self.limits.with_tool_output_bytes(bytes);
+        self
+    }
+
+    /// Tokens a turn may spend ([`Limits::max_turn_tokens`]).
+    pub fn max_turn_tokens(mut self, tokens: u64) -> Self {
+        self.limits = self.limits.with_max_turn_tokens(tokens);
+        self
+    }
+
+    /// How long a turn may take ([`Limits::max_turn_ms`]).
+    pub fn max_turn_time(mut self, time: Duration) -> Self {
+        self.limits = self.limits.with_max_turn_time(time);
+        self
+    }
+
+    /// What a turn may cost, in millionths of a dollar, priced by `pricing`
+    /// ([`Limits::max_turn_cost_micros`]).
+    pub fn max_turn_cost(mut self, micros: u64, pricing: Arc<dyn Pricing>) -> Self {
+        self.limits = self.limits.with_max_turn_cost_micros(micros);
+        self.pricing = Some(pricing);
         self
     }
 
@@ -328,6 +350,7 @@ impl SessionBuilder {
             active: resolved.active,
             withdrawn: BTreeSet::new(),
             source: self.source,
+            pricing: self.pricing,
             advertised: Vec::new(),
             system,
             history,

@@ -22,7 +22,7 @@ pub use invoke::CANCELLED;
 use crate::authority::{AuthoritySnapshot, ToolAuthority};
 use crate::error::BuildError;
 use crate::journal::{Journal, JournalError};
-use crate::limits::Limits;
+use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, ContentPart, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
 use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
@@ -83,6 +83,8 @@ pub struct Session {
     pub(crate) withdrawn: BTreeSet<String>,
     /// Asked between rounds for tools withdrawn, back, or new.
     pub(crate) source: Option<Arc<dyn ToolSource>>,
+    /// Prices a turn's usage for its cost limit.
+    pub(crate) pricing: Option<Arc<dyn Pricing>>,
     /// Definitions shown to the model: the active tools only. A disabled
     /// tool is withdrawn from the request even when history calls it (its
     /// calls and results stay in history; a call to it now is refused,

@@ -115,12 +115,41 @@ impl Session {
         emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
         let record = JournalRecord::TurnStarted { turn: state.turn, message: Message::User { content } };
         let rounds = match self.record(record).await {
-            Ok(()) => self.turn_rounds(&mut state, &generation, &mut emitter).await,
+            Ok(()) => self.timed_rounds(&mut state, &generation, &mut emitter).await,
             Err(kind) => Err(kind),
         };
         match rounds {
             Ok(outcome) => Ok(outcome),
             Err(kind) => Err(self.fail(&state, kind, &mut emitter).await),
+        }
+    }
+
+    /// The rounds under the turn's time limit: at the deadline the turn is
+    /// cancelled as the caller would cancel it (running calls are wound
+    /// down and awaited, invariant 13), and ends as over time.
+    async fn timed_rounds(
+        &mut self,
+        state: &mut TurnState,
+        generation: &GenerationOptions,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<TurnOutcome, TurnErrorKind> {
+        let Some(ms) = self.limits.max_turn_ms else {
+            return self.turn_rounds(state, generation, emitter).await;
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+        let cancel = state.cancel.clone();
+        let rounds = self.turn_rounds(state, generation, emitter);
+        tokio::pin!(rounds);
+        let result = tokio::select! {
+            result = &mut rounds => return result,
+            () = tokio::time::sleep_until(deadline) => {
+                cancel.cancel();
+                rounds.await
+            }
+        };
+        match result {
+            Err(TurnErrorKind::Cancelled) => Err(TurnErrorKind::TimeLimit(ms)),
+            other => other,
         }
     }
 
@@ -141,6 +170,9 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Result<TurnOutcome, TurnErrorKind> {
         for round in 1..=self.limits.max_rounds {
+            if round > 1 {
+                self.check_budget(state)?;
+            }
             // Between rounds, never inside a batch.
             self.apply_tool_changes(state, emitter).await?;
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
@@ -202,6 +234,25 @@ impl Session {
             }
         }
         Err(TurnErrorKind::RoundLimit(self.limits.max_rounds))
+    }
+
+    /// The turn's token and cost limits, checked before a round: a turn
+    /// stops at the first round boundary past either, so it may exceed them
+    /// by one round's spend, never start a round beyond them.
+    fn check_budget(&self, state: &TurnState) -> Result<(), TurnErrorKind> {
+        let spent = crate::limits::turn_tokens(&state.usage);
+        if let Some(limit) = self.limits.max_turn_tokens
+            && spent >= limit
+        {
+            return Err(TurnErrorKind::TokenLimit { limit, spent });
+        }
+        if let Some(limit_micros) = self.limits.max_turn_cost_micros {
+            let spent_micros = self.pricing.as_ref().and_then(|p| p.cost_micros(&state.usage));
+            if spent_micros.is_none_or(|spent| spent >= limit_micros) {
+                return Err(TurnErrorKind::CostLimit { limit_micros, spent_micros });
+            }
+        }
+        Ok(())
     }
 
     /// Streams one response, forwarding deltas and reconciling them with the
