@@ -24,6 +24,7 @@
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage`, `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
+//! | `compacted` | `tier` (1 shortened old tool results, 2 summarized, 3 dropped), `before`, `after` (estimated prompt tokens), `usage` (of the summary request, tier 2) |
 //! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
 
 use serde::{Deserialize, Serialize};
@@ -151,6 +152,19 @@ pub enum Event {
         /// What the source wants the person to know (untrusted text).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notices: Vec<String>,
+    },
+    /// Before a round, what is sent of history was compacted to fit the
+    /// context window (history and the journal keep everything).
+    Compacted {
+        /// 1: old tool results shortened; 2: older units summarized by the
+        /// model; 3: older units dropped.
+        tier: u8,
+        /// Estimated prompt tokens before.
+        before: u64,
+        /// Estimated prompt tokens after.
+        after: u64,
+        /// What the summary request used (zero for tiers 1 and 3).
+        usage: Usage,
     },
     /// A turn ended.
     TurnEnd {
@@ -305,6 +319,7 @@ mod wire_tag_freeze {
             Event::Error { .. } => "error",
             Event::ModelRetry { .. } => "model_retry",
             Event::ToolsChanged { .. } => "tools_changed",
+            Event::Compacted { .. } => "compacted",
         }
     }
 
@@ -406,6 +421,11 @@ mod wire_tag_freeze {
                     notices: vec![],
                 },
                 json!({"type": "tools_changed", "withdrawn": ["mcp__a__x"], "added": ["mcp__a__y"]}),
+            ),
+            (
+                Event::Compacted { tier: 2, before: 900, after: 300, usage: Usage::new(5, 6) },
+                json!({"type": "compacted", "tier": 2, "before": 900, "after": 300, "usage":
+                    {"input": 5, "output": 6, "cache_read": 0, "cache_write": 0, "reasoning": 0}}),
             ),
         ];
         for (event, expected) in samples {

@@ -160,6 +160,15 @@ pub enum JournalRecord {
         /// The new snapshot.
         authority: AuthoritySnapshot,
     },
+    /// What is sent of history changed between rounds to fit the context
+    /// window (history itself is unchanged): the view from here on.
+    Compacted {
+        /// The tier that made it: 1 shortened old tool results, 2 replaced
+        /// older units with a summary, 3 dropped them.
+        tier: u8,
+        /// The view.
+        compaction: crate::session::Compaction,
+    },
 }
 
 fn first_attempt() -> u32 {

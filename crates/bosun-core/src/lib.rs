@@ -93,7 +93,7 @@ pub use permission::{
     CommandLine, DenyAll, GrantScope, Mode, Permission, PermissionRule, Reason,
 };
 pub use replay::{ReplayError, Replayed, replay};
-pub use session::{Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput};
+pub use session::{Compaction, Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput};
 pub use tool::{
     CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
 };
@@ -103,6 +103,12 @@ pub use tool_source::{ToolChanges, ToolChangesFuture, ToolSource};
 pub mod results {
     pub use crate::replay::{INTERRUPTED_RESULT, NOT_STARTED_RESULT};
     pub use crate::session::{CANCELLED, NOT_RUN, WITHDRAWN};
+}
+
+/// Compaction's fixed parts: what it keeps, how short old results get, the
+/// summary prompt (documented, stable).
+pub mod compaction {
+    pub use crate::session::{KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT};
 }
 
 /// The README's examples, compiled and run as doctests.

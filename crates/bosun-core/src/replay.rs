@@ -45,6 +45,8 @@ pub struct Replayed {
     /// The model's own id of each tool call in `messages` that the journal
     /// mapped (invariant 4).
     pub provider_call_ids: BTreeMap<CallId, String>,
+    /// What is sent of `messages`: the newest `compacted` record's view.
+    pub compaction: crate::session::Compaction,
 }
 
 /// A journal that does not follow the turn loop's record order.
@@ -207,13 +209,17 @@ impl Ledger {
                 }
                 Ok(())
             }
-            // Between rounds only: one batch runs under one tool set.
-            JournalRecord::AuthorityChanged { .. } => match self.open.as_ref() {
-                Some(current) if current.batch.is_some() => {
-                    Err(format!("the authority changed inside a batch of turn {}", current.turn))
+            // Between rounds only: one batch runs under one tool set and
+            // is sent one view.
+            JournalRecord::AuthorityChanged { .. } | JournalRecord::Compacted { .. } => {
+                match self.open.as_ref() {
+                    Some(current) if current.batch.is_some() => Err(format!(
+                        "the authority or the view changed inside a batch of turn {}",
+                        current.turn
+                    )),
+                    _ => Ok(()),
                 }
-                _ => Ok(()),
-            },
+            }
         }
     }
 
@@ -276,8 +282,8 @@ impl Ledger {
                     self.interrupted_prompt = Some(current.user);
                 }
             }
-            // History is unchanged; `replay` keeps the newest snapshot.
-            JournalRecord::AuthorityChanged { .. } => {}
+            // History is unchanged; `replay` keeps the newest of each.
+            JournalRecord::AuthorityChanged { .. } | JournalRecord::Compacted { .. } => {}
         }
     }
 
@@ -320,6 +326,7 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         return Err(ReplayError::NoSessionStart);
     };
     let mut authority = authority;
+    let mut compaction = crate::session::Compaction::default();
     let mut messages = Vec::new();
     let mut ledger = Ledger::default();
     // Model ids of calls, from the records that carry them; only replay
@@ -333,15 +340,19 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         {
             provider_ids.extend(ids.iter().map(|(id, model)| (*id, model.clone())));
         }
-        if let JournalRecord::AuthorityChanged { authority: changed } = record {
-            authority = changed;
+        match record {
+            JournalRecord::AuthorityChanged { authority: changed } => authority = changed,
+            JournalRecord::Compacted { compaction: view, .. } => compaction = view.clone(),
+            _ => {}
         }
         ledger.apply(&mut messages, record.clone());
     }
     let recovery = ledger.close_open(&mut messages);
     validate_history(&messages)?;
     let provider_call_ids = mapped_calls(&messages, provider_ids);
+    compaction.clamp(messages.len());
     Ok(Replayed {
+        compaction,
         authority: authority.clone(),
         system: system.clone(),
         messages,

@@ -22,6 +22,9 @@ use crate::session::{ResolvedTool, Session, ToolExecution, ToolSet};
 use crate::tool::Tool;
 use crate::tool_source::ToolSource;
 
+/// The fraction of the context window at which compaction starts.
+pub const DEFAULT_COMPACT_AT: f64 = 0.8;
+
 /// Builds a [`Session`].
 pub struct SessionBuilder {
     model: Arc<dyn Model>,
@@ -41,6 +44,8 @@ pub struct SessionBuilder {
     journal: Option<Box<dyn Journal>>,
     source: Option<Arc<dyn ToolSource>>,
     pricing: Option<Arc<dyn Pricing>>,
+    context_window: Option<u64>,
+    compact_at: f64,
 }
 
 impl fmt::Debug for SessionBuilder {
@@ -84,6 +89,8 @@ impl SessionBuilder {
             journal: None,
             source: None,
             pricing: None,
+            context_window: None,
+            compact_at: DEFAULT_COMPACT_AT,
         }
     }
 
@@ -208,6 +215,22 @@ impl SessionBuilder {
         self
     }
 
+    /// The model's context window, in tokens: when a request's estimate
+    /// passes [`SessionBuilder::compact_at`] of it, what is sent is
+    /// compacted. Without one, compaction happens only when the provider
+    /// says a request overflowed.
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens.max(1));
+        self
+    }
+
+    /// The fraction of the window at which compaction starts, clamped to
+    /// `0.1..=1.0`; default [`DEFAULT_COMPACT_AT`].
+    pub fn compact_at(mut self, fraction: f64) -> Self {
+        self.compact_at = if fraction.is_nan() { DEFAULT_COMPACT_AT } else { fraction.clamp(0.1, 1.0) };
+        self
+    }
+
     /// Runs the calls of one response one after another instead of in parallel.
     pub fn sequential_tools(mut self) -> Self {
         self.execution = ToolExecution::Sequential;
@@ -325,13 +348,16 @@ impl SessionBuilder {
         }
         self.journal = Some(Box::new(journal));
         let ledger = Ledger::closed(replayed.turns, replayed.interrupted_prompt);
-        Ok(self.into_session(
+        let compaction = replayed.compaction;
+        let mut session = self.into_session(
             resolved,
             replayed.system,
             replayed.messages,
             ledger,
             &replayed.provider_call_ids,
-        ))
+        );
+        session.compaction = compaction;
+        Ok(session)
     }
 
     fn into_session(
@@ -351,6 +377,11 @@ impl SessionBuilder {
             withdrawn: BTreeSet::new(),
             source: self.source,
             pricing: self.pricing,
+            context_window: self.context_window,
+            compact_at: self.compact_at,
+            compaction: Default::default(),
+            estimator: Default::default(),
+            advertised_chars: 0,
             advertised: Vec::new(),
             system,
             history,

@@ -4,6 +4,8 @@
 
 mod batch;
 mod builder;
+mod compact;
+mod context;
 mod ids;
 mod invoke;
 mod turn;
@@ -17,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
+pub use context::{Compaction, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT};
 pub use invoke::CANCELLED;
 
 use crate::authority::{AuthoritySnapshot, ToolAuthority};
@@ -85,6 +88,15 @@ pub struct Session {
     pub(crate) source: Option<Arc<dyn ToolSource>>,
     /// Prices a turn's usage for its cost limit.
     pub(crate) pricing: Option<Arc<dyn Pricing>>,
+    /// The model's context window in tokens, when known: compaction starts
+    /// when a request's estimate passes `compact_at` of it.
+    pub(crate) context_window: Option<u64>,
+    pub(crate) compact_at: f64,
+    /// What is sent of history (journaled as `compacted`).
+    pub(crate) compaction: Compaction,
+    pub(crate) estimator: context::Estimator,
+    /// Characters of the advertised tool definitions, for the estimate.
+    pub(crate) advertised_chars: usize,
     /// Definitions shown to the model: the active tools only. A disabled
     /// tool is withdrawn from the request even when history calls it (its
     /// calls and results stay in history; a call to it now is refused,
@@ -338,5 +350,11 @@ impl Session {
             })
             .map(|t| t.definition.clone())
             .collect();
+        self.advertised_chars = serde_json::to_string(&self.advertised).map_or(0, |json| json.len());
+    }
+
+    /// What is sent of history now.
+    pub fn compaction(&self) -> &Compaction {
+        &self.compaction
     }
 }

@@ -16,13 +16,15 @@ use std::ops::Range;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use super::context::Compaction;
 use super::{Session, TurnOptions, TurnOutcome, UserInput};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
 use crate::journal::{JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome};
 use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
-    GenerationOptions, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart, Support, Thinking,
+    GenerationOptions, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart,
+    Support, Thinking,
 };
 use crate::stream::DeltaReconciler;
 
@@ -175,8 +177,24 @@ impl Session {
             }
             // Between rounds, never inside a batch.
             self.apply_tool_changes(state, emitter).await?;
+            self.compact(state, emitter, false).await?;
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
-            let response = self.model_round(state, round, generation, emitter).await?;
+            let sent = self.request_chars(&state.repeats, &self.compaction);
+            let mut response = self.model_round(state, round, generation, emitter).await;
+            // A provider that says the request is too long: compact, and
+            // try once more; a second overflow fails the turn.
+            if matches!(&response, Err(TurnErrorKind::Model(ModelError::ContextOverflow(_))))
+                && self.compact(state, emitter, true).await?
+            {
+                let sent = self.request_chars(&state.repeats, &self.compaction);
+                response = self.model_round(state, round, generation, emitter).await;
+                if let Ok(response) = &response {
+                    self.estimator.observe(sent, &response.usage);
+                }
+            } else if let Ok(response) = &response {
+                self.estimator.observe(sent, &response.usage);
+            }
+            let response = response?;
             state.usage += response.usage;
             // Cancellation wins ties (invariant 13): a cancel that came with
             // the response, in the same poll, stops the turn before the
@@ -265,7 +283,7 @@ impl Session {
         generation: &GenerationOptions,
         emitter: &mut Emitter<'_>,
     ) -> Result<ModelResponse, TurnErrorKind> {
-        let messages = self.request_messages(&state.repeats);
+        let messages = self.request_messages(&state.repeats, &self.compaction);
         // A model that keeps repeating calls it already made is offered no
         // tools, so it has to answer with what it has.
         let answer_only = state.repeats.answer_only();
@@ -329,15 +347,29 @@ impl Session {
     /// journal keep every real result (so replay is unaffected); only the
     /// request changes: reasoning is stripped for a model that would not
     /// keep it, and repeated batches are noted or left out (see [`Repeats`]).
-    fn request_messages(&self, repeats: &Repeats) -> Cow<'_, [Message]> {
+    pub(crate) fn request_messages<'v>(
+        &'v self,
+        repeats: &Repeats,
+        compaction: &Compaction,
+    ) -> Cow<'v, [Message]> {
         let strip = self.capabilities.reasoning_replay == Support::No;
-        if !strip && !repeats.any() {
+        if !strip && !repeats.any() && !compaction.is_active() {
             return Cow::Borrowed(self.history.as_slice());
         }
         let answer_only = repeats.answer_only();
         let mut view = Vec::with_capacity(self.history.len());
         for (index, message) in self.history.iter().enumerate() {
+            if !compaction.sends(index) {
+                continue;
+            }
             let repeated = repeats.contains(index);
+            let shown;
+            let message = if compaction.is_active() {
+                shown = compaction.show(index, message);
+                &shown
+            } else {
+                message
+            };
             match message {
                 // The answer-only round sees the conversation without the
                 // repeated batches: they add nothing, and a small model
@@ -448,6 +480,7 @@ impl Session {
         if self.journal_lost.is_some() {
             self.ledger.close_open(&mut self.history);
         }
+        self.compaction.clamp(self.history.len());
         let disposition = if self.history.len() > state.entry {
             Disposition::Checkpointed
         } else {
@@ -571,7 +604,7 @@ impl Repeats {
 
     /// Whether the model has repeated itself twice: from then on it is
     /// offered no tools.
-    fn answer_only(&self) -> bool {
+    pub(crate) fn answer_only(&self) -> bool {
         self.batches.len() >= 2
     }
 

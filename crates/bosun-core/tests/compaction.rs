@@ -1,0 +1,150 @@
+//! Compaction: what is sent shrinks in tiers when it outgrows the window or
+//! the provider says it overflowed; history and the journal keep every
+//! message, each step is journaled and a resume sends the same view.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use bosun_core::compaction::SUMMARY_PROMPT;
+use bosun_core::{
+    Event, InMemoryJournal, JournalRecord, Message, ModelError, Session, ToolCategory, TurnErrorKind,
+    validate_history,
+};
+use bosun_testing::{FnTool, RecordedRequest, Reply, ScriptedModel};
+use common::TestResult;
+use serde_json::json;
+
+/// Each call's result: 4,000 characters, about 1,000 tokens at the
+/// estimator's starting rate (the scripted model reports no usage).
+fn read() -> FnTool {
+    FnTool::text("read", ToolCategory::Read, |args| format!("{}{}", args["n"], "r".repeat(3_999)))
+}
+
+fn reads(model: ScriptedModel, from: usize, to: usize) -> ScriptedModel {
+    (from..to).fold(model, |m, n| m.tool_call("read", json!({"n": n % 10})))
+}
+
+fn tiers(events: &[Event]) -> Vec<u8> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Compacted { tier, before, after, .. } => {
+                assert!(after < before, "tier {tier}: {before} -> {after}");
+                Some(*tier)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn text_of(request: &RecordedRequest, index: usize) -> String {
+    request.messages[index].text()
+}
+
+#[tokio::test]
+async fn past_the_threshold_old_results_are_shortened_and_later_rounds_send_the_same_prefix() -> TestResult {
+    let model = reads(ScriptedModel::new(), 0, 9).answer("done");
+    let journal = InMemoryJournal::new();
+    let mut session = Session::builder(model.clone())
+        .tool(read())
+        .context_window(10_000)
+        .journal(journal.clone())
+        .build()
+        .await?;
+    let mut events = Vec::new();
+    session.run("read them all", &mut events).await?;
+    assert_eq!(tiers(&events), [1], "shortening was enough");
+    let requests = model.requests();
+    // Round 9 is the first over 8,000 estimated tokens (8 results).
+    let first =
+        requests.iter().position(|r| r.messages.iter().any(|m| m.text().contains("bytes cut"))).unwrap();
+    assert_eq!(first, 8);
+    for (index, request) in requests.iter().enumerate() {
+        validate_history(&request.messages)?;
+        assert_eq!(text_of(request, 0), "read them all", "request {index} keeps the task");
+    }
+    // The newest units are whole; the four oldest results are shortened.
+    let shortened =
+        |r: &RecordedRequest| r.messages.iter().filter(|m| m.text().contains("bytes cut")).count();
+    assert_eq!(shortened(&requests[8]), 4);
+    assert_eq!(
+        requests[9].messages[..requests[8].messages.len()],
+        requests[8].messages[..],
+        "a stable prefix"
+    );
+    // History keeps every real result.
+    assert!(session.history().iter().all(|m| !m.text().contains("bytes cut")));
+    assert_eq!(common::tool_result(session.history(), 0).0.len(), 4_000);
+    let compacted = journal.records().iter().filter(|r| matches!(r, JournalRecord::Compacted { .. })).count();
+    assert_eq!(compacted, 1);
+    Ok(())
+}
+
+/// Six reads, then the provider refuses the seventh request as too long.
+fn overflowing(then: Reply) -> ScriptedModel {
+    reads(ScriptedModel::new(), 0, 6)
+        .reply(Reply::new().error(ModelError::ContextOverflow("prompt is too long".into())))
+        .answer("Read 0 to 5; all started with their number.")
+        .reply(then)
+}
+
+#[tokio::test]
+async fn an_overflow_compacts_through_the_tiers_retries_once_and_resume_sends_the_same_view() -> TestResult {
+    let model = overflowing(Reply::new().text("done"));
+    let journal = InMemoryJournal::new();
+    let mut session = Session::builder(model.clone()).tool(read()).journal(journal.clone()).build().await?;
+    let mut events = Vec::new();
+    let outcome = session.run("read six", &mut events).await?;
+    assert_eq!(outcome.answer, "done");
+    assert_eq!(tiers(&events), [1, 2, 3], "shortening, then a summary, then dropping was needed");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 9, "six rounds, the overflow, the summary, the retry");
+    let summary = &requests[7];
+    assert_eq!(summary.system.as_deref(), Some(SUMMARY_PROMPT));
+    assert!(summary.tools.is_empty());
+    let transcript = text_of(summary, 0);
+    assert!(transcript.contains("ASSISTANT:  [calls: read({\"n\":0})]"), "{transcript}");
+    assert!(transcript.contains("RESULT of read: 0rrr"), "{transcript}");
+
+    let retry = &requests[8];
+    validate_history(&retry.messages)?;
+    let task = text_of(retry, 0);
+    assert!(task.starts_with("read six"), "{task}");
+    assert!(task.contains("Read 0 to 5; all started with their number."), "the summary follows the task");
+    assert!(task.contains("left out to fit the context window"), "{task}");
+    assert_eq!(retry.messages.len(), 3, "the task and the newest unit");
+    assert!(outcome.usage.input == 0, "the scripted model reports no usage");
+    assert_eq!(session.history().len(), 14, "history keeps all six batches and the answer");
+
+    let resumed = Session::builder(ScriptedModel::new()).tool(read()).resume(journal).await?;
+    assert_eq!(resumed.compaction(), session.compaction());
+    assert_eq!(resumed.history(), session.history());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_second_overflow_fails_the_turn_with_the_providers_error() -> TestResult {
+    let model = overflowing(Reply::new().error(ModelError::ContextOverflow("still too long".into())));
+    let mut session = Session::builder(model.clone()).tool(read()).build().await?;
+    let error = session.run("read six", &mut Vec::new()).await.unwrap_err();
+    assert!(
+        matches!(&error.kind, TurnErrorKind::Model(ModelError::ContextOverflow(m)) if m == "still too long")
+    );
+    assert_eq!(model.requests().len(), 9, "one retry, not two");
+    assert_eq!(session.history().len(), 13, "the six batches stay: a checkpoint");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_overflow_with_nothing_to_compact_fails_at_once() -> TestResult {
+    let model = ScriptedModel::new()
+        .tool_call("read", json!({"n": 1}))
+        .reply(Reply::new().error(ModelError::ContextOverflow("too long".into())));
+    let mut session = Session::builder(model.clone()).tool(read()).build().await?;
+    let error = session.run("read one", &mut Vec::new()).await.unwrap_err();
+    assert!(matches!(error.kind, TurnErrorKind::Model(ModelError::ContextOverflow(_))), "{error:?}");
+    assert_eq!(model.requests().len(), 2);
+    assert!(session.history().iter().all(|m| !matches!(m, Message::System { .. })));
+    Ok(())
+}
