@@ -9,8 +9,8 @@ use futures_util::StreamExt;
 
 use super::Session;
 use super::context::{
-    Compaction, KEEP_UNITS, SUMMARY_PROMPT, chars_of, dropped_text, elision_end, shorten_start, summary_text,
-    transcript,
+    Compaction, KEEP_UNITS, SUMMARY_PROMPT, chars_of, dropped_text, elision_end, latest_ask, shorten_start,
+    summary_text, transcript,
 };
 use super::turn::{Emitter, Repeats, TurnState};
 use crate::error::TurnErrorKind;
@@ -75,6 +75,7 @@ impl Session {
                         shorten_before: self.compaction.shorten_before,
                         elided_through: end,
                         text: Some(summary_text(&summary)),
+                        kept_ask: latest_ask(&self.history, end),
                     };
                     now = self.apply(2, next, now, usage, state, emitter).await?;
                     changed = true;
@@ -94,6 +95,7 @@ impl Session {
                 shorten_before: self.compaction.shorten_before,
                 elided_through: end,
                 text: Some(dropped_text(self.compaction.text.as_deref())),
+                kept_ask: latest_ask(&self.history, end),
             };
             self.apply(3, next, now, Usage::default(), state, emitter).await?;
             changed = true;

@@ -59,6 +59,10 @@ pub struct Compaction {
     /// The summary (tier 2) or the note (tier 3) shown in its place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The latest user message when it fell inside the elided range: sent
+    /// anyway, right after the task, so the current ask is never lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_ask: Option<usize>,
 }
 
 /// The estimator: real prompt counts, and characters per token learned
@@ -136,16 +140,21 @@ pub(crate) fn unit_starts(history: &[Message]) -> Vec<usize> {
     starts
 }
 
-/// The furthest `elided_through` that keeps the task, the latest user
-/// message and the newest `keep` units: a unit start, so nothing is cut
-/// inside a unit. `None` when nothing could be elided.
+/// The furthest `elided_through` that keeps the task and the newest `keep`
+/// units: a unit start, so nothing is cut inside a unit. `None` when
+/// nothing could be elided. (The latest user message, if it falls inside,
+/// is kept by [`latest_ask`].)
 pub(crate) fn elision_end(history: &[Message], keep: usize) -> Option<usize> {
     let starts = unit_starts(history);
-    let latest_user = history.iter().rposition(|m| matches!(m, Message::User { .. })).unwrap_or(0);
-    let newest_kept = starts.len().checked_sub(keep).map(|i| starts[i])?;
-    let end = if latest_user == 0 { newest_kept } else { newest_kept.min(latest_user) };
+    let end = starts.len().checked_sub(keep).map(|i| starts[i])?;
     // At least one unit after the task must go for this to be worth it.
     (end > starts.get(1).copied().unwrap_or(usize::MAX)).then_some(end)
+}
+
+/// The latest user message's index when eliding `1..end` would take it.
+pub(crate) fn latest_ask(history: &[Message], end: usize) -> Option<usize> {
+    let latest = history.iter().rposition(|m| matches!(m, Message::User { .. }))?;
+    (latest > 0 && latest < end).then_some(latest)
 }
 
 /// The start of the newest `keep` units: tool results before it may be shortened.
@@ -164,14 +173,14 @@ impl Compaction {
     /// back took messages away).
     pub(crate) fn clamp(&mut self, len: usize) {
         self.shorten_before = self.shorten_before.min(len);
-        if self.elided_through > len {
+        if self.elided_through > len || self.kept_ask.is_some_and(|ask| ask >= len) {
             *self = Self { shorten_before: self.shorten_before, ..Self::default() };
         }
     }
 
     /// Whether history index `index` is sent.
     pub(crate) fn sends(&self, index: usize) -> bool {
-        index == 0 || index >= self.elided_through
+        index == 0 || index >= self.elided_through || self.kept_ask == Some(index)
     }
 
     /// `message` (at history index `index`) as it is sent.
@@ -298,14 +307,19 @@ mod tests {
     }
 
     #[test]
-    fn the_latest_user_message_is_never_elided() {
+    fn the_latest_user_message_is_kept_when_its_range_is_elided() {
         let mut history = vec![Message::user("task")];
         history.extend(batch(1));
         history.extend(batch(1));
         history.push(Message::user("and now this"));
         history.extend(batch(1));
-        assert_eq!(elision_end(&history, 1), Some(5));
-        assert_eq!(elision_end(&history, 2), Some(5));
+        history.extend(batch(1));
+        assert_eq!(elision_end(&history, 1), Some(8));
+        assert_eq!(latest_ask(&history, 8), Some(5));
+        assert_eq!(latest_ask(&history, 5), None, "not inside");
+        let view = Compaction { elided_through: 8, kept_ask: Some(5), ..Compaction::default() };
+        let sent: Vec<usize> = (0..history.len()).filter(|i| view.sends(*i)).collect();
+        assert_eq!(sent, [0, 5, 8, 9]);
     }
 
     #[test]
