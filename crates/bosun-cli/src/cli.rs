@@ -149,6 +149,15 @@ pub struct RunOptions {
     /// Do not add AGENTS.md / CLAUDE.md project instructions.
     #[arg(long)]
     pub no_project_docs: bool,
+    /// End the task once it has spent this many tokens (checked between rounds).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
+    /// End the task after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub max_time: Option<u64>,
+    /// End the task once it has cost this many dollars (a priced model only).
+    #[arg(long, value_name = "DOLLARS")]
+    pub max_cost: Option<f64>,
 }
 
 /// `bosun exec`.

@@ -130,7 +130,7 @@ async fn exec_with(
     (tools, source, answers): McpParts<'_>,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let model = wire::model(settings, env, &workspace).await?;
+    let (model, window) = wire::model(settings, env, &workspace).await?;
     answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
     let journal = store.new_session();
@@ -139,7 +139,7 @@ async fn exec_with(
     if let Some(warning) = warning {
         eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }
-    let mut session = wire::builder(model, &workspace, tools, source, settings)
+    let mut session = wire::builder(model, window, &workspace, tools, source, settings)?
         .system_prompt(system)
         .journal(journal)
         .shared_approver(approver(run, palettes.tty))
@@ -177,7 +177,7 @@ async fn resume_with(
     (tools, source, answers): McpParts<'_>,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let model = wire::model(settings, env, &workspace).await?;
+    let (model, window) = wire::model(settings, env, &workspace).await?;
     answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
     let mut words = args.prompt;
@@ -193,7 +193,7 @@ async fn resume_with(
         (None, false) => bail!("name the session to resume (`bosun sessions list`), or use --last"),
     };
     let journal = store.open_session(&id)?;
-    let mut session = wire::builder(model, &workspace, tools, source, settings)
+    let mut session = wire::builder(model, window, &workspace, tools, source, settings)?
         .shared_approver(approver(&args.run, palettes.tty))
         .resume(journal)
         .await

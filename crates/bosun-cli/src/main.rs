@@ -16,6 +16,7 @@ mod mcp_conformance;
 mod mcp_login;
 mod models;
 mod output;
+mod pricing;
 mod sampling;
 mod sanitize;
 mod sessions;

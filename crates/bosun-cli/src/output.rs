@@ -267,6 +267,14 @@ impl EventSink for HumanSink {
             Event::Error { message, .. } => {
                 eprintln!("{}", palette.red(&format!("error: {}", sanitize::block(&message))));
             }
+            Event::Compacted { tier, before, after, .. } => {
+                let how = match tier {
+                    1 => "old tool results shortened",
+                    2 => "older work summarized",
+                    _ => "older messages left out",
+                };
+                self.note(&palette.dim(&format!("  context compacted ({how}): ~{before} → ~{after} tokens")));
+            }
             Event::ToolsChanged { withdrawn, restored, added, notices } => {
                 for notice in &notices {
                     self.note(&palette.dim(&format!("  {}", sanitize::line(notice))));

@@ -43,7 +43,14 @@ const LOCAL_CONTEXT: u32 = 8192;
 /// when nothing is configured, `local_model` or else the embedded default
 /// (the pulled Qwen2.5-Coder model). A local model's path arguments are
 /// held to `workspace`'s paths when `local_path_grammar` is on.
-pub async fn model(settings: &Settings, env: &Env, workspace: &Workspace) -> Result<Arc<dyn Model>> {
+/// The session's model, and its context window in tokens when known (the
+/// local engine's context size; a hosted model's comes from the model
+/// table).
+pub async fn model(
+    settings: &Settings,
+    env: &Env,
+    workspace: &Workspace,
+) -> Result<(Arc<dyn Model>, Option<u64>)> {
     let spec = settings.model.as_deref();
     let local =
         match spec {
@@ -101,9 +108,10 @@ pub async fn model(settings: &Settings, env: &Env, workspace: &Workspace) -> Res
         if settings.local_path_grammar {
             loaded = loaded.with_argument_hints(Arc::new(WorkspacePaths::new(workspace.clone())));
         }
-        return Ok(Arc::new(loaded));
+        let window = u64::from(loaded.context_size());
+        return Ok((Arc::new(loaded), Some(window)));
     }
-    Ok(Arc::new(hosted(spec.unwrap_or_default(), settings, env)?))
+    Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env)?), None))
 }
 
 fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
@@ -305,11 +313,12 @@ pub fn system_prompt(workspace: &Workspace, settings: &Settings) -> (String, Opt
 /// A builder with everything but the journal, prompt and approver.
 pub fn builder(
     model: Arc<dyn Model>,
+    context_window: Option<u64>,
     workspace: &Workspace,
     tools: Vec<Arc<dyn Tool>>,
     source: Option<Arc<dyn bosun_core::ToolSource>>,
     settings: &Settings,
-) -> SessionBuilder {
+) -> anyhow::Result<SessionBuilder> {
     let mut builder = Session::builder_shared(model)
         .workspace(workspace.identity().clone())
         .tools(tools)
@@ -325,6 +334,30 @@ pub fn builder(
     if let Some(secs) = settings.tool_timeout_secs {
         builder = builder.tool_timeout(Duration::from_secs(secs));
     }
+    let limits = settings.turn_limits;
+    if let Some(tokens) = limits.tokens {
+        builder = builder.max_turn_tokens(tokens);
+    }
+    if let Some(secs) = limits.seconds {
+        builder = builder.max_turn_time(Duration::from_secs(secs));
+    }
+    if let Some(micros) = limits.cost_micros {
+        // A cost limit on a model bosun cannot price could never be kept.
+        let Some(pricing) = crate::pricing::for_settings(settings) else {
+            anyhow::bail!(
+                "max_turn_cost is set, but bosun has no prices for {}: add them under [models] in the config, \
+                 or drop the cost limit",
+                settings.model.as_deref().unwrap_or("the local model")
+            );
+        };
+        builder = builder.max_turn_cost(micros, pricing);
+    }
+    if let Some(window) = context_window {
+        builder = builder.context_window(window);
+    }
+    if let Some(fraction) = settings.compact_at {
+        builder = builder.compact_at(fraction);
+    }
     if settings.local_first_call && uses_local_model(settings) {
         builder = builder.first_round_tool_choice(ToolChoice::Required);
     }
@@ -334,7 +367,7 @@ pub fn builder(
     for tool in &settings.disabled_tools {
         builder = builder.disable(tool.clone());
     }
-    builder
+    Ok(builder)
 }
 
 #[cfg(test)]

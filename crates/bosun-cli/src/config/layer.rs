@@ -31,6 +31,14 @@ pub struct Layer {
     pub max_rounds: Option<u32>,
     /// Tool timeout, seconds.
     pub tool_timeout_secs: Option<u64>,
+    /// Most tokens one task (turn) may spend.
+    pub max_turn_tokens: Option<u64>,
+    /// Longest one task may take, seconds.
+    pub max_turn_seconds: Option<u64>,
+    /// Most one task may cost, in dollars (needs a priced model).
+    pub max_turn_cost: Option<f64>,
+    /// The fraction of the context window at which compaction starts.
+    pub compact_at: Option<f64>,
     /// The most context tokens a local model uses (its file's size when smaller).
     pub local_context: Option<u32>,
     /// Threads a local model runs on (the physical cores when unset).
@@ -268,6 +276,10 @@ impl Layer {
         ("project_docs", "BOSUN_PROJECT_DOCS"),
         ("sessions_db", "BOSUN_SESSIONS_DB"),
         ("max_rounds", "BOSUN_MAX_ROUNDS"),
+        ("max_turn_tokens", "BOSUN_MAX_TURN_TOKENS"),
+        ("max_turn_seconds", "BOSUN_MAX_TURN_SECONDS"),
+        ("max_turn_cost", "BOSUN_MAX_TURN_COST"),
+        ("compact_at", "BOSUN_COMPACT_AT"),
         ("local_context", "BOSUN_LOCAL_CONTEXT"),
         ("local_threads", "BOSUN_LOCAL_THREADS"),
         ("local_gpu_layers", "BOSUN_LOCAL_GPU_LAYERS"),
@@ -308,6 +320,12 @@ impl Layer {
         let number = |var: &str| -> Result<Option<u32>> {
             env.get(var).map(|v| v.parse().with_context(|| format!("{var}={v} is not a number"))).transpose()
         };
+        let big = |var: &str| -> Result<Option<u64>> {
+            env.get(var).map(|v| v.parse().with_context(|| format!("{var}={v} is not a number"))).transpose()
+        };
+        let fraction = |var: &str| -> Result<Option<f64>> {
+            env.get(var).map(|v| v.parse().with_context(|| format!("{var}={v} is not a number"))).transpose()
+        };
         let flag = |var: &str| -> Result<Option<bool>> {
             env.get(var)
                 .map(|v| match v {
@@ -324,6 +342,10 @@ impl Layer {
             project_docs: flag("BOSUN_PROJECT_DOCS")?,
             sessions_db: env.get("BOSUN_SESSIONS_DB").map(PathBuf::from),
             max_rounds: number("BOSUN_MAX_ROUNDS")?,
+            max_turn_tokens: big("BOSUN_MAX_TURN_TOKENS")?,
+            max_turn_seconds: big("BOSUN_MAX_TURN_SECONDS")?,
+            max_turn_cost: fraction("BOSUN_MAX_TURN_COST")?,
+            compact_at: fraction("BOSUN_COMPACT_AT")?,
             local_context: number("BOSUN_LOCAL_CONTEXT")?,
             local_threads: number("BOSUN_LOCAL_THREADS")?,
             local_gpu_layers: number("BOSUN_LOCAL_GPU_LAYERS")?,
@@ -346,6 +368,10 @@ impl Layer {
             "project_docs" => into.project_docs = self.project_docs,
             "sessions_db" => into.sessions_db = self.sessions_db.clone(),
             "max_rounds" => into.max_rounds = self.max_rounds,
+            "max_turn_tokens" => into.max_turn_tokens = self.max_turn_tokens,
+            "max_turn_seconds" => into.max_turn_seconds = self.max_turn_seconds,
+            "max_turn_cost" => into.max_turn_cost = self.max_turn_cost,
+            "compact_at" => into.compact_at = self.compact_at,
             "local_context" => into.local_context = self.local_context,
             "local_threads" => into.local_threads = self.local_threads,
             "local_gpu_layers" => into.local_gpu_layers = self.local_gpu_layers,

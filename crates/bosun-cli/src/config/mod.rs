@@ -90,6 +90,10 @@ pub struct Settings {
     pub max_rounds: Option<u32>,
     /// Tool timeout in seconds.
     pub tool_timeout_secs: Option<u64>,
+    /// Per-task limits (`max_turn_*`); none by default.
+    pub turn_limits: TurnLimits,
+    /// The fraction of the context window at which compaction starts.
+    pub compact_at: Option<f64>,
     /// The context cap of a local model.
     pub local_context: Option<u32>,
     /// The threads of a local model.
@@ -142,6 +146,8 @@ impl Settings {
             sessions_db: None,
             max_rounds: None,
             tool_timeout_secs: None,
+            turn_limits: TurnLimits::default(),
+            compact_at: None,
             local_context: None,
             local_threads: None,
             local_gpu_layers: None,
@@ -214,6 +220,28 @@ impl Settings {
         if let Some(secs) = layer.tool_timeout_secs {
             self.tool_timeout_secs = Some(secs);
             self.note("tool_timeout_secs", secs, source.clone());
+        }
+        if let Some(tokens) = layer.max_turn_tokens {
+            self.turn_limits.tokens = Some(tokens.max(1));
+            self.note("max_turn_tokens", tokens, source.clone());
+        }
+        if let Some(secs) = layer.max_turn_seconds {
+            self.turn_limits.seconds = Some(secs.max(1));
+            self.note("max_turn_seconds", secs, source.clone());
+        }
+        if let Some(dollars) = layer.max_turn_cost {
+            if !(dollars.is_finite() && dollars > 0.0) {
+                bail!("max_turn_cost = {dollars}, from {source}: use a positive number of dollars");
+            }
+            self.turn_limits.cost_micros = Some((dollars * 1_000_000.0).round() as u64);
+            self.note("max_turn_cost", format!("${dollars}"), source.clone());
+        }
+        if let Some(fraction) = layer.compact_at {
+            if !(0.1..=1.0).contains(&fraction) {
+                bail!("compact_at = {fraction}, from {source}: use a fraction from 0.1 to 1.0");
+            }
+            self.compact_at = Some(fraction);
+            self.note("compact_at", fraction, source.clone());
         }
         if let Some(tokens) = layer.local_context {
             if tokens < 512 {
@@ -340,6 +368,18 @@ pub fn project_file(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Resolves the settings for a command run in `dir`.
+/// Per-task limits: hitting one ends the task with a checkpoint, a message
+/// naming it, and exit code 1. None is set unless configured.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TurnLimits {
+    /// Tokens (prompt, cached prompt and output, over all rounds).
+    pub tokens: Option<u64>,
+    /// Wall time, seconds.
+    pub seconds: Option<u64>,
+    /// Cost, millionths of a dollar.
+    pub cost_micros: Option<u64>,
+}
+
 pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions) -> Result<Settings> {
     let mut settings = Settings::defaults();
     let mut files = Vec::new();
@@ -354,8 +394,11 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         let layer = trust::load_project_file(&path)?;
         let project_dir = path.parent().and_then(Path::parent).unwrap_or(dir).to_path_buf();
         let trusted = trust::is_trusted(user_layer.as_ref(), &project_dir);
-        let limits =
-            trust::Limits { max_rounds: settings.max_rounds, tool_timeout_secs: settings.tool_timeout_secs };
+        let limits = trust::Limits {
+            max_rounds: settings.max_rounds,
+            tool_timeout_secs: settings.tool_timeout_secs,
+            turn: settings.turn_limits,
+        };
         let (applied, ignored) = trust::gate(&layer, trusted, settings.mode, limits);
         settings.apply_from(&applied, &Source::File(path.clone()), RuleOrigin::Project)?;
         settings.project = Some(ProjectConfig { file: path.clone(), dir: project_dir, trusted, ignored });
@@ -398,6 +441,15 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
     }
     if flags.no_project_docs {
         flag(Layer { project_docs: Some(false), ..Layer::default() }, "--no-project-docs")?;
+    }
+    if let Some(tokens) = flags.max_tokens {
+        flag(Layer { max_turn_tokens: Some(tokens), ..Layer::default() }, "--max-tokens")?;
+    }
+    if let Some(secs) = flags.max_time {
+        flag(Layer { max_turn_seconds: Some(secs), ..Layer::default() }, "--max-time")?;
+    }
+    if let Some(dollars) = flags.max_cost {
+        flag(Layer { max_turn_cost: Some(dollars), ..Layer::default() }, "--max-cost")?;
     }
     Ok(settings)
 }

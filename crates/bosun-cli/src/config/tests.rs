@@ -395,3 +395,47 @@ fn a_secret_in_an_mcp_servers_env_is_refused_pointing_to_env_vars() {
     let error = Layer::load(&path).unwrap_err().to_string();
     assert!(error.contains("env_vars = [\"GITHUB_TOKEN\"]"), "{error}");
 }
+
+#[test]
+fn turn_limits_layer_and_a_project_may_only_tighten_them() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    write(
+        home.path(),
+        ".config/bosun/config.toml",
+        "max_turn_tokens = 50000\nmax_turn_seconds = 600\nmax_turn_cost = 0.5\ncompact_at = 0.7\n",
+    );
+    write(
+        project.path(),
+        ".bosun/config.toml",
+        "max_turn_tokens = 90000\nmax_turn_seconds = 60\nmax_turn_cost = 2.0\ncompact_at = 0.2\n",
+    );
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let settings = resolve(project.path(), &env, None, &RunOptions::default()).unwrap();
+    let limits = settings.turn_limits;
+    assert_eq!(limits.tokens, Some(50_000), "the project's higher token limit is ignored");
+    assert_eq!(limits.seconds, Some(60), "its lower time limit applies");
+    assert_eq!(limits.cost_micros, Some(500_000), "its higher cost limit is ignored");
+    assert_eq!(settings.compact_at, Some(0.7), "an untrusted project cannot move compaction");
+    let ignored = &settings.project.as_ref().unwrap().ignored;
+    for key in
+        ["max_turn_tokens (higher than the user's)", "max_turn_cost (higher than the user's)", "compact_at"]
+    {
+        assert!(ignored.iter().any(|i| i == key), "{key} not in {ignored:?}");
+    }
+
+    // Flags and variables win, and bad values are refused naming the key.
+    let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_MAX_TURN_TOKENS", "7")]);
+    let flags = RunOptions { max_cost: Some(0.25), max_time: Some(30), ..RunOptions::default() };
+    let settings = resolve(project.path(), &env, None, &flags).unwrap();
+    assert_eq!(
+        settings.turn_limits,
+        TurnLimits { tokens: Some(7), seconds: Some(30), cost_micros: Some(250_000) }
+    );
+    assert_eq!(settings.sources["max_turn_cost"].1, Source::Flag("--max-cost"));
+    let flags = RunOptions { max_cost: Some(-1.0), ..RunOptions::default() };
+    let error = resolve(project.path(), &env, None, &flags).unwrap_err().to_string();
+    assert!(error.contains("max_turn_cost = -1"), "{error}");
+}

@@ -145,6 +145,8 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     ignore("local_context", kept.local_context.take().is_some());
     ignore("local_threads", kept.local_threads.take().is_some());
     ignore("local_gpu_layers", kept.local_gpu_layers.take().is_some());
+    // When to compact decides how much is summarized away, and what it costs.
+    ignore("compact_at", kept.compact_at.take().is_some());
     // Which weights run (and a path to them) is the user's choice, like the model.
     ignore("local_model", kept.local_model.take().is_some());
     // How the local model is steered changes what it can be led to do.
@@ -184,6 +186,26 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
         ignore("tool_timeout_secs (higher than the user's)", true);
         kept.tool_timeout_secs = None;
     }
+    // A project may make a task's limits stricter, never looser.
+    let turn = limits.turn;
+    if let (Some(tokens), Some(limit)) = (kept.max_turn_tokens, turn.tokens)
+        && tokens > limit
+    {
+        ignore("max_turn_tokens (higher than the user's)", true);
+        kept.max_turn_tokens = None;
+    }
+    if let (Some(secs), Some(limit)) = (kept.max_turn_seconds, turn.seconds)
+        && secs > limit
+    {
+        ignore("max_turn_seconds (higher than the user's)", true);
+        kept.max_turn_seconds = None;
+    }
+    if let (Some(dollars), Some(limit)) = (kept.max_turn_cost, turn.cost_micros)
+        && dollars * 1_000_000.0 > limit as f64
+    {
+        ignore("max_turn_cost (higher than the user's)", true);
+        kept.max_turn_cost = None;
+    }
     for (name, rule) in &mut kept.permissions {
         match rule {
             ToolRule::Always(Answer::Allow) => {
@@ -219,6 +241,8 @@ pub struct Limits {
     pub max_rounds: Option<u32>,
     /// Tool timeout, seconds.
     pub tool_timeout_secs: Option<u64>,
+    /// The per-task limits.
+    pub turn: super::TurnLimits,
 }
 
 /// Records `dir` as trusted (`Some(Trusted)`), untrusted, or removes its
