@@ -1,9 +1,11 @@
-//! Per-task limits through the real binary against aimock: a task past its
-//! token budget ends after the round that spent it, with the checkpoint
-//! kept, the limit named, and exit code 1.
+//! Per-task limits and compaction through the real binary against aimock:
+//! a task past its token budget ends after the round that spent it (the
+//! checkpoint kept, the limit named, exit code 1); a provider's
+//! context-overflow error makes the session compact, with a summary request
+//! carrying the documented prompt, and retry the round once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 mod support;
 
@@ -33,4 +35,58 @@ fn a_task_past_its_token_limit_stops_between_rounds_with_exit_code_1() {
     );
     assert_eq!(of_type(&events, "tool_end").len(), 1, "the first round's call ran and was kept");
     assert_eq!(mock.journal().len(), 1, "no second request");
+}
+
+#[test]
+fn a_provider_overflow_compacts_with_a_summary_and_the_retry_finishes() {
+    let read = |path: &str| json!({"toolCalls": [{"name": "read_file", "arguments": {"path": path}}]});
+    // First match wins, so the later a request, the earlier its fixture.
+    let list = vec![
+        // The summary request: its transcript names the results.
+        json!({"match": {"userMessage": "RESULT of read_file"}, "response": {"content": "SUMMARY: five files read"}}),
+        // The retried round: the summary follows the task.
+        json!({"match": {"userMessage": "SUMMARY: five files read"}, "response": {"content": "done after compacting"}}),
+        json!({"match": {"toolResultContains": "echo-file"}, "response": {
+            "error": {"message": "This model's maximum context length is 8192 tokens", "type": "invalid_request_error",
+                "code": "context_length_exceeded"}, "status": 400}}),
+        json!({"match": {"toolResultContains": "delta"}, "response": read("e.txt")}),
+        json!({"match": {"toolResultContains": "charlie"}, "response": read("d.txt")}),
+        json!({"match": {"toolResultContains": "bravo"}, "response": read("c.txt")}),
+        json!({"match": {"toolResultContains": "alpha"}, "response": read("b.txt")}),
+        json!({"match": {"userMessage": "compact me"}, "response": read("a.txt")}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = task_sandbox();
+    for (file, text) in [
+        ("a.txt", "alpha"),
+        ("b.txt", "bravo"),
+        ("c.txt", "charlie"),
+        ("d.txt", "delta"),
+        ("e.txt", "echo-file"),
+    ] {
+        std::fs::write(sandbox.ws().join(file), text).unwrap();
+    }
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--json", "compact me"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let events = json_events(&out.stdout);
+    let text: String = of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "done after compacting", "{}", out.stderr);
+    let tiers: Vec<&Value> = of_type(&events, "compacted").iter().map(|e| &e["tier"]).collect();
+    assert!(tiers.contains(&&json!(2)), "a summary was made: {tiers:?}");
+
+    let journal = mock.journal();
+    assert_eq!(journal.len(), 8, "five reads, the overflow, the summary, the retry: {journal:#?}");
+    let summary = journal
+        .iter()
+        .find(|r| r["body"]["messages"][0]["content"] == bosun_core::compaction::SUMMARY_PROMPT)
+        .expect("the summary request, with the documented prompt");
+    assert!(
+        summary["body"].get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+        "{summary}"
+    );
+    let retry = journal.last().unwrap()["body"]["messages"].to_string();
+    assert!(retry.contains("SUMMARY: five files read") && retry.contains("compact me"), "{retry}");
+    assert!(!retry.contains("alpha"), "the summarized results are not sent again: {retry}");
 }
