@@ -145,7 +145,8 @@ async fn exec_with(
         .shared_approver(approver(run, palettes.tty))
         .build()
         .await?;
-    drive(&mut session, prompt.into(), run, &id, palettes.stderr).await
+    let costing = config::models::session_model(settings)?.costing;
+    drive(&mut session, prompt.into(), run, &id, palettes.stderr, costing).await
 }
 
 /// `bosun resume`.
@@ -209,17 +210,19 @@ async fn resume_with(
         let resumed = format!("resumed session {id} ({} messages)", session.history().len());
         eprintln!("{}", palettes.stderr.dim(&resumed));
     }
-    drive(&mut session, prompt, &args.run, &id, palettes.stderr).await
+    let costing = config::models::session_model(settings)?.costing;
+    drive(&mut session, prompt, &args.run, &id, palettes.stderr, costing).await
 }
 
 /// Runs one turn with Ctrl-C wired to cancellation; human output goes to
-/// stderr coloured with `stderr`.
+/// stderr coloured with `stderr`, its tokens line priced by `costing`.
 async fn drive(
     session: &mut Session,
     prompt: UserInput,
     run: &RunOptions,
     id: &str,
     stderr: Palette,
+    costing: config::models::Costing,
 ) -> Result<Outcome> {
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
@@ -234,7 +237,7 @@ async fn drive(
         json = JsonSink::new(id);
         &mut json
     } else {
-        human = HumanSink::new(stderr);
+        human = HumanSink::new(stderr).with_costing(costing);
         &mut human
     };
     let result = session.run_with(prompt, TurnOptions::cancel_on(cancel), sink).await;

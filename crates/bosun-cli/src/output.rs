@@ -15,6 +15,7 @@ use bosun_core::{Event, EventSink, SinkError};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Env;
+use crate::config::models::Costing;
 use crate::sanitize;
 
 /// Colour for one output stream, or plain text. Decided once in `main`
@@ -148,6 +149,8 @@ pub struct HumanSink {
     stderr_terminal: bool,
     streamed: bool,
     ends_with_newline: bool,
+    /// How the session's model is billed, for the cost on the tokens line.
+    costing: Costing,
 }
 
 impl std::fmt::Debug for HumanSink {
@@ -169,7 +172,14 @@ impl HumanSink {
             stderr_terminal,
             streamed: false,
             ends_with_newline: true,
+            costing: Costing::Unknown,
         }
+    }
+
+    /// Shows the turn's cost on the tokens line by `costing`.
+    pub fn with_costing(mut self, costing: Costing) -> Self {
+        self.costing = costing;
+        self
     }
 
     fn note(&self, line: &str) {
@@ -290,19 +300,22 @@ impl EventSink for HumanSink {
                 if self.streamed && !self.ends_with_newline {
                     println!();
                 }
-                eprintln!(
-                    "{}",
-                    palette.dim(&format!(
-                        "tokens: {} in, {} out",
-                        usage.input + usage.cache_read,
-                        usage.output
-                    ))
-                );
+                eprintln!("{}", palette.dim(&tokens_line(&usage, &self.costing)));
             }
             _ => {}
         }
         Ok(())
     }
+}
+
+/// The line after a turn: its tokens and what they cost.
+fn tokens_line(usage: &bosun_core::Usage, costing: &Costing) -> String {
+    format!(
+        "tokens: {} in, {} out, {}",
+        usage.input + usage.cache_read + usage.cache_write,
+        usage.output,
+        costing.describe_total(usage)
+    )
 }
 
 /// `--json`: one event per line on stdout, with the session id.
@@ -352,6 +365,20 @@ mod tests {
                 [text; 5]
             );
         }
+    }
+
+    #[test]
+    fn the_tokens_line_shows_the_cost_or_says_it_is_unknown() {
+        let mut usage = bosun_core::Usage::new(1_000, 2_000);
+        usage.cache_read = 200_000;
+        usage.cache_write = 10_000;
+        let table = bosun_providers::ModelTable::builtin().unwrap();
+        let opus = table.find("anthropic", "claude-opus-5-5").unwrap();
+        let priced = Costing::Priced(table.pricing("anthropic", opus));
+        // 1,000 × $4 + 200,000 × $0.20 + 10,000 × $5 + 2,000 × $20 per million.
+        assert_eq!(tokens_line(&usage, &priced), "tokens: 211000 in, 2000 out, $0.1340");
+        assert_eq!(tokens_line(&usage, &Costing::Unknown), "tokens: 211000 in, 2000 out, cost unknown");
+        assert_eq!(tokens_line(&usage, &Costing::Local), "tokens: 211000 in, 2000 out, $0 (local model)");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::io::{BufReader, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use bosun_core::Message;
+use bosun_core::{Message, Usage};
 use bosun_store::ListFilter;
 
 use crate::cli::SessionsCommand;
@@ -23,10 +23,54 @@ fn store(
     dir: Option<&Path>,
     profile: Option<&str>,
     env: &Env,
-) -> Result<(bosun_store::Store, std::path::PathBuf)> {
+) -> Result<(bosun_store::Store, std::path::PathBuf, config::Settings)> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &Default::default())?;
-    Ok((wire::store(&settings, env)?, dir))
+    Ok((wire::store(&settings, env)?, dir, settings))
+}
+
+/// The usage line of `sessions show`: the stored tokens and their cost. A
+/// session does not record its model, so the cost is at the prices of the
+/// model configured now, and says so. Each response is priced on its own
+/// when the head branch's responses are all the session's usage (no other
+/// branch, no rolled-back turn), which long-context tiers need.
+fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) -> Result<String> {
+    let usage = &detail.summary.usage;
+    let responses: Vec<&Usage> = detail
+        .history
+        .iter()
+        .filter_map(|(_, message)| match message {
+            Message::Assistant { usage, .. } => Some(usage),
+            _ => None,
+        })
+        .collect();
+    let summed = responses.iter().fold(Usage::default(), |mut total, one| {
+        total += **one;
+        total
+    });
+    let tokens = format!(
+        "usage: {} in ({} cached, {} written), {} out ({} reasoning)",
+        usage.input + usage.cache_read + usage.cache_write,
+        usage.cache_read,
+        usage.cache_write,
+        usage.output,
+        usage.reasoning,
+    );
+    // With no model named, the default local one would say $0 of a
+    // session that may have run on a hosted model: say nothing instead.
+    let Some(spec) = settings.model.as_deref() else {
+        return Ok(format!(
+            "{tokens}; cost unknown (a session does not record its model: set BOSUN_MODEL=PROVIDER/MODEL to \
+             price it)"
+        ));
+    };
+    let costing = config::models::session_model(settings)?.costing;
+    let cost =
+        if summed == *usage { costing.describe_responses(responses) } else { costing.describe_total(usage) };
+    Ok(format!(
+        "{tokens}; cost: {cost} at {} prices (the model configured now; a session does not record its model)",
+        sanitize::line(spec)
+    ))
 }
 
 fn time(ms: i64) -> String {
@@ -64,7 +108,7 @@ pub fn run(
     env: &Env,
     style: Palette,
 ) -> Result<()> {
-    let (store, dir) = store(dir, profile, env)?;
+    let (store, dir, settings) = store(dir, profile, env)?;
     let mut out = std::io::stdout().lock();
     let terminal = out.is_terminal();
     match command {
@@ -103,6 +147,7 @@ pub fn run(
                 writeln!(out, "{}", serde_json::to_string(&detail)?)?;
             } else {
                 writeln!(out, "session {}  ({} branches)", detail.summary.id, detail.branches.len())?;
+                writeln!(out, "{}", style.dim(&usage_line(&detail, &settings)?))?;
                 // A rolled-back turn's prompt (invariant 21), after the
                 // message it followed.
                 let failed_after = |out: &mut std::io::StdoutLock<'_>, after: Option<i64>| -> Result<()> {
@@ -169,7 +214,7 @@ pub fn run(
 
 /// `bosun fork ID [--at MESSAGE]`.
 pub fn fork(dir: Option<&Path>, profile: Option<&str>, id: &str, at: Option<i64>, env: &Env) -> Result<()> {
-    let (store, _) = store(dir, profile, env)?;
+    let (store, _, _) = store(dir, profile, env)?;
     let at = match at {
         Some(at) => at,
         None => store

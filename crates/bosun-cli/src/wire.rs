@@ -44,8 +44,8 @@ const LOCAL_CONTEXT: u32 = 8192;
 /// (the pulled Qwen2.5-Coder model). A local model's path arguments are
 /// held to `workspace`'s paths when `local_path_grammar` is on.
 /// The session's model, and its context window in tokens when known (the
-/// local engine's context size; a hosted model's comes from the model
-/// table).
+/// local engine's context size; a hosted model's from `context_window`,
+/// `[models."MODEL"]` or the model table).
 pub async fn model(
     settings: &Settings,
     env: &Env,
@@ -108,10 +108,12 @@ pub async fn model(
         if settings.local_path_grammar {
             loaded = loaded.with_argument_hints(Arc::new(WorkspacePaths::new(workspace.clone())));
         }
-        let window = u64::from(loaded.context_size());
-        return Ok((Arc::new(loaded), Some(window)));
+        // `context_window` may only lower the engine's: it cannot hold more.
+        let window = settings.context_window.map_or(loaded.context_size(), |w| w.min(loaded.context_size()));
+        return Ok((Arc::new(loaded), Some(u64::from(window))));
     }
-    Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env)?), None))
+    let window = crate::config::models::session_model(settings)?.prompt_window();
+    Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env)?), window.map(u64::from)))
 }
 
 fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {

@@ -732,3 +732,49 @@ fn completions_version_and_help() {
         assert!(help.contains(flag), "no {flag:?} in exec --help:\n{help}");
     }
 }
+
+// ---------------------------------------------------------------- cost
+
+#[test]
+fn exec_shows_the_turns_cost_and_sessions_show_prices_the_stored_usage() {
+    let answer = json!({"match": {"userMessage": "price", "turnIndex": 0}, "response": {
+        "content": "Done.", "usage": {"input_tokens": 1200, "output_tokens": 300}}});
+    let Some(mock) = Aimock::start(&fixtures(vec![answer])) else { return };
+    let sandbox = task_sandbox();
+    let tokens_line = |out: &Output| {
+        out.stderr.lines().find(|l| l.starts_with("tokens: ")).expect("a tokens line").to_owned()
+    };
+    // A model the table lacks: its tokens and "cost unknown", never a figure.
+    let mut cmd = sandbox.exec(Api::Anthropic, &mock);
+    cmd.arg("price this");
+    let out = run(cmd);
+    out.expect_code(0);
+    assert_eq!(tokens_line(&out), "tokens: 1200 in, 300 out, cost unknown");
+
+    // Priced in the user's config: 1,200 × $3 + 300 × $15 per million
+    // = 3,600 + 4,500 micro-dollars.
+    let config = "[models.\"anthropic/claude-test\"]\nprice_input = 3\nprice_output = 15\n";
+    std::fs::create_dir_all(sandbox.path("xdg/bosun")).unwrap();
+    std::fs::write(sandbox.path("xdg/bosun/config.toml"), config).unwrap();
+    let mut cmd = sandbox.exec(Api::Anthropic, &mock);
+    cmd.arg("price this");
+    let out = run(cmd);
+    out.expect_code(0);
+    assert_eq!(tokens_line(&out), "tokens: 1200 in, 300 out, $0.0081");
+
+    // `sessions show` prices the stored usage at the configured model's prices.
+    let id = session_from_stderr(&out.stderr);
+    let mut cmd = sandbox.bosun();
+    cmd.env("BOSUN_MODEL", "anthropic/claude-test").args(["sessions", "show", &id]);
+    let shown = run(cmd);
+    shown.expect_code(0);
+    let line = "usage: 1200 in (0 cached, 0 written), 300 out (0 reasoning); cost: $0.0081 at \
+                anthropic/claude-test prices";
+    assert!(shown.stdout.contains(line), "no {line:?} in {}", shown.stdout);
+    // With no model named, no figure: the default would be the local model's $0.
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", &id]);
+    let shown = run(cmd);
+    shown.expect_code(0);
+    assert!(shown.stdout.contains("; cost unknown (a session does not record its model"), "{}", shown.stdout);
+}

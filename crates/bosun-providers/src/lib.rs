@@ -7,7 +7,8 @@
 //! retry announced as `ModelEvent::Retrying`), one set of limits on every
 //! wait (first byte, idle stream, whole request, the grace of a finished
 //! stream) and on what a response may hold. Deployments are data
-//! ([`ProviderConfig::preset`]), not code.
+//! ([`ProviderConfig::preset`]), not code, and so are the models'
+//! windows, output limits and prices ([`ModelTable`], `data/models.json`).
 //!
 //! Not here: reading environment variables or config files (the caller
 //! passes keys in), tools, sessions.
@@ -16,6 +17,7 @@ pub mod classify;
 pub mod config;
 mod failure;
 mod hosted;
+pub mod models;
 mod network;
 mod protocol;
 mod retry;
@@ -28,4 +30,5 @@ pub use config::{
     Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, StreamLimits, TokioSleeper,
 };
 pub use hosted::{HostedModel, ProviderError, decode_recorded};
+pub use models::{Cost, ModelInfo, ModelOverride, ModelTable, ModelTableError, Price, Pricing};
 pub use secret::ApiKey;

@@ -5,14 +5,15 @@
 //! [`TinyModel`] builds a tiny GGUF model whose answers are programmed, for
 //! tests of the local engine that need no download. [`Aimock`] runs the real
 //! aimock mock-LLM server for tests over HTTP, [`mcp`] finds the MCP
-//! reference servers (and runs one over HTTP), [`conformance`] runs the
+//! reference servers and the Python MCP SDK (and runs them over HTTP), [`conformance`] runs the
 //! official MCP conformance suite against a client, and [`skip_or_fail`] is the
 //! rule for a test that lacks what it needs: fail, or skip loudly when told.
 //!
 //! Not for production: nothing here talks to a real model; the only disk
 //! access is writing a built GGUF file where the caller says, aimock's
 //! fixture file and the MCP server's loopback shim, and the only processes
-//! started are aimock, the MCP HTTP server and the conformance suite (which
+//! started are aimock, the MCP HTTP servers, the Python SDK's interpreter
+//! once to see that it imports the SDK, and the conformance suite (which
 //! writes its results where the caller says).
 
 pub mod aimock;

@@ -1,7 +1,10 @@
 //! The MCP reference servers (npm `@modelcontextprotocol/server-everything`
 //! and `@modelcontextprotocol/server-filesystem`, installed into
 //! `test-peers/` by `scripts/test`), found for `bosun-mcp`'s tests, and the
-//! everything server's Streamable HTTP mode as a child process.
+//! everything server's Streamable HTTP mode as a child process. The Python
+//! SDK (PyPI `mcp`, in the venv `test-peers/.venv`): its interpreter,
+//! [`python_sdk()`], and a server script of a test's over HTTP,
+//! [`PythonSdkHttp`].
 //!
 //! A missing server FAILS the calling test, unless `BOSUN_SKIP_MCP=1` says
 //! to skip it (loudly, see [`skip_or_fail`]); `BOSUN_REQUIRE_PEERS` (set by
@@ -21,6 +24,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::skip::{fail, skip_or_fail};
+
+mod python_sdk;
+pub use python_sdk::{PythonSdkHttp, python_sdk, python_sdk_path};
 
 /// Longest wait for the HTTP server to listen: a hang guard.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

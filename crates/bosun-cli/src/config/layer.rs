@@ -81,6 +81,12 @@ pub struct Layer {
     /// MCP servers by name: `[mcp_servers.github] command = "…"`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, super::mcp::McpServerEntry>,
+    /// What is known of models, by `PROVIDER/MODEL` or bare model name:
+    /// `[models."openai/gpt-6.2-sol"] price_output = 10` (see `models.rs`).
+    #[serde(default)]
+    pub models: BTreeMap<String, super::models::ModelEntry>,
+    /// The session model's context window, over the model table's.
+    pub context_window: Option<u32>,
     /// Hosts (besides each provider's own) that may receive the provider's
     /// key when a project's config sets the base URL (user file only).
     pub allowed_key_hosts: Option<Vec<String>>,

@@ -5,6 +5,7 @@
 
 mod layer;
 pub mod mcp;
+pub mod models;
 mod trust;
 
 use std::collections::BTreeMap;
@@ -122,6 +123,11 @@ pub struct Settings {
     pub disabled_tools: Vec<String>,
     /// MCP servers by name, the enabled and the disabled.
     pub mcp_servers: BTreeMap<String, mcp::McpServer>,
+    /// What the config says of models (`[models."MODEL"]`), merged over
+    /// the layers key by key.
+    pub models: BTreeMap<String, bosun_providers::ModelOverride>,
+    /// The session model's context window (`context_window`).
+    pub context_window: Option<u32>,
     /// What reading the project's `.mcp.json` left to say (servers of an
     /// untrusted project not started, keys not read), for stderr.
     pub mcp_notices: Vec<String>,
@@ -165,6 +171,8 @@ impl Settings {
             providers: BTreeMap::new(),
             disabled_tools: Vec::new(),
             mcp_servers: BTreeMap::new(),
+            models: BTreeMap::new(),
+            context_window: None,
             mcp_notices: Vec::new(),
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
@@ -313,6 +321,19 @@ impl Settings {
             self.mcp_servers
                 .insert(name.clone(), mcp::McpServer { entry: entry.clone(), source: source.clone() });
             self.note(&format!("mcp_servers.{name}"), entry.summary(), source.clone());
+        }
+        for (name, entry) in &layer.models {
+            let over = entry.to_override().with_context(|| format!("models.\"{name}\", from {source}"))?;
+            let merged = self.models.get(name).copied().unwrap_or_default().merged(over);
+            self.models.insert(name.clone(), merged);
+            self.note(&format!("models.\"{name}\""), entry.summary(), source.clone());
+        }
+        if let Some(tokens) = layer.context_window {
+            if tokens == 0 {
+                bail!("context_window = 0, from {source}: a model takes at least one token");
+            }
+            self.context_window = Some(tokens);
+            self.note("context_window", tokens, source.clone());
         }
         if let Some(hosts) = &layer.allowed_key_hosts {
             self.allowed_key_hosts = hosts.clone();

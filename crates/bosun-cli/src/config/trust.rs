@@ -161,6 +161,12 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     for name in std::mem::take(&mut kept.providers).into_keys() {
         ignore(&format!("providers.{name}"), true);
     }
+    // Prices say what the user is told a run cost, and a window how much
+    // history is sent: a repository may not set either.
+    for name in std::mem::take(&mut kept.models).into_keys() {
+        ignore(&format!("models.\"{name}\""), true);
+    }
+    ignore("context_window", kept.context_window.take().is_some());
     if let Some(mode) = kept.mode.as_deref().and_then(|m| super::parse_mode(m).ok())
         && looseness(mode) > looseness(mode_so_far)
     {

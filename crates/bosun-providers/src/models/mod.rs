@@ -1,0 +1,483 @@
+//! The model table: context windows, output limits and prices of hosted
+//! models, as data (`data/models.json`, embedded), checked when loaded, and
+//! what a response cost from its [`bosun_core::Usage`].
+//!
+//! # Lookup
+//!
+//! [`ModelTable::find`] takes the provider preset and the model name as
+//! given to `--model PROVIDER/MODEL`:
+//! 1. the provider: a preset that bills as another (`openai-responses` is
+//!    `openai`) is looked up as that one;
+//! 2. the model: its exact id or one of its aliases (ASCII case ignored),
+//!    with Gemini's `models/` prefix dropped;
+//! 3. failing that, the name without a dated snapshot suffix:
+//!    `claude-haiku-4-5-20251001` → `claude-haiku-4-5`,
+//!    `gpt-6.2-sol-2026-11-17` → `gpt-6.2-sol`.
+//!
+//! Nothing looser: a name that only starts like a known one
+//! (`claude-opus-5-5-fast`) is unknown, since variants are priced apart.
+//! An unknown model has no entry, hence no window and "cost unknown".
+//!
+//! # Cost
+//!
+//! Every decoder in this crate gives `Usage::input` without the cached
+//! prompt tokens (`cache_read`), and Anthropic's without cache writes
+//! (`cache_write`), which only Anthropic Messages reports apart. So a cost
+//! is `input × input price + cache_read × cached price + cache_write ×
+//! write price + output`, where output is billed as `output × output price`
+//! plus reasoning at its own price where one is set; a provider whose
+//! `output` leaves reasoning out (xAI) has its reasoning added at that price
+//! or the output price. See [`Pricing`].
+
+mod cost;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+pub use cost::{Cost, LongContext, Price, Prices, Pricing};
+
+use crate::config::{Api, ProviderConfig};
+
+/// The table shipped with bosun.
+const BUILTIN: &str = include_str!("../../data/models.json");
+
+/// The table's format this code reads.
+const FORMAT: u32 = 1;
+
+/// A model table that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelTableError {
+    /// Not the table's JSON form.
+    #[error("the model table does not parse: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A format this code does not read.
+    #[error("the model table has format {0}; this bosun reads format {FORMAT}")]
+    Format(u32),
+    /// A price that is not one.
+    #[error("{value} is not a usable price per million tokens: {why}")]
+    Price {
+        /// The value given.
+        value: f64,
+        /// Why it was refused.
+        why: &'static str,
+    },
+    /// An entry that breaks a rule of the table.
+    #[error("model table entry `{provider}/{id}`: {why}")]
+    Entry {
+        /// Its provider.
+        provider: String,
+        /// Its id.
+        id: String,
+        /// The rule it breaks.
+        why: String,
+    },
+    /// A provider entry that breaks a rule.
+    #[error("model table provider `{provider}`: {why}")]
+    Provider {
+        /// The provider.
+        provider: String,
+        /// The rule it breaks.
+        why: String,
+    },
+}
+
+/// What is known of one model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelInfo {
+    /// The provider preset it is billed by (`anthropic`, `openai`, …).
+    pub provider: String,
+    /// The model id, as the API takes it.
+    pub id: String,
+    /// Other names of the same model at the same prices.
+    pub aliases: Vec<String>,
+    /// The context window the provider publishes, in tokens.
+    pub context_window: Option<u32>,
+    /// The largest prompt, where the provider publishes it apart.
+    pub max_input_tokens: Option<u32>,
+    /// The largest output of one response.
+    pub max_output_tokens: Option<u32>,
+    /// The base prices.
+    pub prices: Prices,
+    /// Higher prices for long prompts.
+    pub long_context: Option<LongContext>,
+    /// Where the figures were read (the provider's pages).
+    pub sources: Vec<String>,
+    /// When they were read (`YYYY-MM-DD`); `None` for a model the user's
+    /// config added.
+    pub checked: Option<String>,
+}
+
+impl ModelInfo {
+    /// A model nothing is known of yet (one a config file adds).
+    pub fn new(provider: impl Into<String>, id: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            id: id.into(),
+            aliases: Vec::new(),
+            context_window: None,
+            max_input_tokens: None,
+            max_output_tokens: None,
+            prices: Prices::default(),
+            long_context: None,
+            sources: Vec::new(),
+            checked: None,
+        }
+    }
+
+    /// The settings of `over` over these. Prices from a config are flat:
+    /// once any price is set, the table's long-context tier, priced for
+    /// the table's prices, no longer applies.
+    pub fn apply(&mut self, over: &ModelOverride) {
+        if let Some(tokens) = over.context_window {
+            self.context_window = Some(tokens);
+        }
+        if let Some(tokens) = over.max_output_tokens {
+            self.max_output_tokens = Some(tokens);
+        }
+        let prices = &mut self.prices;
+        let fields = [
+            (over.input, &mut prices.input),
+            (over.cached_input, &mut prices.cached_input),
+            (over.cache_write, &mut prices.cache_write),
+            (over.output, &mut prices.output),
+            (over.reasoning, &mut prices.reasoning),
+        ];
+        let mut priced = false;
+        for (value, field) in fields {
+            if let Some(value) = value {
+                *field = Some(value);
+                priced = true;
+            }
+        }
+        if priced {
+            self.long_context = None;
+        }
+    }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.id.as_str()).chain(self.aliases.iter().map(String::as_str))
+    }
+}
+
+/// What a config file says of one model (`[models."MODEL"]`); unset keys
+/// keep the table's values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelOverride {
+    /// `context_window`.
+    pub context_window: Option<u32>,
+    /// `max_output_tokens`.
+    pub max_output_tokens: Option<u32>,
+    /// `price_input`.
+    pub input: Option<Price>,
+    /// `price_cached_input`.
+    pub cached_input: Option<Price>,
+    /// `price_cache_write`.
+    pub cache_write: Option<Price>,
+    /// `price_output`.
+    pub output: Option<Price>,
+    /// `price_reasoning`.
+    pub reasoning: Option<Price>,
+}
+
+impl ModelOverride {
+    /// `later`'s values over these, key by key.
+    pub fn merged(self, later: Self) -> Self {
+        Self {
+            context_window: later.context_window.or(self.context_window),
+            max_output_tokens: later.max_output_tokens.or(self.max_output_tokens),
+            input: later.input.or(self.input),
+            cached_input: later.cached_input.or(self.cached_input),
+            cache_write: later.cache_write.or(self.cache_write),
+            output: later.output.or(self.output),
+            reasoning: later.reasoning.or(self.reasoning),
+        }
+    }
+}
+
+/// How a provider counts tokens, and whose prices it bills at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ProviderRules {
+    prices_of: Option<String>,
+    output_includes_reasoning: bool,
+}
+
+/// The model table, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelTable {
+    providers: BTreeMap<String, ProviderRules>,
+    models: Vec<ModelInfo>,
+}
+
+impl ModelTable {
+    /// The table shipped with bosun (`data/models.json`).
+    pub fn builtin() -> Result<Self, ModelTableError> {
+        Self::parse(BUILTIN)
+    }
+
+    /// A table from its JSON form, every rule checked.
+    pub fn parse(json: &str) -> Result<Self, ModelTableError> {
+        let raw: RawTable = serde_json::from_str(json)?;
+        if raw.format != FORMAT {
+            return Err(ModelTableError::Format(raw.format));
+        }
+        let mut providers = BTreeMap::new();
+        for (name, rules) in &raw.providers {
+            if let Some(target) = &rules.prices_of {
+                let chained = raw.providers.get(target).map(|t| t.prices_of.is_some());
+                if chained != Some(false) {
+                    return Err(ModelTableError::Provider {
+                        provider: name.clone(),
+                        why: format!("prices_of `{target}` must name a provider that has its own prices"),
+                    });
+                }
+            }
+            providers.insert(
+                name.clone(),
+                ProviderRules {
+                    prices_of: rules.prices_of.clone(),
+                    output_includes_reasoning: rules.output_includes_reasoning,
+                },
+            );
+        }
+        let mut table = Self { providers, models: Vec::with_capacity(raw.models.len()) };
+        for model in raw.models {
+            let info = model.check(&table)?;
+            table.models.push(info);
+        }
+        Ok(table)
+    }
+
+    /// Every entry.
+    pub fn models(&self) -> &[ModelInfo] {
+        &self.models
+    }
+
+    /// Whether the table says how `provider` counts tokens.
+    pub fn knows_provider(&self, provider: &str) -> bool {
+        self.providers.contains_key(provider)
+    }
+
+    /// The entry for `model` of `provider`, by the rule in the module docs.
+    pub fn find(&self, provider: &str, model: &str) -> Option<&ModelInfo> {
+        let provider = self.billing_provider(provider);
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        let named = |name: &str| {
+            self.models
+                .iter()
+                .find(|m| m.provider == provider && m.names().any(|n| n.eq_ignore_ascii_case(name)))
+        };
+        named(model).or_else(|| without_snapshot(model).and_then(named))
+    }
+
+    /// How `info` is priced when run through `provider` (the session's
+    /// preset, which says how its API counts tokens).
+    pub fn pricing(&self, provider: &str, info: &ModelInfo) -> Pricing {
+        // A provider the table does not list (a generic compatible server)
+        // counts as Chat Completions defines `completion_tokens`: reasoning in.
+        let rules = self.providers.get(self.billing_provider(provider));
+        let output_includes_reasoning = rules.is_none_or(|r| r.output_includes_reasoning);
+        let api = ProviderConfig::preset(provider).map(|config| config.api);
+        Pricing {
+            prices: info.prices,
+            long_context: info.long_context,
+            output_includes_reasoning,
+            usage_separates_cache_writes: api == Some(Api::AnthropicMessages),
+        }
+    }
+
+    fn billing_provider<'a>(&'a self, provider: &'a str) -> &'a str {
+        self.providers.get(provider).and_then(|r| r.prices_of.as_deref()).unwrap_or(provider)
+    }
+}
+
+/// `model` without a dated snapshot suffix (`-20251001`, `-2026-11-17`).
+fn without_snapshot(model: &str) -> Option<&str> {
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let (base, date) = model.rsplit_once('-')?;
+    if date.len() == 8 && digits(date) && date.starts_with("20") {
+        return Some(base);
+    }
+    // `YYYY-MM-DD`: the last three dash-separated parts.
+    let (rest, day) = (base, date);
+    let (rest, month) = rest.rsplit_once('-')?;
+    let (base, year) = rest.rsplit_once('-')?;
+    let dated =
+        [(year, 4), (month, 2), (day, 2)].iter().all(|(part, len)| part.len() == *len && digits(part));
+    (dated && year.starts_with("20")).then_some(base)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    format: u32,
+    #[serde(default, rename = "about")]
+    _about: Option<String>,
+    providers: BTreeMap<String, RawProvider>,
+    models: Vec<RawModel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    #[serde(default)]
+    prices_of: Option<String>,
+    #[serde(default = "yes")]
+    output_includes_reasoning: bool,
+    #[serde(default, rename = "note")]
+    _note: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrices {
+    input: Option<f64>,
+    cached_input: Option<f64>,
+    cache_write: Option<f64>,
+    output: Option<f64>,
+    reasoning: Option<f64>,
+}
+
+impl RawPrices {
+    fn check(&self) -> Result<Prices, ModelTableError> {
+        let price = |value: Option<f64>| value.map(Price::from_dollars_per_million).transpose();
+        Ok(Prices {
+            input: price(self.input)?,
+            cached_input: price(self.cached_input)?,
+            cache_write: price(self.cache_write)?,
+            output: price(self.output)?,
+            reasoning: price(self.reasoning)?,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLongContext {
+    above_prompt_tokens: u64,
+    price: RawPrices,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    provider: String,
+    id: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    context_window: Option<u32>,
+    max_input_tokens: Option<u32>,
+    max_output_tokens: Option<u32>,
+    price: RawPrices,
+    long_context: Option<RawLongContext>,
+    sources: Vec<String>,
+    checked: String,
+    #[serde(default, rename = "note")]
+    _note: Option<String>,
+}
+
+impl RawModel {
+    fn check(self, table: &ModelTable) -> Result<ModelInfo, ModelTableError> {
+        let fail = |why: String| ModelTableError::Entry {
+            provider: self.provider.clone(),
+            id: self.id.clone(),
+            why,
+        };
+        match table.providers.get(&self.provider) {
+            None => return Err(fail("its provider is not in the table's providers".into())),
+            Some(rules) if rules.prices_of.is_some() => {
+                return Err(fail("its provider bills at another provider's prices".into()));
+            }
+            Some(_) => {}
+        }
+        let names = std::iter::once(&self.id).chain(&self.aliases);
+        for name in names.clone() {
+            if name.is_empty() || name.chars().any(char::is_whitespace) {
+                return Err(fail(format!("`{name}` is not a model name")));
+            }
+            let taken = table
+                .models
+                .iter()
+                .any(|m| m.provider == self.provider && m.names().any(|n| n.eq_ignore_ascii_case(name)));
+            if taken {
+                return Err(fail(format!("`{name}` already names another entry")));
+            }
+        }
+        for (what, tokens) in [
+            ("context_window", self.context_window),
+            ("max_input_tokens", self.max_input_tokens),
+            ("max_output_tokens", self.max_output_tokens),
+        ] {
+            if tokens == Some(0) {
+                return Err(fail(format!("{what} must be more than 0")));
+            }
+        }
+        if let Some(window) = self.context_window {
+            if self.max_output_tokens.is_some_and(|out| out >= window) {
+                return Err(fail("max_output_tokens must be less than the context window".into()));
+            }
+            if self.max_input_tokens.is_some_and(|input| input > window) {
+                return Err(fail("max_input_tokens cannot exceed the context window".into()));
+            }
+        }
+        let prices = self.price.check()?;
+        let long_context = match &self.long_context {
+            None => None,
+            Some(long) => {
+                if long.above_prompt_tokens == 0 {
+                    return Err(fail("long_context.above_prompt_tokens must be more than 0".into()));
+                }
+                if !prices.any() {
+                    return Err(fail("a long-context tier needs base prices".into()));
+                }
+                Some(LongContext {
+                    above_prompt_tokens: long.above_prompt_tokens,
+                    prices: long.price.check()?,
+                })
+            }
+        };
+        if self.sources.is_empty() || self.sources.iter().any(|s| !s.starts_with("https://")) {
+            return Err(fail("sources must name the provider's pages by https URL".into()));
+        }
+        if !is_date(&self.checked) {
+            return Err(fail(format!("checked `{}` is not a YYYY-MM-DD date", self.checked)));
+        }
+        Ok(ModelInfo {
+            provider: self.provider,
+            id: self.id,
+            aliases: self.aliases,
+            context_window: self.context_window,
+            max_input_tokens: self.max_input_tokens,
+            max_output_tokens: self.max_output_tokens,
+            prices,
+            long_context,
+            sources: self.sources,
+            checked: Some(self.checked),
+        })
+    }
+}
+
+/// `YYYY-MM-DD` with a plausible month and day.
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let number = |s: &str, len: usize| {
+        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten()
+    };
+    match parts.as_slice() {
+        [year, month, day] => {
+            number(year, 4).is_some()
+                && number(month, 2).is_some_and(|m| (1..=12).contains(&m))
+                && number(day, 2).is_some_and(|d| (1..=31).contains(&d))
+        }
+        _ => false,
+    }
+}
