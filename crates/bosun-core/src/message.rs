@@ -85,6 +85,11 @@ pub enum Message {
         /// Whether the call failed, was refused or was not run.
         #[serde(default)]
         is_error: bool,
+        /// Tokens the tool itself spent on a model (an MCP server's
+        /// sampling; later, a sub-agent): counted in the turn's usage and
+        /// budget. Left out while zero, so older records read the same.
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
     },
 }
 
@@ -106,6 +111,7 @@ impl Message {
             tool_name: tool_name.into(),
             content: vec![ContentPart::text(text)],
             is_error,
+            usage: Usage::default(),
         }
     }
 
@@ -332,6 +338,11 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Whether every count is zero.
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+
     /// Usage with input and output counts only.
     pub fn new(input: u64, output: u64) -> Self {
         Self { input, output, ..Self::default() }

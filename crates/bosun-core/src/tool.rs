@@ -216,26 +216,52 @@ pub struct ToolOutput {
     /// dropped connection); only tools with [`RetryPolicy::Idempotent`] are
     /// run again.
     pub transient: bool,
+    /// Tokens the tool spent on a model while it ran (see
+    /// [`ToolOutput::with_usage`]).
+    pub usage: crate::message::Usage,
 }
 
 impl ToolOutput {
     /// A successful text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentPart::text(text)], is_error: false, transient: false }
+        Self {
+            content: vec![ContentPart::text(text)],
+            is_error: false,
+            transient: false,
+            usage: Default::default(),
+        }
     }
 
     /// A failed result with a message for the model.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentPart::text(text)], is_error: true, transient: false }
+        Self {
+            content: vec![ContentPart::text(text)],
+            is_error: true,
+            transient: false,
+            usage: Default::default(),
+        }
     }
 
     /// A failure that may pass on another attempt.
     pub fn transient(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentPart::text(text)], is_error: true, transient: true }
+        Self {
+            content: vec![ContentPart::text(text)],
+            is_error: true,
+            transient: true,
+            usage: Default::default(),
+        }
+    }
+
+    /// Says the tool spent `usage` on a model (an MCP server's sampling,
+    /// a sub-agent): the session adds it to the turn's usage and budget,
+    /// and it is kept with the result.
+    pub fn with_usage(mut self, usage: crate::message::Usage) -> Self {
+        self.usage = usage;
+        self
     }
 
     /// A result from parts.
     pub fn new(content: Vec<ContentPart>, is_error: bool) -> Self {
-        Self { content, is_error, transient: false }
+        Self { content, is_error, transient: false, usage: Default::default() }
     }
 }

@@ -132,3 +132,35 @@ fn unset_turn_limits_leave_the_recorded_form_as_it_was() {
     let set = serde_json::to_value(Limits::default().with_max_turn_tokens(9)).unwrap();
     assert_eq!(set["max_turn_tokens"], 9);
 }
+
+/// A tool that spent tokens on a model of its own (as an MCP server's
+/// sampling does): 500 in, 500 out per call.
+fn sampling_tool() -> FnTool {
+    FnTool::new("sample", ToolCategory::Read, |_, _| {
+        Box::pin(async { bosun_core::ToolOutput::text("sampled").with_usage(Usage::new(500, 500)) })
+    })
+}
+
+#[tokio::test]
+async fn what_a_tool_spent_on_a_model_counts_in_the_turn_its_budget_and_its_record() -> TestResult {
+    let model = ScriptedModel::new().tool_call("sample", json!({})).answer("done");
+    let journal = bosun_core::InMemoryJournal::new();
+    let mut session = Session::builder(model).tool(sampling_tool()).journal(journal.clone()).build().await?;
+    let outcome = session.run("go", &mut Vec::new()).await?;
+    assert_eq!(outcome.usage, Usage::new(500, 500), "the scripted model spent nothing itself");
+    let kept = journal.records().into_iter().any(|r| {
+        matches!(r, bosun_core::JournalRecord::InvocationFinished {
+            result: bosun_core::Message::ToolResult { usage, .. }, ..
+        } if usage == Usage::new(500, 500))
+    });
+    assert!(kept, "the result's usage is journaled");
+
+    let model =
+        ScriptedModel::new().tool_call("sample", json!({})).tool_call("sample", json!({})).answer("x");
+    let mut session =
+        Session::builder(model.clone()).tool(sampling_tool()).max_turn_tokens(800).build().await?;
+    let error = session.run("go", &mut Vec::new()).await.unwrap_err();
+    assert!(matches!(error.kind, TurnErrorKind::TokenLimit { limit: 800, spent: 1_000 }), "{:?}", error.kind);
+    assert_eq!(model.requests().len(), 1);
+    Ok(())
+}

@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     /// Set by `notifications/tools/list_changed`, cleared by a listing.
     pub(crate) tools_changed: AtomicBool,
     progress: Mutex<HashMap<ProgressToken, Route>>,
+    /// What sampling spent since a call last took it: a server samples
+    /// while it handles a call, so the next call to end carries it.
+    sampled: Mutex<bosun_core::Usage>,
 }
 
 /// Where a call's progress goes.
@@ -59,6 +62,11 @@ impl Drop for RouteGuard {
 }
 
 impl Shared {
+    /// Takes what sampling spent since last asked.
+    pub(crate) fn take_sampled(&self) -> bosun_core::Usage {
+        std::mem::take(&mut *self.sampled.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// Sends progress for `token` to `sink` until the guard is dropped.
     pub(crate) fn route(
         self: &Arc<Self>,
@@ -146,10 +154,12 @@ impl ClientHandler for Handler {
         tokio::select! {
             answer = sampler.sample(request) => {
                 let response = answer.map_err(sampling::refusal)?;
-                // The session's accounting does not see these tokens.
+                // The call the server samples for reports these tokens to
+                // the session, which counts them in the turn.
                 let usage = response.usage;
                 tracing::info!(server = %self.server, input = usage.input + usage.cache_read,
                     output = usage.output, "mcp: sampling used the model");
+                *self.shared.sampled.lock().unwrap_or_else(PoisonError::into_inner) += usage;
                 Ok(sampling::answer(response))
             }
             // Dropping the sampler's future stops what it started.

@@ -168,10 +168,11 @@ impl Server {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let what =
             Request { what: format!("the call of `{tool}`"), progress: tool, expected: "a tool result" };
-        match self.request(&what, request, &context).await {
+        let output = match self.request(&what, request, &context).await {
             Ok(response) => server_result(response),
             Err(message) => ToolOutput::error(message),
-        }
+        };
+        output.with_usage(self.shared.take_sampled())
     }
 
     /// Sends `request` and waits for the answer, under the call's

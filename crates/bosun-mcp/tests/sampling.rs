@@ -42,7 +42,11 @@ impl Sampler for TestSampler {
     fn sample(&self, request: SamplingRequest) -> SampleFuture<'_> {
         self.seen.lock().unwrap().push(request);
         let answer = match &self.answer {
-            Ok(text) => Ok(SamplingResponse::new(text.clone(), "test-model")),
+            Ok(text) => {
+                let mut response = SamplingResponse::new(text.clone(), "test-model");
+                response.usage = Usage::new(30, 7);
+                Ok(response)
+            }
             Err(reason) => Err(SamplingRefused::new(reason.clone())),
         };
         Box::pin(std::future::ready(answer))
@@ -65,6 +69,7 @@ async fn the_samplers_text_reaches_the_servers_tool_result() {
     let output =
         call(&servers, SAMPLE, json!({"prompt": "what is the answer?", "maxTokens": 1_000_000})).await;
     assert!(!output.is_error, "{}", text(&output));
+    assert_eq!(output.usage, Usage::new(30, 7), "the call carries what its sampling spent, for the turn");
     let shown = text(&output);
     assert!(shown.contains("\"text\": \"sampled-text-42\""), "{shown}");
     assert!(

@@ -338,6 +338,7 @@ async fn consecutive_messages_merge_and_tool_results_lead_their_turn() {
             tool_name: "read".into(),
             content: Vec::new(),
             is_error: true,
+            usage: Usage::default(),
         },
     ];
     let body =

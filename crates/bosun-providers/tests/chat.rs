@@ -395,6 +395,7 @@ async fn without_a_key_no_authorization_and_quirks_rename_fields() {
             tool_name: "shot".into(),
             content: vec![ContentPart::text("took it"), ContentPart::image("image/jpeg", vec![255])],
             is_error: false,
+            usage: Usage::default(),
         },
     ];
     let mut options = GenerationOptions::default();

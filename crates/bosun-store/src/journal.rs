@@ -249,7 +249,10 @@ impl State {
                     head = Some(id);
                     turn_messages.push(id);
                     match message {
-                        Message::Assistant { usage: used, .. } => usage += *used,
+                        // What tools spent on models (sampling) counts too.
+                        Message::Assistant { usage: used, .. } | Message::ToolResult { usage: used, .. } => {
+                            usage += *used
+                        }
                         Message::User { .. } if title.is_none() => title = Some(title_of(message)),
                         _ => {}
                     }

@@ -455,6 +455,7 @@ impl Session {
             tool_name: call.name.clone(),
             content,
             is_error: output.is_error,
+            usage: output.usage,
         }
     }
 }
@@ -496,7 +497,7 @@ fn refusal(call: &Call, text: String) -> Message {
 }
 
 fn end_event(emitter: &mut Emitter<'_>, result: &Message) {
-    if let Message::ToolResult { call_id, tool_name, content, is_error } = result {
+    if let Message::ToolResult { call_id, tool_name, content, is_error, .. } = result {
         let text = concat_text(content);
         let output: String = text.chars().take(EVENT_OUTPUT_CHARS).collect();
         let _ = emitter.emit(Event::ToolEnd {

@@ -193,12 +193,15 @@ impl Compaction {
                 }
                 Message::User { content }
             }
-            Message::ToolResult { call_id, tool_name, content, is_error } if index < self.shorten_before => {
+            Message::ToolResult { call_id, tool_name, content, is_error, usage }
+                if index < self.shorten_before =>
+            {
                 Message::ToolResult {
                     call_id: *call_id,
                     tool_name: tool_name.clone(),
                     content: content.iter().map(shorten_part).collect(),
                     is_error: *is_error,
+                    usage: *usage,
                 }
             }
             other => other.clone(),

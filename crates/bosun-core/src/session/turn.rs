@@ -234,6 +234,12 @@ impl Session {
             match batch.results {
                 Some(results) => {
                     state.repeats.observe(self.history.len(), &results);
+                    // What the tools spent on models counts like a round's.
+                    for result in &results {
+                        if let Message::ToolResult { usage, .. } = result {
+                            state.usage += *usage;
+                        }
+                    }
                     let mut messages = Vec::with_capacity(results.len() + 1);
                     messages.push(assistant);
                     messages.extend(results);
@@ -379,12 +385,13 @@ impl Session {
                 // Before that, the call stays (each result still answers
                 // its call) and the result it repeats, shown earlier, is
                 // replaced by a note that says so.
-                Message::ToolResult { call_id, tool_name, is_error, .. } if repeated => {
+                Message::ToolResult { call_id, tool_name, is_error, usage, .. } if repeated => {
                     view.push(Message::ToolResult {
                         call_id: *call_id,
                         tool_name: tool_name.clone(),
                         content: vec![ContentPart::text(REPEATED_RESULT_NOTE)],
                         is_error: *is_error,
+                        usage: *usage,
                     });
                 }
                 _ if strip => view.push(message.without_reasoning()),
