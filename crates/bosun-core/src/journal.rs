@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::authority::AuthoritySnapshot;
-use crate::message::{CallId, Message};
+use crate::message::{CallId, Message, Usage};
 
 /// The future a journal method returns.
 pub type JournalFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
@@ -168,6 +168,10 @@ pub enum JournalRecord {
         tier: u8,
         /// The view.
         compaction: crate::session::Compaction,
+        /// What the summary request used (tier 2), so stores count it in
+        /// the session's usage; left out while zero.
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
     },
 }
 

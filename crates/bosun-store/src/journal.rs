@@ -296,6 +296,12 @@ impl State {
                 pending_user = None;
                 turn_messages.clear();
             }
+            // A summary request is model usage like a round's: the session's
+            // totals (and so its cost) include it.
+            JournalRecord::Compacted { usage: used, .. } if !used.is_zero() => {
+                update_session(&transaction, &self.session, &self.branch, head, 0, *used, None, now)
+                    .map_err(|e| store.sql(e))?;
+            }
             // The session row shows the authority it runs under now, which
             // a fork of it starts from.
             JournalRecord::AuthorityChanged { authority } => {

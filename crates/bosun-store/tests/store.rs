@@ -2,7 +2,7 @@
 //! and deleted through a real SQLite file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use bosun_core::{Message, Session, ToolCategory, WorkspaceIdentity};
+use bosun_core::{Message, Session, ToolCategory, Usage, WorkspaceIdentity};
 use bosun_store::{ListFilter, Store, StoreError};
 use bosun_testing::{FnTool, Reply, ScriptedModel};
 use serde_json::json;
@@ -292,4 +292,27 @@ async fn invariant_07_an_authority_change_is_stored_and_a_fork_starts_under_it()
     store.fork(&id, answer_id).unwrap();
     let forked = builder(ScriptedModel::new()).tool(late()).resume(store.open_session(&id).unwrap()).await;
     assert_eq!(forked.unwrap().authority().digest(), grown);
+}
+
+#[tokio::test]
+async fn a_summary_requests_usage_counts_in_the_sessions_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    // Six reads, an overflow, the summary (it used 100 in, 10 out), the retry.
+    let mut model = ScriptedModel::new();
+    for n in 0..6 {
+        model = model
+            .reply(Reply::new().tool_call("read", json!({"path": n.to_string()})).usage(Usage::new(1, 1)));
+    }
+    let model = model
+        .reply(Reply::new().error(bosun_core::ModelError::ContextOverflow("too long".into())))
+        .reply(Reply::new().text("the summary").usage(Usage::new(100, 10)))
+        .reply(Reply::new().text("done").usage(Usage::new(1, 1)));
+    let mut session = builder(model).journal(journal).build().await.unwrap();
+    session.run("read six", &mut Vec::new()).await.unwrap();
+    drop(session);
+    let summary = store.show(&id).unwrap().summary;
+    assert_eq!(summary.usage, Usage::new(107, 17), "six rounds, the summary and the answer");
 }

@@ -114,7 +114,7 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Result<u64, TurnErrorKind> {
         let after = self.estimate_with(&state.repeats, &next);
-        self.record(JournalRecord::Compacted { tier, compaction: next.clone() }).await?;
+        self.record(JournalRecord::Compacted { tier, compaction: next.clone(), usage }).await?;
         self.compaction = next;
         emitter.emit(Event::Compacted { tier, before, after, usage })?;
         Ok(after)
