@@ -12,7 +12,7 @@ use super::context::{
     Compaction, KEEP_UNITS, SUMMARY_PROMPT, chars_of, dropped_text, elision_end, latest_ask, shorten_start,
     summary_text, transcript,
 };
-use super::turn::{Emitter, Repeats, TurnState};
+use super::turn::{Emitter, Repeats, TurnState, drain};
 use crate::error::TurnErrorKind;
 use crate::event::Event;
 use crate::journal::JournalRecord;
@@ -20,15 +20,16 @@ use crate::message::{Message, Usage, concat_text};
 use crate::model::{GenerationOptions, ModelEvent, ModelRequest, ResponsePart};
 
 impl Session {
-    /// Characters of the request this round would send under `compaction`.
-    pub(crate) fn request_chars(&self, repeats: &Repeats, compaction: &Compaction) -> usize {
-        let messages = self.request_messages(repeats, compaction);
+    /// Characters of a request carrying `messages` this round: the
+    /// estimator's measure, for the estimate and for learning from a reply.
+    pub(crate) fn request_chars(&self, repeats: &Repeats, messages: &[Message]) -> usize {
         let tools = if repeats.answer_only() { 0 } else { self.advertised_chars };
-        chars_of(self.system.as_deref(), &messages, tools)
+        chars_of(self.system.as_deref(), messages, tools)
     }
 
     fn estimate_with(&self, repeats: &Repeats, compaction: &Compaction) -> u64 {
-        self.estimator.estimate(self.request_chars(repeats, compaction))
+        let messages = self.request_messages(repeats, compaction);
+        self.estimator.estimate(self.request_chars(repeats, &messages))
     }
 
     /// Compacts when the request's estimate passes `compact_at` of the
@@ -144,7 +145,7 @@ impl Session {
             };
             match item {
                 None => {
-                    while stream.next().await.is_some() {}
+                    drain(stream).await;
                     return Err(TurnErrorKind::Cancelled);
                 }
                 Some(None) => return Err(TurnErrorKind::Truncated),

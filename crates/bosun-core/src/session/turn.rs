@@ -179,22 +179,16 @@ impl Session {
             self.apply_tool_changes(state, emitter).await?;
             self.compact(state, emitter, false).await?;
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
-            let sent = self.request_chars(&state.repeats, &self.compaction);
             let mut response = self.model_round(state, round, generation, emitter).await;
             // A provider that says the request is too long: compact, and
             // try once more; a second overflow fails the turn.
             if matches!(&response, Err(TurnErrorKind::Model(ModelError::ContextOverflow(_))))
                 && self.compact(state, emitter, true).await?
             {
-                let sent = self.request_chars(&state.repeats, &self.compaction);
                 response = self.model_round(state, round, generation, emitter).await;
-                if let Ok(response) = &response {
-                    self.estimator.observe(sent, &response.usage);
-                }
-            } else if let Ok(response) = &response {
-                self.estimator.observe(sent, &response.usage);
             }
-            let response = response?;
+            let (response, sent) = response?;
+            self.estimator.observe(sent, &response.usage);
             state.usage += response.usage;
             // Cancellation wins ties (invariant 13): a cancel that came with
             // the response, in the same poll, stops the turn before the
@@ -288,12 +282,14 @@ impl Session {
         round: u32,
         generation: &GenerationOptions,
         emitter: &mut Emitter<'_>,
-    ) -> Result<ModelResponse, TurnErrorKind> {
+    ) -> Result<(ModelResponse, usize), TurnErrorKind> {
         let messages = self.request_messages(&state.repeats, &self.compaction);
         // A model that keeps repeating calls it already made is offered no
         // tools, so it has to answer with what it has.
         let answer_only = state.repeats.answer_only();
         let tools: &[_] = if answer_only { &[] } else { self.advertised.as_slice() };
+        // The estimator learns from what this very request carried.
+        let sent = self.request_chars(&state.repeats, &messages);
         let mut options = generation.clone();
         if round == 1 && !tools.is_empty() && options.tool_choice.is_none() {
             options.tool_choice = self.first_round;
@@ -338,7 +334,7 @@ impl Session {
                 }
                 ModelEvent::Done(response) => {
                     drop(stream);
-                    return finish_response(response, &text, &reasoning, emitter);
+                    return finish_response(response, &text, &reasoning, emitter).map(|r| (r, sent));
                 }
                 _ => Ok(()),
             };
@@ -622,6 +618,6 @@ impl Repeats {
 }
 
 /// Polls a model stream to its end so no generation outlives the round.
-async fn drain(mut stream: ModelStream<'_>) {
+pub(crate) async fn drain(mut stream: ModelStream<'_>) {
     while stream.next().await.is_some() {}
 }
