@@ -26,6 +26,10 @@ pub enum Command {
     Exec(ExecArgs),
     /// Continue a session, optionally with a new prompt.
     Resume(ResumeArgs),
+    /// Compact a session now: the model summarizes its older turns, and
+    /// the summary is sent in their place from the next turn on (history
+    /// and exports keep every message).
+    Compact(CompactArgs),
     /// Start a new branch of a session at a message.
     Fork {
         /// The session.
@@ -179,6 +183,19 @@ pub struct ResumeArgs {
     pub last: bool,
     /// A prompt to continue with.
     pub prompt: Vec<String>,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+/// `bosun compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The session id (see `bosun sessions list`).
+    #[arg(required_unless_present = "last")]
+    pub id: Option<String>,
+    /// Compact this workspace's most recent session.
+    #[arg(long, conflicts_with = "id")]
+    pub last: bool,
     #[command(flatten)]
     pub run: RunOptions,
 }

@@ -10,7 +10,7 @@ use bosun_core::{ApprovalHandler, EventSink, Session, StopReason, TurnOptions, U
 use tokio_util::sync::CancellationToken;
 
 use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
-use crate::cli::{ExecArgs, ResumeArgs, RunOptions};
+use crate::cli::{CompactArgs, ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
 use crate::output::{HumanSink, JsonSink, Palette, Palettes};
 use crate::{sanitize, wire};
@@ -85,10 +85,15 @@ fn read_prompt(arg: Option<String>) -> Result<String> {
     Ok(prompt)
 }
 
-/// One line on stderr naming what the project's config set and bosun left out.
-fn notice_ignored(settings: &config::Settings, stderr: Palette) {
+/// Lines on stderr naming what the project's config set and bosun left
+/// out, and (unless `--json` keeps stderr quiet) a context window bosun had
+/// to assume.
+fn notice_ignored(settings: &config::Settings, run: &RunOptions, stderr: Palette) {
     if let Some(notice) = settings.project.as_ref().and_then(config::ProjectConfig::notice) {
         eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
+    }
+    if let Some(notice) = wire::window_notice(settings).ok().flatten().filter(|_| !run.json) {
+        eprintln!("{}", stderr.dim(&sanitize::line(&notice)));
     }
 }
 
@@ -107,7 +112,7 @@ pub async fn exec(
 ) -> Result<Outcome> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
-    notice_ignored(&settings, palettes.stderr);
+    notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
     let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
@@ -133,7 +138,7 @@ async fn exec_with(
     let (model, window) = wire::model(settings, env, &workspace).await?;
     answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
-    let journal = store.new_session();
+    let journal = store.new_session().with_model(wire::model_label(settings));
     let id = journal.session_id().to_owned();
     let (system, warning) = wire::system_prompt(&workspace, settings);
     if let Some(warning) = warning {
@@ -157,32 +162,110 @@ pub async fn resume(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
+    let which = Stored { id: args.id, last: args.last, words: args.prompt };
+    on_stored(dir, profile, which, Then::Turn, &args.run, env, palettes).await
+}
+
+/// `bosun compact`.
+pub async fn compact(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    args: CompactArgs,
+    env: &Env,
+    palettes: Palettes,
+) -> Result<Outcome> {
+    let which = Stored { id: args.id, last: args.last, words: Vec::new() };
+    on_stored(dir, profile, which, Then::Compact, &args.run, env, palettes).await
+}
+
+/// What a command does with the stored session it resumes.
+#[derive(Clone, Copy)]
+enum Then {
+    /// Run a turn: the prompt given, the interrupted one, or "continue".
+    Turn,
+    /// Compact it now.
+    Compact,
+}
+
+/// Resumes a stored session, with the MCP servers its authority holds
+/// (a compaction offers them no call, but the session resumes under the
+/// authority it ran with), and does `then` with it.
+async fn on_stored(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    which: Stored,
+    then: Then,
+    run: &RunOptions,
+    env: &Env,
+    palettes: Palettes,
+) -> Result<Outcome> {
     let dir = workdir(dir)?;
-    let settings = config::resolve(&dir, env, profile, &args.run)?;
-    notice_ignored(&settings, palettes.stderr);
+    let settings = config::resolve(&dir, env, profile, run)?;
+    notice_ignored(&settings, run, palettes.stderr);
     let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
+    let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
     let root = workspace.root_path();
     let mcp = crate::mcp::start_into(&settings, env, root, &mut tools, palettes.stderr, &answers).await;
     let source = crate::mcp::source(&mcp);
-    let outcome = resume_with(&settings, env, args, workspace, (tools, source, &answers), palettes).await;
+    let parts = (tools, source, &answers);
+    let outcome = match open_stored(&settings, env, which, run, workspace, parts, palettes).await {
+        Ok((mut session, id, words)) => match then {
+            Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes).await,
+            Then::Compact => compact_session(&mut session, &id, &settings, run, palettes).await,
+        },
+        Err(error) => Err(error),
+    };
     crate::mcp::stop(mcp).await;
     outcome
 }
 
-async fn resume_with(
+async fn continue_turn(
+    session: &mut Session,
+    id: &str,
+    words: Vec<String>,
+    settings: &config::Settings,
+    run: &RunOptions,
+    palettes: Palettes,
+) -> Result<Outcome> {
+    let prompt: UserInput = if !words.is_empty() {
+        words.join(" ").into()
+    } else if let Some(interrupted) = session.interrupted_prompt().cloned() {
+        interrupted.into()
+    } else {
+        "Continue where you left off.".into()
+    };
+    if !run.json {
+        let resumed = format!("resumed session {id} ({} messages)", session.history().len());
+        eprintln!("{}", palettes.stderr.dim(&resumed));
+    }
+    let costing = config::models::session_model(settings)?.costing;
+    drive(session, prompt, run, id, palettes.stderr, costing).await
+}
+
+/// Which stored session a command names: an id, or `--last` (then the
+/// first of `words`, which clap took for the id, belongs to the prompt).
+struct Stored {
+    id: Option<String>,
+    last: bool,
+    words: Vec<String>,
+}
+
+/// A stored session resumed on the configured model, its journal recording
+/// that model: the session, its id, and the words left for a prompt.
+async fn open_stored(
     settings: &config::Settings,
     env: &Env,
-    args: ResumeArgs,
+    which: Stored,
+    run: &RunOptions,
     workspace: bosun_tools::Workspace,
     (tools, source, answers): McpParts<'_>,
     palettes: Palettes,
-) -> Result<Outcome> {
+) -> Result<(Session, String, Vec<String>)> {
     let (model, window) = wire::model(settings, env, &workspace).await?;
     answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
-    let mut words = args.prompt;
-    let id = match (args.id, args.last) {
+    let mut words = which.words;
+    let id = match (which.id, which.last) {
         (Some(id), false) => id,
         (first, true) => {
             // `resume --last PROMPT…`: no id, so the first word is the prompt's.
@@ -191,27 +274,81 @@ async fn resume_with(
             let latest = store.list(&filter)?.into_iter().next();
             latest.map(|s| s.id).context("no session of this workspace to resume")?
         }
-        (None, false) => bail!("name the session to resume (`bosun sessions list`), or use --last"),
+        (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
     };
-    let journal = store.open_session(&id)?;
-    let mut session = wire::builder(model, window, &workspace, tools, source, settings)?
-        .shared_approver(approver(&args.run, palettes.tty))
+    let journal = store.open_session(&id)?.with_model(wire::model_label(settings));
+    let session = wire::builder(model, window, &workspace, tools, source, settings)?
+        .shared_approver(approver(run, palettes.tty))
         .resume(journal)
         .await
         .with_context(|| format!("cannot resume session {id}"))?;
-    let prompt: UserInput = if !words.is_empty() {
-        words.join(" ").into()
-    } else if let Some(interrupted) = session.interrupted_prompt().cloned() {
-        interrupted.into()
-    } else {
-        "Continue where you left off.".into()
-    };
-    if !args.run.json {
-        let resumed = format!("resumed session {id} ({} messages)", session.history().len());
-        eprintln!("{}", palettes.stderr.dim(&resumed));
-    }
+    Ok((session, id, words))
+}
+
+/// Compacts `session` now and says what it did.
+async fn compact_session(
+    session: &mut Session,
+    id: &str,
+    settings: &config::Settings,
+    run: &RunOptions,
+    palettes: Palettes,
+) -> Result<Outcome> {
     let costing = config::models::session_model(settings)?.costing;
-    drive(&mut session, prompt, &args.run, &id, palettes.stderr, costing).await
+    let (cancel, watcher) = interrupt_on_ctrl_c();
+    let mut human;
+    let mut json;
+    let sink: &mut dyn EventSink = if run.json {
+        json = JsonSink::new(id);
+        &mut json
+    } else {
+        human = HumanSink::new(palettes.stderr);
+        &mut human
+    };
+    let result = session.compact_now(TurnOptions::cancel_on(cancel), sink).await;
+    watcher.abort();
+    match result {
+        Ok(Some(outcome)) => {
+            if !run.json {
+                let mut spend = bosun_core::Spend::default();
+                spend.compaction = outcome.spent;
+                let usage = outcome.spent.usage;
+                let line = format!(
+                    "the summary took {}, {} out, {}; the next request is sent the summary in place of the \
+                     older turns (history keeps them)",
+                    crate::output::prompt_tokens(&usage),
+                    usage.output,
+                    costing.describe_spend(&spend)
+                );
+                eprintln!("{}", palettes.stderr.dim(&line));
+                eprintln!("{}", palettes.stderr.dim(&format!("session {id}")));
+            }
+            Ok(Outcome::Success)
+        }
+        Ok(None) => {
+            eprintln!("nothing to compact: session {id} has no turns between its task and its newest one");
+            Ok(Outcome::Success)
+        }
+        Err(error) if error.is_cancelled() => {
+            eprintln!("\ninterrupted; session {id} is unchanged");
+            Ok(Outcome::Interrupted)
+        }
+        Err(error) => {
+            Err(anyhow::Error::new(error).context(format!("cannot compact session {id} (it is unchanged)")))
+        }
+    }
+}
+
+/// A token that fires on Ctrl-C, and the task watching for it (abort it
+/// when done).
+fn interrupt_on_ctrl_c() -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    (cancel, watcher)
 }
 
 /// Runs one turn with Ctrl-C wired to cancellation; human output goes to
@@ -224,13 +361,7 @@ async fn drive(
     stderr: Palette,
     costing: config::models::Costing,
 ) -> Result<Outcome> {
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    let (cancel, watcher) = interrupt_on_ctrl_c();
     let mut human;
     let mut json;
     let sink: &mut dyn EventSink = if run.json {

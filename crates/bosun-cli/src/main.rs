@@ -62,6 +62,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
     match cli.command {
         Command::Exec(args) => exec::exec(dir, profile, args, env, palettes).await,
         Command::Resume(args) => exec::resume(dir, profile, args, env, palettes).await,
+        Command::Compact(args) => exec::compact(dir, profile, args, env, palettes).await,
         Command::Fork { id, at } => sessions::fork(dir, profile, &id, at, env).map(|()| Outcome::Success),
         Command::Sessions(command) => {
             sessions::run(dir, profile, command, env, palettes.stdout).map(|()| Outcome::Success)

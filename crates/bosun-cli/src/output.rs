@@ -296,11 +296,11 @@ impl EventSink for HumanSink {
                     }
                 }
             }
-            Event::TurnEnd { usage, .. } => {
+            Event::TurnEnd { spend, .. } => {
                 if self.streamed && !self.ends_with_newline {
                     println!();
                 }
-                eprintln!("{}", palette.dim(&tokens_line(&usage, &self.costing)));
+                eprintln!("{}", palette.dim(&tokens_line(&spend, &self.costing)));
             }
             _ => {}
         }
@@ -308,14 +308,21 @@ impl EventSink for HumanSink {
     }
 }
 
-/// The line after a turn: its tokens and what they cost.
-fn tokens_line(usage: &bosun_core::Usage, costing: &Costing) -> String {
-    format!(
-        "tokens: {} in, {} out, {}",
-        usage.input + usage.cache_read + usage.cache_write,
-        usage.output,
-        costing.describe_total(usage)
-    )
+/// The line after a turn: its tokens (with the share of the prompt a
+/// provider's cache served) and what they cost, by bucket.
+fn tokens_line(spend: &bosun_core::Spend, costing: &Costing) -> String {
+    let usage = spend.total().usage;
+    format!("tokens: {}, {} out, {}", prompt_tokens(&usage), usage.output, costing.describe_spend(spend))
+}
+
+/// `12000 in`, or `12000 in (85% cached)` when a cache served some of it.
+pub fn prompt_tokens(usage: &bosun_core::Usage) -> String {
+    let prompt = usage.input + usage.cache_read + usage.cache_write;
+    if usage.cache_read == 0 {
+        return format!("{prompt} in");
+    }
+    let percent = (usage.cache_read as f64 * 100.0 / prompt as f64).floor();
+    format!("{prompt} in ({percent}% cached)")
 }
 
 /// `--json`: one event per line on stdout, with the session id.
@@ -369,16 +376,35 @@ mod tests {
 
     #[test]
     fn the_tokens_line_shows_the_cost_or_says_it_is_unknown() {
+        use bosun_core::{Pricing as _, Spend, Spent};
         let mut usage = bosun_core::Usage::new(1_000, 2_000);
         usage.cache_read = 200_000;
         usage.cache_write = 10_000;
         let table = bosun_providers::ModelTable::builtin().unwrap();
         let opus = table.find("anthropic", "claude-opus-5-5").unwrap();
-        let priced = Costing::Priced(table.pricing("anthropic", opus));
+        let pricing = table.pricing("anthropic", opus);
+        let mut spend = Spend::default();
+        spend.main = Spent::new(usage, pricing.cost_micros(&usage));
+        let priced = Costing::Priced(pricing.clone());
         // 1,000 × $4 + 200,000 × $0.20 + 10,000 × $5 + 2,000 × $20 per million.
-        assert_eq!(tokens_line(&usage, &priced), "tokens: 211000 in, 2000 out, $0.1340");
-        assert_eq!(tokens_line(&usage, &Costing::Unknown), "tokens: 211000 in, 2000 out, cost unknown");
-        assert_eq!(tokens_line(&usage, &Costing::Local), "tokens: 211000 in, 2000 out, $0 (local model)");
+        assert_eq!(tokens_line(&spend, &priced), "tokens: 211000 in (94% cached), 2000 out, $0.1340");
+        assert_eq!(
+            tokens_line(&spend, &Costing::Unknown),
+            "tokens: 211000 in (94% cached), 2000 out, cost unknown"
+        );
+        assert_eq!(
+            tokens_line(&spend, &Costing::Local),
+            "tokens: 211000 in (94% cached), 2000 out, $0 (local model)"
+        );
+        // A summary's cost is named apart; 10,000 in × $4 + 500 out × $20.
+        let summary = bosun_core::Usage::new(10_000, 500);
+        spend.compaction = Spent::new(summary, pricing.cost_micros(&summary));
+        assert_eq!(
+            tokens_line(&spend, &priced),
+            "tokens: 221000 in (90% cached), 2500 out, $0.1840 (compaction $0.0500)"
+        );
+        // No cache read: no share shown.
+        assert_eq!(prompt_tokens(&bosun_core::Usage::new(5, 1)), "5 in");
     }
 
     #[test]

@@ -29,13 +29,50 @@ fn store(
     Ok((wire::store(&settings, env)?, dir, settings))
 }
 
-/// The usage line of `sessions show`: the stored tokens and their cost. A
-/// session does not record its model, so the cost is at the prices of the
-/// model configured now, and says so. Each response is priced on its own
-/// when the head branch's responses are all the session's usage (no other
-/// branch, no rolled-back turn), which long-context tiers need.
+/// The usage line of `sessions show`: the stored tokens and their cost.
+/// Turns record their cost as they run, priced by the model they ran on;
+/// when every token of the session is so recorded, that is the cost.
+/// Otherwise (a session from before costs were recorded, or turns a fork
+/// copied) the tokens are priced at the prices of the session's recorded
+/// model, else of the model configured now, and the line says which. Each
+/// response is priced on its own when the head branch's responses are all
+/// the session's usage, which long-context tiers need.
 fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) -> Result<String> {
     let usage = &detail.summary.usage;
+    let tokens = format!(
+        "usage: {} ({} written), {} out ({} reasoning)",
+        crate::output::prompt_tokens(usage),
+        usage.cache_write,
+        usage.output,
+        usage.reasoning,
+    );
+    let recorded = &detail.summary.spend;
+    let local = detail.summary.model.as_deref().is_some_and(|m| m.starts_with("local"));
+    if !recorded.is_zero()
+        && recorded.total().usage == *usage
+        && let Some(cost) = config::models::recorded_cost(recorded)
+    {
+        let cost = if local { "$0 (local model)".to_owned() } else { cost };
+        return Ok(format!("{tokens}; cost: {cost}"));
+    }
+    let (spec, whose) = match (&detail.summary.model, settings.model.as_deref()) {
+        (Some(recorded), _) => (Some(recorded.as_str()), "the session's model"),
+        (None, now) => (now, "the model configured now; this session did not record its model"),
+    };
+    // With no model named, the default local one would say $0 of a
+    // session that may have run on a hosted model: say nothing instead.
+    let Some(spec) = spec else {
+        return Ok(format!(
+            "{tokens}; cost unknown (this session did not record its model: set BOSUN_MODEL=PROVIDER/MODEL to \
+             price it)"
+        ));
+    };
+    let mut priced_by = settings.clone();
+    priced_by.model = Some(spec.to_owned());
+    let costing = config::models::session_model(&priced_by)?.costing;
+    if let config::models::Costing::Unknown = costing {
+        return Ok(format!("{tokens}; cost unknown (bosun has no prices for {})", sanitize::line(spec)));
+    }
     let responses: Vec<&Usage> = detail
         .history
         .iter()
@@ -48,29 +85,33 @@ fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) 
         total += **one;
         total
     });
-    let tokens = format!(
-        "usage: {} in ({} cached, {} written), {} out ({} reasoning)",
-        usage.input + usage.cache_read + usage.cache_write,
-        usage.cache_read,
-        usage.cache_write,
-        usage.output,
-        usage.reasoning,
-    );
-    // With no model named, the default local one would say $0 of a
-    // session that may have run on a hosted model: say nothing instead.
-    let Some(spec) = settings.model.as_deref() else {
-        return Ok(format!(
-            "{tokens}; cost unknown (a session does not record its model: set BOSUN_MODEL=PROVIDER/MODEL to \
-             price it)"
-        ));
-    };
-    let costing = config::models::session_model(settings)?.costing;
     let cost =
         if summed == *usage { costing.describe_responses(responses) } else { costing.describe_total(usage) };
-    Ok(format!(
-        "{tokens}; cost: {cost} at {} prices (the model configured now; a session does not record its model)",
-        sanitize::line(spec)
-    ))
+    Ok(format!("{tokens}; cost: {cost} at {} prices ({whose})", sanitize::line(spec)))
+}
+
+/// One line per ended turn: how it ended and what it spent.
+fn turn_lines(detail: &bosun_store::SessionDetail) -> Vec<String> {
+    detail
+        .turns
+        .iter()
+        .filter(|turn| !turn.spend.is_zero())
+        .map(|turn| {
+            let total = turn.spend.total();
+            let outcome = serde_json::to_value(turn.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let cost =
+                config::models::recorded_cost(&turn.spend).unwrap_or_else(|| "cost unknown".to_owned());
+            format!(
+                "turn {:<3} {outcome:<12} {}, {} out, {cost}",
+                turn.turn,
+                crate::output::prompt_tokens(&total.usage),
+                total.usage.output
+            )
+        })
+        .collect()
 }
 
 fn time(ms: i64) -> String {
@@ -147,7 +188,13 @@ pub fn run(
                 writeln!(out, "{}", serde_json::to_string(&detail)?)?;
             } else {
                 writeln!(out, "session {}  ({} branches)", detail.summary.id, detail.branches.len())?;
+                if let Some(model) = &detail.summary.model {
+                    writeln!(out, "{}", style.dim(&format!("model: {}", shown(terminal, model))))?;
+                }
                 writeln!(out, "{}", style.dim(&usage_line(&detail, &settings)?))?;
+                for line in turn_lines(&detail) {
+                    writeln!(out, "{}", style.dim(&line))?;
+                }
                 // A rolled-back turn's prompt (invariant 21), after the
                 // message it followed.
                 let failed_after = |out: &mut std::io::StdoutLock<'_>, after: Option<i64>| -> Result<()> {
@@ -168,12 +215,20 @@ pub fn run(
                 for (message_id, message) in &detail.history {
                     let (role, text) = match message {
                         Message::User { .. } => ("user", message.text()),
-                        Message::Assistant { .. } => {
+                        Message::Assistant { usage, .. } => {
                             let calls: Vec<String> = message
                                 .tool_calls()
                                 .map(|c| format!("{}({})", c.name, c.arguments))
                                 .collect();
-                            ("assistant", [message.text(), calls.join(" ")].join(" ").trim().to_owned())
+                            let text = [message.text(), calls.join(" ")].join(" ").trim().to_owned();
+                            let line = text.lines().next().unwrap_or_default().to_owned();
+                            // The round's usage after its first line.
+                            let spent = if usage.is_zero() {
+                                String::new()
+                            } else {
+                                format!("  [{}, {} out]", crate::output::prompt_tokens(usage), usage.output)
+                            };
+                            ("assistant", format!("{line}{spent}"))
                         }
                         Message::ToolResult { tool_name, .. } => {
                             ("tool", format!("{tool_name}: {}", message.text()))

@@ -112,8 +112,39 @@ pub async fn model(
         let window = settings.context_window.map_or(loaded.context_size(), |w| w.min(loaded.context_size()));
         return Ok((Arc::new(loaded), Some(u64::from(window))));
     }
-    let window = crate::config::models::session_model(settings)?.prompt_window();
-    Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env)?), window.map(u64::from)))
+    let window =
+        crate::config::models::session_model(settings)?.prompt_window().unwrap_or(DEFAULT_CONTEXT_WINDOW);
+    Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env)?), Some(u64::from(window))))
+}
+
+/// The context window assumed for a hosted model that neither bosun's model
+/// table nor the config knows (`context_window` sets it; bosun says so at
+/// start, see [`window_notice`]). Compaction starts at `compact_at` of it; a
+/// provider that reports an overflow first is compacted for all the same.
+pub const DEFAULT_CONTEXT_WINDOW: u32 = 128_000;
+
+/// The line telling the person that the window is assumed, when it is.
+pub fn window_notice(settings: &Settings) -> Result<Option<String>> {
+    if uses_local_model(settings) {
+        return Ok(None);
+    }
+    let model = crate::config::models::session_model(settings)?;
+    Ok(model.prompt_window().is_none().then(|| {
+        format!(
+            "bosun: the context window of {} is not known; assuming {DEFAULT_CONTEXT_WINDOW} tokens (set \
+             `context_window` in the config, or under [models.\"{}\"])",
+            model.name, model.name
+        )
+    }))
+}
+
+/// The model a session runs on as the store records it: `PROVIDER/MODEL`,
+/// or `local/NAME` for the embedded engine.
+pub fn model_label(settings: &Settings) -> String {
+    match &settings.model {
+        Some(spec) => spec.clone(),
+        None => format!("local/{}", settings.local_model.as_deref().unwrap_or(crate::models::DEFAULT_MODEL)),
+    }
 }
 
 fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
@@ -353,6 +384,9 @@ pub fn builder(
             );
         };
         builder = builder.max_turn_cost(micros, pricing);
+    } else if let Some(pricing) = crate::pricing::for_settings(settings) {
+        // Events, the journal and `sessions show` then carry costs.
+        builder = builder.pricing(pricing);
     }
     if let Some(window) = context_window {
         builder = builder.context_window(window);

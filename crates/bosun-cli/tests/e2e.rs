@@ -61,12 +61,6 @@ fn denial_fixtures(word: &str, denial: &str, answer: &str) -> Vec<Value> {
     fixtures
 }
 
-/// The session id from the human output's last line (`session ID`).
-fn session_from_stderr(stderr: &str) -> String {
-    let line = stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).expect("a `session ID` line");
-    line.trim().to_owned()
-}
-
 /// The roles and texts of a session's history, via `sessions show --json`.
 fn history(sandbox: &Sandbox, id: &str) -> Vec<(String, String)> {
     let mut cmd = sandbox.bosun();
@@ -469,7 +463,8 @@ fn sessions_list_show_export_import_and_rm() {
     {
         assert!(out.stdout.contains(line), "no {line:?} in {}", out.stdout);
     }
-    assert!(out.stdout.trim_end().ends_with("assistant  Fixed the typo."), "{}", out.stdout);
+    let last = out.stdout.trim_end().lines().last().unwrap_or_default();
+    assert!(last.ends_with("assistant  Fixed the typo.  [130 in, 4 out]"), "{}", out.stdout);
 
     // export to a file and to stdout: the same JSON Lines.
     let file = sandbox.path("export.jsonl");
@@ -750,6 +745,7 @@ fn exec_shows_the_turns_cost_and_sessions_show_prices_the_stored_usage() {
     let out = run(cmd);
     out.expect_code(0);
     assert_eq!(tokens_line(&out), "tokens: 1200 in, 300 out, cost unknown");
+    let unpriced = session_from_stderr(&out.stderr);
 
     // Priced in the user's config: 1,200 × $3 + 300 × $15 per million
     // = 3,600 + 4,500 micro-dollars.
@@ -762,19 +758,28 @@ fn exec_shows_the_turns_cost_and_sessions_show_prices_the_stored_usage() {
     out.expect_code(0);
     assert_eq!(tokens_line(&out), "tokens: 1200 in, 300 out, $0.0081");
 
-    // `sessions show` prices the stored usage at the configured model's prices.
+    // `sessions show` names the model and shows the cost each turn
+    // recorded as it ran, whatever is configured now.
     let id = session_from_stderr(&out.stderr);
     let mut cmd = sandbox.bosun();
-    cmd.env("BOSUN_MODEL", "anthropic/claude-test").args(["sessions", "show", &id]);
+    cmd.env("BOSUN_MODEL", "openai/gpt-4o").args(["sessions", "show", &id]);
     let shown = run(cmd);
     shown.expect_code(0);
-    let line = "usage: 1200 in (0 cached, 0 written), 300 out (0 reasoning); cost: $0.0081 at \
-                anthropic/claude-test prices";
-    assert!(shown.stdout.contains(line), "no {line:?} in {}", shown.stdout);
-    // With no model named, no figure: the default would be the local model's $0.
+    for line in [
+        "model: anthropic/claude-test\n",
+        "usage: 1200 in (0 written), 300 out (0 reasoning); cost: $0.0081\n",
+        "turn 1   completed    1200 in, 300 out, $0.0081\n",
+        "assistant  Done.  [1200 in, 300 out]\n",
+    ] {
+        assert!(shown.stdout.contains(line), "no {line:?} in {}", shown.stdout);
+    }
+    // A session that ran unpriced is priced by its recorded model's prices
+    // once bosun has them.
     let mut cmd = sandbox.bosun();
-    cmd.args(["sessions", "show", &id]);
+    cmd.args(["sessions", "show", &unpriced]);
     let shown = run(cmd);
     shown.expect_code(0);
-    assert!(shown.stdout.contains("; cost unknown (a session does not record its model"), "{}", shown.stdout);
+    let line = "usage: 1200 in (0 written), 300 out (0 reasoning); cost: $0.0081 at anthropic/claude-test prices \
+                (the session's model)";
+    assert!(shown.stdout.contains(line), "no {line:?} in {}", shown.stdout);
 }

@@ -90,3 +90,86 @@ fn a_provider_overflow_compacts_with_a_summary_and_the_retry_finishes() {
     assert!(retry.contains("SUMMARY: five files read") && retry.contains("compact me"), "{retry}");
     assert!(!retry.contains("alpha"), "the summarized results are not sent again: {retry}");
 }
+
+/// `bosun SUBCOMMAND ARGS… --model … --base-url …` against `mock`.
+fn bosun_on(sandbox: &Sandbox, mock: &Aimock, args: &[&str]) -> std::process::Command {
+    let mut cmd = sandbox.bosun();
+    cmd.env(Api::OpenAiChat.key_var(), "test").args(args).args(Api::OpenAiChat.args(mock));
+    cmd
+}
+
+#[test]
+fn bosun_compact_summarizes_a_stored_session_and_the_next_turn_sends_the_summary() {
+    let long = format!("answer one: the port is 9090. {}", "details ".repeat(400));
+    let list = vec![
+        // The summary request: its transcript holds the first answer.
+        json!({"match": {"userMessage": "answer one"}, "response": {"content": "SUMMARY: port 9090 chosen",
+            "usage": {"input_tokens": 900, "output_tokens": 12}}}),
+        json!({"match": {"userMessage": "first task"}, "response": {"content": long}}),
+        json!({"match": {"userMessage": "second task"}, "response": {"content": "answer two"}}),
+        json!({"match": {"userMessage": "third task"}, "response": {"content": "answer three"}}),
+        json!({"match": {"userMessage": "fourth task"}, "response": {"content": "answer four"}}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = task_sandbox();
+    let out = run(bosun_on(&sandbox, &mock, &["exec", "first task"]));
+    out.expect_code(0);
+    let id = session_from_stderr(&out.stderr);
+    for ask in ["second task", "third task"] {
+        run(bosun_on(&sandbox, &mock, &["resume", &id, ask])).expect_code(0);
+    }
+
+    let out = run(bosun_on(&sandbox, &mock, &["compact", &id]));
+    out.expect_code(0);
+    assert!(out.stderr.contains("context compacted (older work summarized)"), "{}", out.stderr);
+    assert!(out.stderr.contains("the summary took 900 in, 12 out"), "{}", out.stderr);
+    let journal = mock.journal();
+    let summary = journal.last().unwrap();
+    assert_eq!(summary["body"]["messages"][0]["content"], bosun_core::compaction::SUMMARY_PROMPT);
+    let transcript = summary["body"]["messages"][1]["content"].to_string();
+    assert!(transcript.contains("second task") && !transcript.contains("answer three"), "{transcript}");
+
+    run(bosun_on(&sandbox, &mock, &["resume", &id, "fourth task"])).expect_code(0);
+    let sent = mock.journal().last().unwrap()["body"]["messages"].to_string();
+    assert!(sent.contains("SUMMARY: port 9090 chosen") && sent.contains("first task"), "{sent}");
+    assert!(
+        !sent.contains("answer one") && !sent.contains("answer two"),
+        "summarized turns are not sent: {sent}"
+    );
+    assert!(sent.contains("answer three"), "the newest turn is sent whole: {sent}");
+
+    // History keeps every message; the summary's tokens count as compaction.
+    let mut cmd = sandbox.bosun();
+    cmd.args(["sessions", "show", "--json", &id]);
+    let shown: Value = serde_json::from_str(&run(cmd).stdout).unwrap();
+    assert_eq!(shown["history"].as_array().unwrap().len(), 8);
+    assert_eq!(shown["summary"]["spend"]["compaction"]["usage"]["input"], 900);
+
+    // A session with nothing between its task and its newest turn.
+    let out = run(bosun_on(&sandbox, &mock, &["exec", "fourth task"]));
+    let short = session_from_stderr(&out.stderr);
+    let out = run(bosun_on(&sandbox, &mock, &["compact", &short]));
+    out.expect_code(0);
+    assert!(out.stderr.contains("nothing to compact"), "{}", out.stderr);
+}
+
+#[test]
+fn an_unknown_hosted_model_is_given_the_documented_window_and_told_so() {
+    let list = vec![json!({"match": {"userMessage": "hi"}, "response": {"content": "hello"}})];
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = task_sandbox();
+    let out = run(bosun_on(&sandbox, &mock, &["exec", "hi"]));
+    out.expect_code(0);
+    let notice = "bosun: the context window of openai/gpt-test is not known; assuming 128000 tokens";
+    assert!(out.stderr.contains(notice), "{}", out.stderr);
+    // A window from the config: no notice.
+    std::fs::create_dir_all(sandbox.path("xdg/bosun")).unwrap();
+    std::fs::write(
+        sandbox.path("xdg/bosun/config.toml"),
+        "[models.\"openai/gpt-test\"]\ncontext_window = 32000\n",
+    )
+    .unwrap();
+    let out = run(bosun_on(&sandbox, &mock, &["exec", "hi"]));
+    out.expect_code(0);
+    assert!(!out.stderr.contains("is not known"), "{}", out.stderr);
+}

@@ -22,7 +22,8 @@
 //! | `tool_progress` | `call_id`, `message` |
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
-//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage`, `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
+//! | `model_round_end` | `turn`, `round`, `usage` (the response's, as the provider reported it), `cost_micros`? (when the session has prices) |
+//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` (every bucket), `spend` (by bucket: `main`?, `compaction`?, `tools`?, each `{usage, cost_micros?}`), `cost_micros`? (the whole turn's, when known), `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
 //! | `compacted` | `tier` (1 shortened old tool results, 2 summarized, 3 dropped), `before`, `after` (estimated prompt tokens), `usage` (of the summary request, tier 2) |
 //! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
@@ -31,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::message::{CallId, Usage};
+use crate::spend::Spend;
 
 /// One thing that happened during a turn.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,6 +105,18 @@ pub enum Event {
         /// The progress line.
         message: String,
     },
+    /// The model's response arrived: what it used.
+    ModelRoundEnd {
+        /// The turn.
+        turn: u64,
+        /// The round within the turn, from 1.
+        round: u32,
+        /// The response's usage.
+        usage: Usage,
+        /// Its cost in millionths of a dollar, when the session has prices.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_micros: Option<u64>,
+    },
     /// The model's provider failed and its adapter tries the request again
     /// after the wait.
     ModelRetry {
@@ -172,8 +186,14 @@ pub enum Event {
         turn: u64,
         /// How it ended.
         outcome: TurnOutcomeKind,
-        /// Tokens used by the whole turn.
+        /// Tokens used by the whole turn, every bucket together.
         usage: Usage,
+        /// The same by bucket (main rounds, compaction, tools), priced.
+        #[serde(default, skip_serializing_if = "Spend::is_zero")]
+        spend: Spend,
+        /// What the whole turn cost in millionths of a dollar, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_micros: Option<u64>,
         /// Why the model stopped, for a completed turn: `length` means the
         /// answer was cut at the output limit.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,6 +326,7 @@ mod wire_tag_freeze {
         match event {
             Event::TurnStart { .. } => "turn_start",
             Event::ModelRoundStart { .. } => "model_round_start",
+            Event::ModelRoundEnd { .. } => "model_round_end",
             Event::TextDelta { .. } => "text_delta",
             Event::ReasoningDelta { .. } => "reasoning_delta",
             Event::ToolCallProposed { .. } => "tool_call_proposed",
@@ -332,6 +353,12 @@ mod wire_tag_freeze {
             (
                 Event::ModelRoundStart { turn: 1, round: 2 },
                 json!({"type": "model_round_start", "turn": 1, "round": 2}),
+            ),
+            (
+                Event::ModelRoundEnd { turn: 1, round: 2, usage: Usage::new(3, 4), cost_micros: Some(70) },
+                json!({"type": "model_round_end", "turn": 1, "round": 2, "usage":
+                    {"input": 3, "output": 4, "cache_read": 0, "cache_write": 0, "reasoning": 0},
+                    "cost_micros": 70}),
             ),
             (Event::TextDelta { text: "hi".into() }, json!({"type": "text_delta", "text": "hi"})),
             (Event::ReasoningDelta { text: "hm".into() }, json!({"type": "reasoning_delta", "text": "hm"})),
@@ -381,6 +408,8 @@ mod wire_tag_freeze {
                     turn: 1,
                     outcome: TurnOutcomeKind::Failed,
                     usage: Usage::new(3, 4),
+                    spend: Spend::default(),
+                    cost_micros: None,
                     stop_reason: None,
                 },
                 json!({"type": "turn_end", "turn": 1, "outcome": "failed", "usage":
@@ -391,11 +420,22 @@ mod wire_tag_freeze {
                     turn: 1,
                     outcome: TurnOutcomeKind::Completed,
                     usage: Usage::new(3, 4),
+                    spend: Spend {
+                        main: crate::spend::Spent { usage: Usage::new(1, 3), cost_micros: Some(31) },
+                        compaction: crate::spend::Spent { usage: Usage::new(2, 1), cost_micros: Some(12) },
+                        ..Spend::default()
+                    },
+                    cost_micros: Some(43),
                     stop_reason: Some(crate::message::StopReason::Length),
                 },
                 json!({"type": "turn_end", "turn": 1, "outcome": "completed", "usage":
                     {"input": 3, "output": 4, "cache_read": 0, "cache_write": 0, "reasoning": 0},
-                    "stop_reason": "length"}),
+                    "spend": {
+                        "main": {"usage": {"input": 1, "output": 3, "cache_read": 0, "cache_write": 0,
+                            "reasoning": 0}, "cost_micros": 31},
+                        "compaction": {"usage": {"input": 2, "output": 1, "cache_read": 0, "cache_write": 0,
+                            "reasoning": 0}, "cost_micros": 12}},
+                    "cost_micros": 43, "stop_reason": "length"}),
             ),
             (
                 Event::Error { kind: "model".into(), class: None, message: "boom".into() },

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::authority::AuthoritySnapshot;
 use crate::message::{CallId, Message, Usage};
+use crate::spend::Spend;
 
 /// The future a journal method returns.
 pub type JournalFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
@@ -152,6 +153,11 @@ pub enum JournalRecord {
         turn: u64,
         /// How.
         outcome: TurnRecordOutcome,
+        /// What the turn spent, by bucket and priced (rounds whose response
+        /// never entered history included); left out while zero, and by a
+        /// turn a resume closed (the process died before it could say).
+        #[serde(default, skip_serializing_if = "Spend::is_zero")]
+        spend: Spend,
     },
     /// The authority ceiling grew or changed between rounds (a tool source
     /// offered a tool the ceiling did not hold): the snapshot the session
@@ -172,6 +178,11 @@ pub enum JournalRecord {
         /// the session's usage; left out while zero.
         #[serde(default, skip_serializing_if = "Usage::is_zero")]
         usage: Usage,
+        /// What that request cost in millionths of a dollar, when the session
+        /// has prices (a compaction outside a turn has no `turn_ended` to
+        /// carry it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_micros: Option<u64>,
     },
 }
 
@@ -297,7 +308,14 @@ mod record_form {
                 JournalRecord::Committed { turn: 1, messages: vec![], provider_ids: BTreeMap::new() },
                 "committed",
             ),
-            (JournalRecord::TurnEnded { turn: 1, outcome: TurnRecordOutcome::RolledBack }, "turn_ended"),
+            (
+                JournalRecord::TurnEnded {
+                    turn: 1,
+                    outcome: TurnRecordOutcome::RolledBack,
+                    spend: Spend::default(),
+                },
+                "turn_ended",
+            ),
         ];
         let authority = AuthoritySnapshot {
             version: crate::authority::AUTHORITY_VERSION,
@@ -321,9 +339,16 @@ mod record_form {
         let ended = serde_json::to_value(JournalRecord::TurnEnded {
             turn: 2,
             outcome: TurnRecordOutcome::Checkpointed,
+            spend: Spend::default(),
         })
         .unwrap();
+        // Nothing spent is left out, so older journals read the same.
         assert_eq!(ended, json!({"record": "turn_ended", "turn": 2, "outcome": "checkpointed"}));
+        let spend = Spend { main: crate::Spent::new(crate::Usage::new(7, 8), Some(9)), ..Spend::default() };
+        let spent = JournalRecord::TurnEnded { turn: 3, outcome: TurnRecordOutcome::Completed, spend };
+        let value = serde_json::to_value(&spent).unwrap();
+        assert_eq!(value["spend"]["main"]["cost_micros"], json!(9));
+        assert_eq!(serde_json::from_value::<JournalRecord>(value).unwrap(), spent);
         // The first attempt is the record as it always was.
         let first =
             serde_json::to_value(JournalRecord::InvocationStarted { call_id: id, attempt: 1 }).unwrap();

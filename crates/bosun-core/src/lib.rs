@@ -71,6 +71,7 @@ pub mod permission;
 mod replay;
 pub mod schema;
 mod session;
+pub mod spend;
 pub mod stream;
 pub mod tool;
 pub mod tool_source;
@@ -85,15 +86,18 @@ pub use journal::{
 pub use limits::{Limits, Pricing, turn_tokens};
 pub use message::{CallId, ContentPart, Message, StopReason, Usage};
 pub use model::{
-    Capabilities, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream,
-    ResponsePart, Support, Thinking, ToolChoice,
+    Capabilities, CountFuture, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
+    ModelStream, ResponsePart, Support, Thinking, ToolChoice,
 };
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ArgumentPattern, CallEffects, Capability,
     CommandLine, DenyAll, GrantScope, Mode, Permission, PermissionRule, Reason,
 };
 pub use replay::{ReplayError, Replayed, replay};
-pub use session::{Compaction, Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput};
+pub use session::{
+    CompactOutcome, Compaction, Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput,
+};
+pub use spend::{Spend, Spent};
 pub use tool::{
     CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
 };
@@ -106,9 +110,9 @@ pub mod results {
 }
 
 /// Compaction's fixed parts: what it keeps, how short old results get, the
-/// summary prompt (documented, stable).
+/// summary prompt (documented, stable), and the estimator of request sizes.
 pub mod compaction {
-    pub use crate::session::{KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT};
+    pub use crate::session::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 }
 
 /// The README's examples, compiled and run as doctests.

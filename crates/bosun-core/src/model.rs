@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 
 use futures_util::Stream;
@@ -13,6 +14,9 @@ use crate::tool::ToolDefinition;
 
 /// A stream of model events; the last item is [`ModelEvent::Done`] or an error.
 pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send + 'a>>;
+
+/// What [`Model::count_tokens`] returns.
+pub type CountFuture<'a> = Pin<Box<dyn Future<Output = Option<u64>> + Send + 'a>>;
 
 /// A language model the session can ask for one response at a time.
 ///
@@ -27,6 +31,16 @@ pub trait Model: Send + Sync {
 
     /// Starts one response.
     fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a>;
+
+    /// The prompt tokens `request` would take, exactly, for a model that
+    /// can count them (a local engine, with its own chat template and
+    /// tokenizer). The session asks before a round when it has a context
+    /// window to keep to; `None`, the default, leaves it to estimate from
+    /// the real counts of earlier responses.
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> CountFuture<'a> {
+        let _ = request;
+        Box::pin(std::future::ready(None))
+    }
 }
 
 /// Everything a model needs for one response.

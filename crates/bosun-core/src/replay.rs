@@ -17,6 +17,7 @@ use crate::authority::AuthoritySnapshot;
 use crate::history::{HistoryError, validate_history};
 use crate::journal::{JournalRecord, TurnRecordOutcome};
 use crate::message::{CallId, Message};
+use crate::spend::Spend;
 
 /// The result text of a call that started and never finished.
 pub const INTERRUPTED_RESULT: &str = "interrupted: outcome unknown, not re-run";
@@ -192,7 +193,7 @@ impl Ledger {
                 }
                 Ok(())
             }
-            JournalRecord::TurnEnded { turn, outcome } => {
+            JournalRecord::TurnEnded { turn, outcome, .. } => {
                 let current = open_turn(self.open.as_ref(), *turn)?;
                 let batch_ran = current.batch.as_ref().is_some_and(|b| !b.started.is_empty());
                 let fits = match outcome {
@@ -312,7 +313,11 @@ impl Ledger {
                 provider_ids: batch.provider_ids.clone(),
             });
         }
-        recovery.push(JournalRecord::TurnEnded { turn, outcome: TurnRecordOutcome::Interrupted });
+        recovery.push(JournalRecord::TurnEnded {
+            turn,
+            outcome: TurnRecordOutcome::Interrupted,
+            spend: Spend::default(),
+        });
         for record in &recovery {
             self.apply(messages, record.clone());
         }

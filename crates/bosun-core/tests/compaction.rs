@@ -148,3 +148,44 @@ async fn an_overflow_with_nothing_to_compact_fails_at_once() -> TestResult {
     assert!(session.history().iter().all(|m| !matches!(m, Message::System { .. })));
     Ok(())
 }
+
+/// A model that counts its own prompt tokens (as a local engine does with
+/// its tokenizer): here two characters a token, half the estimator's rate.
+struct Counting(ScriptedModel);
+
+impl bosun_core::Model for Counting {
+    fn capabilities(&self) -> bosun_core::Capabilities {
+        self.0.capabilities()
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: bosun_core::ModelRequest<'a>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> bosun_core::ModelStream<'a> {
+        self.0.stream(request, cancel)
+    }
+
+    fn count_tokens<'a>(&'a self, request: &'a bosun_core::ModelRequest<'a>) -> bosun_core::CountFuture<'a> {
+        let chars = bosun_core::compaction::chars_of(request.system, &request.messages, 0);
+        Box::pin(async move { Some(chars as u64 / 2) })
+    }
+}
+
+#[tokio::test]
+async fn a_model_that_counts_its_tokens_is_believed_over_the_estimate() -> TestResult {
+    let model = reads(ScriptedModel::new(), 0, 5).answer("done");
+    let mut session =
+        Session::builder(Counting(model.clone())).tool(read()).context_window(12_000).build().await?;
+    let mut events = Vec::new();
+    session.run("read them all", &mut events).await?;
+    assert_eq!(tiers(&events), [1]);
+    // At two characters a token, five results pass 0.8 of the window; at
+    // the estimator's four (the scripted model reports no usage) they are
+    // half of it.
+    let requests = model.requests();
+    let first =
+        requests.iter().position(|r| r.messages.iter().any(|m| m.text().contains("bytes cut"))).unwrap();
+    assert_eq!(first, 5);
+    Ok(())
+}

@@ -14,7 +14,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use bosun_core::journal::JournalFuture;
-use bosun_core::{Journal, JournalError, JournalErrorKind, JournalRecord, Message, TurnRecordOutcome, Usage};
+use bosun_core::{
+    Journal, JournalError, JournalErrorKind, JournalRecord, Message, Spend, Spent, TurnRecordOutcome, Usage,
+};
 use rusqlite::{Connection, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
@@ -46,6 +48,12 @@ struct State {
     /// Where the open turn began, and the messages it added (for a roll back).
     turn_entry: Option<i64>,
     turn_messages: Vec<i64>,
+    /// Whether a turn is open, and the usage of it the session row already
+    /// counts (committed messages, summaries).
+    turn_open: bool,
+    turn_usage: Usage,
+    /// The model the session runs on, recorded with each turn.
+    model: Option<String>,
     leased: bool,
 }
 
@@ -53,6 +61,7 @@ struct State {
 enum Job {
     Write(Box<JournalRecord>, oneshot::Sender<Result<(), StoreError>>),
     Read(oneshot::Sender<Result<Vec<JournalRecord>, StoreError>>),
+    Model(String, oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// The writer thread, or why there is none.
@@ -74,6 +83,10 @@ impl Writer {
                     // written all the same.
                     Job::Write(record, reply) => drop(reply.send(state.write(&record))),
                     Job::Read(reply) => drop(reply.send(state.read())),
+                    Job::Model(model, reply) => {
+                        state.model = Some(model);
+                        drop(reply.send(Ok(())));
+                    }
                 }
             }
         });
@@ -123,6 +136,9 @@ impl Store {
             pending_user: None,
             turn_entry: None,
             turn_messages: Vec::new(),
+            turn_open: false,
+            turn_usage: Usage::default(),
+            model: None,
             leased: false,
         })
     }
@@ -156,6 +172,9 @@ impl Store {
             pending_user: None,
             turn_entry: None,
             turn_messages: Vec::new(),
+            turn_open: false,
+            turn_usage: Usage::default(),
+            model: None,
             leased: true,
         }))
     }
@@ -169,6 +188,15 @@ fn lease_error(store: &Store, error: LeaseError) -> StoreError {
 }
 
 impl StoreJournal {
+    /// Records `model` (`PROVIDER/MODEL`, or the local model's name) as the
+    /// session's model from its next turn on: `sessions show` names it and
+    /// prices older turns by it.
+    pub fn with_model(self, model: impl Into<String>) -> Self {
+        let model = model.into();
+        let _ = self.writer.submit(|reply| Job::Model(model, reply));
+        self
+    }
+
     fn start(state: State) -> Self {
         Self { session: state.session.clone(), branch: state.branch.clone(), writer: Writer::start(state) }
     }
@@ -195,6 +223,8 @@ impl State {
         let mut pending_user = self.pending_user.clone();
         let mut turn_entry = self.turn_entry;
         let mut turn_messages = self.turn_messages.clone();
+        let mut turn_open = self.turn_open;
+        let mut turn_usage = self.turn_usage;
         let mut leased = self.leased;
         match record {
             JournalRecord::SessionStarted { authority, .. } if self.next_seq == 0 => {
@@ -204,8 +234,16 @@ impl State {
                 transaction
                     .execute(
                         "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, workspace, title, authority,
-                         authority_digest, head_branch) VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6)",
-                        params![self.session, now, workspace, authority_json, authority.digest().as_str(), self.branch],
+                         authority_digest, head_branch, model) VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6, ?7)",
+                        params![
+                            self.session,
+                            now,
+                            workspace,
+                            authority_json,
+                            authority.digest().as_str(),
+                            self.branch,
+                            self.model
+                        ],
                     )
                     .map_err(|e| store.sql(e))?;
                 transaction
@@ -223,6 +261,13 @@ impl State {
                 pending_user = Some(message.clone());
                 turn_entry = head;
                 turn_messages.clear();
+                turn_open = true;
+                turn_usage = Usage::default();
+                if let Some(model) = &self.model {
+                    transaction
+                        .execute("UPDATE sessions SET model = ?1 WHERE id = ?2", params![model, self.session])
+                        .map_err(|e| store.sql(e))?;
+                }
                 // The first prompt names the session even if its turn is
                 // rolled back (invariant 21).
                 transaction
@@ -257,6 +302,7 @@ impl State {
                         _ => {}
                     }
                 }
+                turn_usage += usage;
                 let count = (user.is_some() as i64) + messages.len() as i64;
                 update_session(
                     &transaction,
@@ -270,7 +316,7 @@ impl State {
                 )
                 .map_err(|e| store.sql(e))?;
             }
-            JournalRecord::TurnEnded { outcome: TurnRecordOutcome::RolledBack, .. } => {
+            JournalRecord::TurnEnded { outcome: TurnRecordOutcome::RolledBack, spend, .. } => {
                 for id in turn_messages.iter().rev() {
                     transaction
                         .execute("DELETE FROM messages WHERE id = ?1", [id])
@@ -278,29 +324,42 @@ impl State {
                 }
                 head = turn_entry;
                 let removed = -(turn_messages.len() as i64);
-                update_session(
-                    &transaction,
-                    &self.session,
-                    &self.branch,
-                    head,
-                    removed,
-                    Usage::default(),
-                    None,
-                    now,
-                )
-                .map_err(|e| store.sql(e))?;
+                // What the turn spent stays spent, though its messages go.
+                let unseen = uncounted(spend, turn_usage);
+                update_session(&transaction, &self.session, &self.branch, head, removed, unseen, None, now)
+                    .map_err(|e| store.sql(e))?;
+                add_spend(&transaction, &self.session, spend).map_err(|e| store.sql(e))?;
                 pending_user = None;
                 turn_messages.clear();
+                turn_open = false;
             }
-            JournalRecord::TurnEnded { .. } => {
+            JournalRecord::TurnEnded { spend, .. } => {
+                // Rounds whose response never entered history (a failed
+                // or cancelled round) are counted from the turn's spend.
+                let unseen = uncounted(spend, turn_usage);
+                if !unseen.is_zero() {
+                    update_session(&transaction, &self.session, &self.branch, head, 0, unseen, None, now)
+                        .map_err(|e| store.sql(e))?;
+                }
+                add_spend(&transaction, &self.session, spend).map_err(|e| store.sql(e))?;
                 pending_user = None;
                 turn_messages.clear();
+                turn_open = false;
             }
             // A summary request is model usage like a round's: the session's
-            // totals (and so its cost) include it.
-            JournalRecord::Compacted { usage: used, .. } if !used.is_zero() => {
+            // totals (and so its cost) include it. Inside a turn, its spend
+            // arrives with `turn_ended`; outside one (asked for by the
+            // person) it is the session's now.
+            JournalRecord::Compacted { usage: used, cost_micros, .. } if !used.is_zero() => {
                 update_session(&transaction, &self.session, &self.branch, head, 0, *used, None, now)
                     .map_err(|e| store.sql(e))?;
+                if turn_open {
+                    turn_usage += *used;
+                } else {
+                    let mut spend = Spend::default();
+                    spend.compaction = Spent::new(*used, *cost_micros);
+                    add_spend(&transaction, &self.session, &spend).map_err(|e| store.sql(e))?;
+                }
             }
             // The session row shows the authority it runs under now, which
             // a fork of it starts from.
@@ -324,6 +383,8 @@ impl State {
         self.pending_user = pending_user;
         self.turn_entry = turn_entry;
         self.turn_messages = turn_messages;
+        self.turn_open = turn_open;
+        self.turn_usage = turn_usage;
         self.leased = leased;
         Ok(())
     }
@@ -388,6 +449,32 @@ fn update_session(
          title = COALESCE(title, ?4) WHERE id = ?5",
         params![added, total, now, title, session],
     )?;
+    Ok(())
+}
+
+/// What `spend` holds beyond `counted`, field by field.
+fn uncounted(spend: &Spend, counted: Usage) -> Usage {
+    let total = spend.total().usage;
+    let mut rest = Usage::default();
+    rest.input = total.input.saturating_sub(counted.input);
+    rest.output = total.output.saturating_sub(counted.output);
+    rest.cache_read = total.cache_read.saturating_sub(counted.cache_read);
+    rest.cache_write = total.cache_write.saturating_sub(counted.cache_write);
+    rest.reasoning = total.reasoning.saturating_sub(counted.reasoning);
+    rest
+}
+
+/// Adds `spend` to the session row's.
+fn add_spend(connection: &Connection, session: &str, spend: &Spend) -> rusqlite::Result<()> {
+    if spend.is_zero() {
+        return Ok(());
+    }
+    let current: String =
+        connection.query_row("SELECT spend FROM sessions WHERE id = ?1", [session], |r| r.get(0))?;
+    let mut total: Spend = serde_json::from_str(&current).unwrap_or_default();
+    total.add(spend);
+    let total = serde_json::to_string(&total).unwrap_or_else(|_| "{}".into());
+    connection.execute("UPDATE sessions SET spend = ?1 WHERE id = ?2", params![total, session])?;
     Ok(())
 }
 

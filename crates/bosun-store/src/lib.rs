@@ -21,7 +21,9 @@ pub use error::StoreError;
 pub use export::EXPORT_VERSION;
 pub use journal::StoreJournal;
 pub use paths::default_path;
-pub use store::{BUSY_TIMEOUT, BranchInfo, FailedTurn, ListFilter, SessionDetail, SessionSummary, Store};
+pub use store::{
+    BUSY_TIMEOUT, BranchInfo, FailedTurn, ListFilter, SessionDetail, SessionSummary, Store, TurnSpend,
+};
 
 /// The schema version this build writes.
 pub fn schema_version() -> i64 {

@@ -66,6 +66,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         FROM messages m
         WHERE m.session_id = sessions.id AND json_extract(m.body, '$.role') = 'assistant')
     WHERE usage = '{}';",
+    // 4: the model a session last ran a turn on, and what it spent by
+    // bucket and priced (from `turn_ended` records; '{}' for older sessions).
+    "ALTER TABLE sessions ADD COLUMN model TEXT;
+    ALTER TABLE sessions ADD COLUMN spend TEXT NOT NULL DEFAULT '{}';",
 ];
 
 /// The newest version this build writes.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bosun_core::{JournalRecord, Message, TurnRecordOutcome, Usage, validate_history};
+use bosun_core::{JournalRecord, Message, Spend, TurnRecordOutcome, Usage, validate_history};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
@@ -51,6 +51,11 @@ pub struct SessionSummary {
     pub message_count: i64,
     /// Tokens used, all turns.
     pub usage: Usage,
+    /// The model the session last ran a turn on, when recorded.
+    pub model: Option<String>,
+    /// What its turns spent, by bucket and priced as they ran, all
+    /// branches (empty for sessions written before this was recorded).
+    pub spend: Spend,
 }
 
 /// A branch of a session's tree.
@@ -84,6 +89,22 @@ pub struct SessionDetail {
     /// (invariant 21), oldest first. They are shown, never part of
     /// `history`.
     pub failed_turns: Vec<FailedTurn>,
+    /// Every turn of the head branch that ended, oldest first, with what it
+    /// spent (zero for turns a fork or import copied, and those a resume
+    /// closed).
+    pub turns: Vec<TurnSpend>,
+}
+
+/// One ended turn and what it spent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TurnSpend {
+    /// The turn's number.
+    pub turn: u64,
+    /// How it ended.
+    pub outcome: TurnRecordOutcome,
+    /// What it spent, by bucket.
+    pub spend: Spend,
 }
 
 /// A turn rolled back before any tool ran: the user's prompt, kept to be
@@ -207,7 +228,7 @@ impl Store {
         let limit = filter.limit.map_or(-1, |l| l as i64);
         let mut statement = connection
             .prepare_cached(
-                "SELECT id, workspace, created_at, updated_at, title, message_count, usage FROM sessions
+                "SELECT id, workspace, created_at, updated_at, title, message_count, usage, model, spend FROM sessions
                  WHERE (?1 IS NULL OR workspace = ?1) ORDER BY updated_at DESC, id DESC LIMIT ?2",
             )
             .map_err(|e| self.sql(e))?;
@@ -222,10 +243,10 @@ impl Store {
         let connection = self.lock()?;
         let (summary, head_branch): (SessionSummary, String) = connection
             .query_row(
-                "SELECT id, workspace, created_at, updated_at, title, message_count, usage, head_branch
-                 FROM sessions WHERE id = ?1",
+                "SELECT id, workspace, created_at, updated_at, title, message_count, usage, model, spend,
+                 head_branch FROM sessions WHERE id = ?1",
                 [session],
-                |row| Ok((summary_from_row(row)?, row.get(7)?)),
+                |row| Ok((summary_from_row(row)?, row.get(9)?)),
             )
             .optional()
             .map_err(|e| self.sql(e))?
@@ -234,7 +255,8 @@ impl Store {
         let head = branches.iter().find(|b| b.id == head_branch).and_then(|b| b.head_message);
         let history = chain(&connection, head).map_err(|e| self.sql(e))?;
         let failed_turns = failed_turns(&connection, &head_branch, &history).map_err(|e| self.sql(e))?;
-        Ok(SessionDetail { summary, head_branch, branches, history, failed_turns })
+        let turns = turn_spends(&connection, &head_branch).map_err(|e| self.sql(e))?;
+        Ok(SessionDetail { summary, head_branch, branches, history, failed_turns, turns })
     }
 
     /// Deletes a session and everything of it. Refused while another live
@@ -347,7 +369,7 @@ pub(crate) fn records_for(messages: &[Message]) -> Vec<JournalRecord> {
         if turn > 0 {
             let outcome =
                 if answered { TurnRecordOutcome::Completed } else { TurnRecordOutcome::Checkpointed };
-            records.push(JournalRecord::TurnEnded { turn, outcome });
+            records.push(JournalRecord::TurnEnded { turn, outcome, spend: Spend::default() });
         }
     };
     while index < messages.len() {
@@ -384,6 +406,7 @@ fn not_found(what: &'static str, id: &str) -> StoreError {
 
 fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     let usage: String = row.get(6)?;
+    let spend: String = row.get(8)?;
     Ok(SessionSummary {
         id: row.get(0)?,
         workspace: row.get(1)?,
@@ -392,7 +415,26 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary>
         title: row.get(4)?,
         message_count: row.get(5)?,
         usage: serde_json::from_str(&usage).unwrap_or_default(),
+        model: row.get(7)?,
+        spend: serde_json::from_str(&spend).unwrap_or_default(),
     })
+}
+
+/// The branch's `turn_ended` records.
+fn turn_spends(connection: &Connection, branch: &str) -> rusqlite::Result<Vec<TurnSpend>> {
+    let mut statement = connection.prepare_cached(
+        "SELECT body FROM records WHERE branch_id = ?1 AND kind = 'turn_ended' ORDER BY seq",
+    )?;
+    let rows = statement.query_map([branch], |row| row.get::<_, String>(0))?;
+    let mut turns = Vec::new();
+    for body in rows {
+        // A record this build cannot read is left out of the listing, not
+        // a failure of it: the journal's own reader reports it on resume.
+        if let Ok(JournalRecord::TurnEnded { turn, outcome, spend }) = serde_json::from_str(&body?) {
+            turns.push(TurnSpend { turn, outcome, spend });
+        }
+    }
+    Ok(turns)
 }
 
 pub(crate) fn branches(connection: &Connection, session: &str) -> rusqlite::Result<Vec<BranchInfo>> {

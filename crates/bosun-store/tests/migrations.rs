@@ -84,6 +84,10 @@ const RELEASED: &[&str] = &[
         FROM messages m
         WHERE m.session_id = sessions.id AND json_extract(m.body, '$.role') = 'assistant')
     WHERE usage = '{}';",
+    // 4: the model a session last ran a turn on, and what it spent by
+    // bucket and priced (from `turn_ended` records; '{}' for older sessions).
+    "ALTER TABLE sessions ADD COLUMN model TEXT;
+    ALTER TABLE sessions ADD COLUMN spend TEXT NOT NULL DEFAULT '{}';",
 ];
 
 /// The tables rows are copied into, parents first.
@@ -256,7 +260,13 @@ async fn upgrade_from(
             let now = seen(&store, id);
             // A version without per-session usage has it totalled from the
             // messages (migration 3), like message_count (migration 2).
-            assert_eq!(now.summary, was.summary, "{context}: counted from the messages");
+            // What turns spent by bucket is recorded from version 4 on;
+            // an older session starts from nothing spent there.
+            let mut want = was.summary.clone();
+            if version < 4 {
+                want.spend = Default::default();
+            }
+            assert_eq!(now.summary, want, "{context}: counted from the messages");
             assert_eq!(now.detail.head_branch, was.detail.head_branch, "{context}");
             assert_eq!(now.detail.branches, was.detail.branches, "{context}");
             assert_eq!(now.detail.history, was.detail.history, "{context}");

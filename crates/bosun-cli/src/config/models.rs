@@ -10,7 +10,7 @@
 //! sent, so an untrusted project's config may not set them (`trust.rs`).
 
 use anyhow::{Context, Result, bail};
-use bosun_core::Usage;
+use bosun_core::{Spend, Usage};
 use bosun_providers::{ModelInfo, ModelOverride, ModelTable, Price, Pricing};
 use serde::Deserialize;
 
@@ -122,6 +122,41 @@ impl Costing {
             Self::Unknown => unknown(),
         }
     }
+}
+
+impl Costing {
+    /// What a turn or session spent: for a priced model, the costs recorded
+    /// as each response arrived (see [`recorded_cost`]).
+    pub fn describe_spend(&self, spend: &Spend) -> String {
+        match self {
+            Self::Priced(_) => {
+                recorded_cost(spend).unwrap_or_else(|| self.describe_total(&spend.total().usage))
+            }
+            _ => self.describe_total(&spend.total().usage),
+        }
+    }
+}
+
+/// The cost recorded in `spend` when all of it is known: the total, then
+/// the compaction and tools buckets that spent anything, e.g.
+/// `$0.0140 (compaction $0.0010)`.
+pub fn recorded_cost(spend: &Spend) -> Option<String> {
+    let micros = spend.total().cost_micros?;
+    let buckets: Vec<String> = [("compaction", spend.compaction), ("tools", spend.tools)]
+        .into_iter()
+        .filter(|(_, spent)| !spent.is_zero())
+        .filter_map(|(name, spent)| Some(format!("{name} {}", dollars(spent.cost_micros?))))
+        .collect();
+    Some(if buckets.is_empty() {
+        dollars(micros)
+    } else {
+        format!("{} ({})", dollars(micros), buckets.join(", "))
+    })
+}
+
+/// Micro-dollars as shown: `$0.0123`.
+pub fn dollars(micros: u64) -> String {
+    bosun_providers::Cost::from_picodollars(u128::from(micros) * 1_000_000).to_string()
 }
 
 fn unknown() -> String {

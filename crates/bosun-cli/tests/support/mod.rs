@@ -468,3 +468,9 @@ impl Api {
         vec!["--model".into(), model.into(), "--base-url".into(), url]
     }
 }
+
+/// The session id from the human output's last line (`session ID`).
+pub fn session_from_stderr(stderr: &str) -> String {
+    let line = stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).expect("a `session ID` line");
+    line.trim().to_owned()
+}

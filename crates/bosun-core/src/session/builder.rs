@@ -207,6 +207,14 @@ impl SessionBuilder {
         self
     }
 
+    /// Prices the session's model calls: `model_round_end` and `turn_end`
+    /// events, the turn's outcome and the journal's `turn_ended` then carry
+    /// costs. Without it they carry tokens only.
+    pub fn pricing(mut self, pricing: Arc<dyn Pricing>) -> Self {
+        self.pricing = Some(pricing);
+        self
+    }
+
     /// What a turn may cost, in millionths of a dollar, priced by `pricing`
     /// ([`Limits::max_turn_cost_micros`]).
     pub fn max_turn_cost(mut self, micros: u64, pricing: Arc<dyn Pricing>) -> Self {

@@ -6,18 +6,32 @@
 use std::borrow::Cow;
 
 use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
 
-use super::Session;
 use super::context::{
     Compaction, KEEP_UNITS, SUMMARY_PROMPT, chars_of, dropped_text, elision_end, latest_ask, shorten_start,
-    summary_text, transcript,
+    shortens_any, summary_text, transcript,
 };
 use super::turn::{Emitter, Repeats, TurnState, drain};
-use crate::error::TurnErrorKind;
-use crate::event::Event;
+use super::{Session, TurnOptions};
+use crate::error::{Disposition, TurnError, TurnErrorKind};
+use crate::event::{Event, EventSink};
 use crate::journal::JournalRecord;
 use crate::message::{Message, Usage, concat_text};
 use crate::model::{GenerationOptions, ModelEvent, ModelRequest, ResponsePart};
+use crate::spend::Spent;
+
+/// What a compaction asked for by the person did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactOutcome {
+    /// The next request's prompt tokens before, counted or estimated.
+    pub before: u64,
+    /// The same after.
+    pub after: u64,
+    /// What the summary request spent.
+    pub spent: Spent,
+}
 
 impl Session {
     /// Characters of a request carrying `messages` this round: the
@@ -27,9 +41,22 @@ impl Session {
         chars_of(self.system.as_deref(), messages, tools)
     }
 
-    fn estimate_with(&self, repeats: &Repeats, compaction: &Compaction) -> u64 {
+    /// Prompt tokens of the request `compaction` would make this round:
+    /// counted by the model when it can, else estimated.
+    async fn estimate_with(&self, repeats: &Repeats, compaction: &Compaction) -> u64 {
         let messages = self.request_messages(repeats, compaction);
-        self.estimator.estimate(self.request_chars(repeats, &messages))
+        let chars = self.request_chars(repeats, &messages);
+        let tools: &[_] = if repeats.answer_only() { &[] } else { self.advertised.as_slice() };
+        let request = ModelRequest {
+            system: self.system.as_deref(),
+            messages,
+            tools: Cow::Borrowed(tools),
+            options: GenerationOptions::default(),
+        };
+        match self.model.count_tokens(&request).await {
+            Some(exact) => exact,
+            None => self.estimator.estimate(chars),
+        }
     }
 
     /// Compacts when the request's estimate passes `compact_at` of the
@@ -41,11 +68,13 @@ impl Session {
         emitter: &mut Emitter<'_>,
         overflowed: bool,
     ) -> Result<bool, TurnErrorKind> {
-        let before = self.estimate_with(&state.repeats, &self.compaction);
+        if !overflowed && self.context_window.is_none() {
+            return Ok(false);
+        }
+        let before = self.estimate_with(&state.repeats, &self.compaction).await;
         let target = match self.context_window {
-            _ if overflowed => before / 2,
-            Some(window) => (window as f64 * self.compact_at) as u64,
-            None => return Ok(false),
+            Some(window) if !overflowed => (window as f64 * self.compact_at) as u64,
+            _ => before / 2,
         };
         if !overflowed && before <= target {
             return Ok(false);
@@ -54,9 +83,14 @@ impl Session {
         let mut now = before;
         // Tier 1: old tool results shortened.
         let start = shorten_start(&self.history, KEEP_UNITS);
-        if start > self.compaction.shorten_before {
+        if start > self.compaction.shorten_before
+            && shortens_any(
+                &self.history,
+                self.compaction.shorten_before.max(self.compaction.elided_through)..start,
+            )
+        {
             let next = Compaction { shorten_before: start, ..self.compaction.clone() };
-            now = self.apply(1, next, now, Usage::default(), state, emitter).await?;
+            now = self.apply(1, next, now, Usage::default(), &state.repeats, emitter).await?;
             changed = true;
             if now <= target {
                 return Ok(true);
@@ -69,16 +103,16 @@ impl Session {
         {
             let from = self.compaction.elided_through.max(1);
             let text = transcript(&self.history, from, end, earlier.as_deref());
-            match self.summarize(text, state).await {
+            match self.summarize(text, &state.cancel).await {
                 Ok((summary, usage)) => {
-                    state.usage += usage;
+                    state.spend.compaction.add(Spent::priced(usage, self.pricing.as_deref()));
                     let next = Compaction {
                         shorten_before: self.compaction.shorten_before,
                         elided_through: end,
                         text: Some(summary_text(&summary)),
                         kept_ask: latest_ask(&self.history, end),
                     };
-                    now = self.apply(2, next, now, usage, state, emitter).await?;
+                    now = self.apply(2, next, now, usage, &state.repeats, emitter).await?;
                     changed = true;
                     if now <= target {
                         return Ok(true);
@@ -98,10 +132,47 @@ impl Session {
                 text: Some(dropped_text(self.compaction.text.as_deref())),
                 kept_ask: latest_ask(&self.history, end),
             };
-            self.apply(3, next, now, Usage::default(), state, emitter).await?;
+            self.apply(3, next, now, Usage::default(), &state.repeats, emitter).await?;
             changed = true;
         }
         Ok(changed)
+    }
+
+    /// Compacts what is sent now, as a person asks (`bosun compact`,
+    /// `/compact`): the units between the task and the newest one are
+    /// summarized by the model (tier 2) and the summary is sent in their
+    /// place from the next request on. Journaled like an automatic
+    /// compaction; history is unchanged. `Ok(None)` when nothing lies between
+    /// the task and the newest unit. A failed or cancelled summary changes
+    /// nothing.
+    pub async fn compact_now(
+        &mut self,
+        options: TurnOptions,
+        sink: &mut dyn EventSink,
+    ) -> Result<Option<CompactOutcome>, TurnError> {
+        let unchanged = |kind| TurnError { kind, disposition: Disposition::RolledBack };
+        if let Some(lost) = &self.journal_lost {
+            return Err(unchanged(TurnErrorKind::JournalLost(lost.clone())));
+        }
+        let Some(end) = elision_end(&self.history, 1).filter(|end| *end > self.compaction.elided_through)
+        else {
+            return Ok(None);
+        };
+        let cancel = options.cancel.child_token();
+        let mut emitter = Emitter::new(sink, cancel.clone());
+        let repeats = Repeats::default();
+        let before = self.estimate_with(&repeats, &self.compaction).await;
+        let from = self.compaction.elided_through.max(1);
+        let text = transcript(&self.history, from, end, self.compaction.text.as_deref());
+        let (summary, usage) = self.summarize(text, &cancel).await.map_err(unchanged)?;
+        let next = Compaction {
+            shorten_before: self.compaction.shorten_before,
+            elided_through: end,
+            text: Some(summary_text(&summary)),
+            kept_ask: latest_ask(&self.history, end),
+        };
+        let after = self.apply(2, next, before, usage, &repeats, &mut emitter).await.map_err(unchanged)?;
+        Ok(Some(CompactOutcome { before, after, spent: Spent::priced(usage, self.pricing.as_deref()) }))
     }
 
     /// Journals `next`, then sends it from now on; the estimate after.
@@ -111,11 +182,13 @@ impl Session {
         next: Compaction,
         before: u64,
         usage: Usage,
-        state: &TurnState,
+        repeats: &Repeats,
         emitter: &mut Emitter<'_>,
     ) -> Result<u64, TurnErrorKind> {
-        let after = self.estimate_with(&state.repeats, &next);
-        self.record(JournalRecord::Compacted { tier, compaction: next.clone(), usage }).await?;
+        let after = self.estimate_with(repeats, &next).await;
+        let cost_micros =
+            Spent::priced(usage, self.pricing.as_deref()).cost_micros.filter(|_| !usage.is_zero());
+        self.record(JournalRecord::Compacted { tier, compaction: next.clone(), usage, cost_micros }).await?;
         self.compaction = next;
         emitter.emit(Event::Compacted { tier, before, after, usage })?;
         Ok(after)
@@ -127,7 +200,7 @@ impl Session {
     async fn summarize(
         &self,
         transcript: String,
-        state: &TurnState,
+        cancel: &CancellationToken,
     ) -> Result<(String, Usage), TurnErrorKind> {
         let messages = vec![Message::user(transcript)];
         let request = ModelRequest {
@@ -136,11 +209,11 @@ impl Session {
             tools: Cow::Borrowed(&[]),
             options: GenerationOptions::default(),
         };
-        let mut stream = self.model.stream(request, state.cancel.clone());
+        let mut stream = self.model.stream(request, cancel.clone());
         loop {
             let item = tokio::select! {
                 biased;
-                () = state.cancel.cancelled() => None,
+                () = cancel.cancelled() => None,
                 item = stream.next() => Some(item),
             };
             match item {

@@ -66,9 +66,10 @@ pub struct Compaction {
 }
 
 /// The estimator: real prompt counts, and characters per token learned
-/// from them for this model.
+/// from them for this model. Sessions keep one; public so the estimate's
+/// error can be measured against a tokenizer (`bosun-local`'s benchmark).
 #[derive(Clone, Debug)]
-pub(crate) struct Estimator {
+pub struct Estimator {
     chars_per_token: f64,
     /// The last response's real prompt tokens and the characters of the
     /// request that produced them.
@@ -82,9 +83,14 @@ impl Default for Estimator {
 }
 
 impl Estimator {
+    /// An estimator that knows nothing yet (4 characters a token).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
     /// Learns from a response: `chars` were sent, `usage` says what they
     /// were in tokens.
-    pub(crate) fn observe(&mut self, chars: usize, usage: &Usage) {
+    pub fn observe(&mut self, chars: usize, usage: &Usage) {
         let tokens = usage.input + usage.cache_read + usage.cache_write;
         if tokens == 0 || chars == 0 {
             return;
@@ -99,7 +105,7 @@ impl Estimator {
     /// Tokens a request of `chars` characters is estimated at: the last real
     /// count plus what was added since, or, after a compaction shrank the
     /// request, its size at the learned rate.
-    pub(crate) fn estimate(&self, chars: usize) -> u64 {
+    pub fn estimate(&self, chars: usize) -> u64 {
         let rate = |c: usize| (c as f64 / self.chars_per_token).ceil() as u64;
         match self.last {
             Some((tokens, sent)) if chars >= sent => tokens + rate(chars - sent),
@@ -108,8 +114,9 @@ impl Estimator {
     }
 }
 
-/// Characters of what a request carries, the estimator's measure.
-pub(crate) fn chars_of(system: Option<&str>, messages: &[Message], tools_json: usize) -> usize {
+/// Characters of what a request carries, the estimator's measure:
+/// `tools_json` is the length of the tool definitions as JSON.
+pub fn chars_of(system: Option<&str>, messages: &[Message], tools_json: usize) -> usize {
     let parts: usize = messages
         .iter()
         .flat_map(Message::content)
@@ -161,6 +168,17 @@ pub(crate) fn latest_ask(history: &[Message], end: usize) -> Option<usize> {
 pub(crate) fn shorten_start(history: &[Message], keep: usize) -> usize {
     let starts = unit_starts(history);
     starts.len().checked_sub(keep).map_or(0, |i| starts[i])
+}
+
+/// Whether shortening results in `range` of history would change any.
+pub(crate) fn shortens_any(history: &[Message], range: std::ops::Range<usize>) -> bool {
+    history.get(range).unwrap_or_default().iter().any(|message| match message {
+        Message::ToolResult { content, .. } => content.iter().any(|part| match part {
+            ContentPart::Text { text } => text.len() > SHORT_RESULT,
+            _ => false,
+        }),
+        _ => false,
+    })
 }
 
 impl Compaction {

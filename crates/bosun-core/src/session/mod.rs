@@ -5,6 +5,7 @@
 mod batch;
 mod builder;
 mod compact;
+pub use compact::CompactOutcome;
 mod context;
 mod ids;
 mod invoke;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
-pub use context::{Compaction, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT};
+pub use context::{Compaction, Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 pub use invoke::CANCELLED;
 
 use crate::authority::{AuthoritySnapshot, ToolAuthority};
@@ -167,8 +168,11 @@ pub struct TurnOutcome {
     pub turn: u64,
     /// The final answer text.
     pub answer: String,
-    /// Tokens used by all rounds of the turn.
+    /// Tokens used by all rounds of the turn, every bucket together.
     pub usage: Usage,
+    /// The same by bucket (main rounds, compaction, tools), priced when the
+    /// session has prices.
+    pub spend: crate::spend::Spend,
     /// Why the model stopped.
     pub stop_reason: StopReason,
     /// Model rounds taken.

@@ -26,6 +26,7 @@ use crate::model::{
     GenerationOptions, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart,
     Support, Thinking,
 };
+use crate::spend::{Spend, Spent};
 use crate::stream::DeltaReconciler;
 
 /// Passes events to the caller's sink. The first failure cancels the turn
@@ -36,7 +37,12 @@ pub(crate) struct Emitter<'s> {
     failed: Option<SinkError>,
 }
 
-impl Emitter<'_> {
+impl<'s> Emitter<'s> {
+    /// Passes events to `sink`; a failure of it fires `cancel`.
+    pub(crate) fn new(sink: &'s mut dyn EventSink, cancel: CancellationToken) -> Self {
+        Self { sink, cancel, failed: None }
+    }
+
     pub(crate) fn emit(&mut self, event: Event) -> Result<(), SinkError> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
@@ -57,7 +63,8 @@ pub(crate) struct TurnState {
     pub(crate) turn: u64,
     pub(crate) entry: usize,
     pub(crate) ids_mark: usize,
-    pub(crate) usage: Usage,
+    /// What the turn spent so far, by bucket.
+    pub(crate) spend: Spend,
     /// Fires on caller cancellation and on sink failure.
     pub(crate) cancel: CancellationToken,
     /// The caller's own token, to tell its cancellation from a sink failure.
@@ -67,6 +74,11 @@ pub(crate) struct TurnState {
 }
 
 impl TurnState {
+    /// Every bucket's tokens together.
+    pub(crate) fn usage(&self) -> Usage {
+        self.spend.total().usage
+    }
+
     /// The error for a turn that stopped because `cancel` fired.
     pub(crate) fn cancelled(&self, emitter: &Emitter<'_>) -> TurnErrorKind {
         match emitter.failure() {
@@ -103,12 +115,12 @@ impl Session {
         let generation = self.options.layered(&options.generation);
         self.check_turn_capabilities(&generation).map_err(rolled_back)?;
         let cancel = options.cancel.child_token();
-        let mut emitter = Emitter { sink, cancel: cancel.clone(), failed: None };
+        let mut emitter = Emitter::new(sink, cancel.clone());
         let mut state = TurnState {
             turn: self.ledger.turns() + 1,
             entry: self.history.len(),
             ids_mark: self.call_ids.mark(),
-            usage: Usage::default(),
+            spend: Spend::default(),
             cancel,
             caller: options.cancel,
             repeats: Repeats::default(),
@@ -189,7 +201,14 @@ impl Session {
             }
             let (response, sent) = response?;
             self.estimator.observe(sent, &response.usage);
-            state.usage += response.usage;
+            let spent = Spent::priced(response.usage, self.pricing.as_deref());
+            state.spend.main.add(spent);
+            emitter.emit(Event::ModelRoundEnd {
+                turn: state.turn,
+                round,
+                usage: response.usage,
+                cost_micros: spent.cost_micros,
+            })?;
             // Cancellation wins ties (invariant 13): a cancel that came with
             // the response, in the same poll, stops the turn before the
             // response is committed or any of its calls is considered.
@@ -208,13 +227,16 @@ impl Session {
                 emitter.emit(Event::TurnEnd {
                     turn: state.turn,
                     outcome: TurnOutcomeKind::Completed,
-                    usage: state.usage,
+                    usage: state.usage(),
+                    spend: state.spend,
+                    cost_micros: self.turn_cost(state),
                     stop_reason: Some(stop_reason),
                 })?;
                 return Ok(TurnOutcome {
                     turn: state.turn,
                     answer,
-                    usage: state.usage,
+                    usage: state.usage(),
+                    spend: state.spend,
                     stop_reason,
                     rounds: round,
                 });
@@ -231,7 +253,7 @@ impl Session {
                     // What the tools spent on models counts like a round's.
                     for result in &results {
                         if let Message::ToolResult { usage, .. } = result {
-                            state.usage += *usage;
+                            state.spend.tools.add(Spent::priced(*usage, self.pricing.as_deref()));
                         }
                     }
                     let mut messages = Vec::with_capacity(results.len() + 1);
@@ -258,14 +280,14 @@ impl Session {
     /// stops at the first round boundary past either, so it may exceed them
     /// by one round's spend, never start a round beyond them.
     fn check_budget(&self, state: &TurnState) -> Result<(), TurnErrorKind> {
-        let spent = crate::limits::turn_tokens(&state.usage);
+        let spent = crate::limits::turn_tokens(&state.usage());
         if let Some(limit) = self.limits.max_turn_tokens
             && spent >= limit
         {
             return Err(TurnErrorKind::TokenLimit { limit, spent });
         }
         if let Some(limit_micros) = self.limits.max_turn_cost_micros {
-            let spent_micros = self.pricing.as_ref().and_then(|p| p.cost_micros(&state.usage));
+            let spent_micros = self.turn_cost(state);
             if spent_micros.is_none_or(|spent| spent >= limit_micros) {
                 return Err(TurnErrorKind::CostLimit { limit_micros, spent_micros });
             }
@@ -461,7 +483,17 @@ impl Session {
     }
 
     async fn end_turn(&mut self, state: &TurnState, outcome: TurnRecordOutcome) -> Result<(), TurnErrorKind> {
-        self.record(JournalRecord::TurnEnded { turn: state.turn, outcome }).await
+        self.record(JournalRecord::TurnEnded { turn: state.turn, outcome, spend: state.spend }).await
+    }
+
+    /// What the turn cost so far: known when every response was priced
+    /// (nothing spent costs nothing, on a session with prices).
+    fn turn_cost(&self, state: &TurnState) -> Option<u64> {
+        let total = state.spend.total();
+        match &self.pricing {
+            Some(_) if total.is_zero() => Some(0),
+            _ => total.cost_micros,
+        }
     }
 
     /// Ends a failed turn: roll back when no tool acted, else keep the
@@ -504,7 +536,9 @@ impl Session {
             let _ = emitter.emit(Event::TurnEnd {
                 turn: state.turn,
                 outcome,
-                usage: state.usage,
+                usage: state.usage(),
+                spend: state.spend,
+                cost_micros: self.turn_cost(state),
                 stop_reason: None,
             });
         }
