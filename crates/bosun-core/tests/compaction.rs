@@ -96,7 +96,7 @@ async fn an_overflow_compacts_through_the_tiers_retries_once_and_resume_sends_th
     let mut events = Vec::new();
     let outcome = session.run("read six", &mut events).await?;
     assert_eq!(outcome.answer, "done");
-    assert_eq!(tiers(&events), [1, 2, 3], "shortening, then a summary, then dropping was needed");
+    assert_eq!(tiers(&events), [1, 2], "shortening, then a summary was needed");
 
     let requests = model.requests();
     assert_eq!(requests.len(), 9, "six rounds, the overflow, the summary, the retry");
@@ -112,14 +112,39 @@ async fn an_overflow_compacts_through_the_tiers_retries_once_and_resume_sends_th
     let task = text_of(retry, 0);
     assert!(task.starts_with("read six"), "{task}");
     assert!(task.contains("Read 0 to 5; all started with their number."), "the summary follows the task");
-    assert!(task.contains("left out to fit the context window"), "{task}");
-    assert_eq!(retry.messages.len(), 3, "the task and the newest unit");
+    assert!(!task.contains("left out to fit the context window"), "nothing dropped: {task}");
+    assert_eq!(
+        retry.messages.len(),
+        9,
+        "the task and the newest four units (their results shortened but the newest)"
+    );
     assert!(outcome.usage.input == 0, "the scripted model reports no usage");
     assert_eq!(session.history().len(), 14, "history keeps all six batches and the answer");
 
     let resumed = Session::builder(ScriptedModel::new()).tool(read()).resume(journal).await?;
     assert_eq!(resumed.compaction(), session.compaction());
     assert_eq!(resumed.history(), session.history());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failed_summary_drops_the_older_units_instead() -> TestResult {
+    let model = reads(ScriptedModel::new(), 0, 6)
+        .reply(Reply::new().error(ModelError::ContextOverflow("prompt is too long".into())))
+        .reply(Reply::new().error(ModelError::Server("no summaries today".into())))
+        .answer("done");
+    let journal = InMemoryJournal::new();
+    let mut session = Session::builder(model.clone()).tool(read()).journal(journal.clone()).build().await?;
+    let mut events = Vec::new();
+    assert_eq!(session.run("read six", &mut events).await?.answer, "done");
+    assert_eq!(tiers(&events), [1, 3], "shortening, then dropping");
+    let retry = model.requests().pop().unwrap();
+    validate_history(&retry.messages)?;
+    let task = text_of(&retry, 0);
+    assert!(task.starts_with("read six") && task.contains("left out to fit the context window"), "{task}");
+    assert_eq!(retry.messages.len(), 3, "the task and the newest unit");
+    let resumed = Session::builder(ScriptedModel::new()).tool(read()).resume(journal).await?;
+    assert_eq!(resumed.compaction(), session.compaction());
     Ok(())
 }
 

@@ -81,24 +81,34 @@ impl Session {
         }
         let mut changed = false;
         let mut now = before;
-        // Tier 1: old tool results shortened.
-        let start = shorten_start(&self.history, KEEP_UNITS);
-        if start > self.compaction.shorten_before
-            && shortens_any(
-                &self.history,
-                self.compaction.shorten_before.max(self.compaction.elided_through)..start,
-            )
-        {
-            let next = Compaction { shorten_before: start, ..self.compaction.clone() };
+        // Tier 1: old tool results shortened, beyond the newest units, or
+        // (when that is not enough: large results) beyond the newest one.
+        let mut shortened = None;
+        for keep in [KEEP_UNITS, 1] {
+            let start = shorten_start(&self.history, keep);
+            let from = self.compaction.shorten_before.max(self.compaction.elided_through);
+            if start > self.compaction.shorten_before && shortens_any(&self.history, from..start) {
+                let next = Compaction { shorten_before: start, ..self.compaction.clone() };
+                let fits = self.estimate_with(&state.repeats, &next).await <= target;
+                shortened = Some(next);
+                if fits {
+                    break;
+                }
+            }
+        }
+        if let Some(next) = shortened {
             now = self.apply(1, next, now, Usage::default(), &state.repeats, emitter).await?;
             changed = true;
             if now <= target {
                 return Ok(true);
             }
         }
-        // Tier 2: the older units summarized by the model.
+        // Tier 2: the older units summarized by the model: all but the
+        // newest units, or all but the newest one when those alone would
+        // not fit.
         let earlier = self.compaction.text.clone();
-        if let Some(end) = elision_end(&self.history, KEEP_UNITS)
+        let keep = if self.fits_keeping(KEEP_UNITS, &state.repeats, target).await { KEEP_UNITS } else { 1 };
+        if let Some(end) = elision_end(&self.history, keep)
             && end > self.compaction.elided_through
         {
             let from = self.compaction.elided_through.max(1);
@@ -136,6 +146,19 @@ impl Session {
             changed = true;
         }
         Ok(changed)
+    }
+
+    /// Whether a view that elides all but the newest `keep` units would fit
+    /// `target` (its summary not counted: a summary is short).
+    async fn fits_keeping(&self, keep: usize, repeats: &Repeats, target: u64) -> bool {
+        let Some(end) = elision_end(&self.history, keep) else { return false };
+        let view = Compaction {
+            shorten_before: self.compaction.shorten_before,
+            elided_through: end.max(self.compaction.elided_through),
+            text: Some(String::new()),
+            kept_ask: latest_ask(&self.history, end),
+        };
+        self.estimate_with(repeats, &view).await <= target
     }
 
     /// Compacts what is sent now, as a person asks (`bosun compact`,

@@ -7,10 +7,12 @@
 //! Tiers, cheapest first, each tried only when the one before was not
 //! enough:
 //! 1. Tool results older than the newest [`KEEP_UNITS`] units are shown
-//!    shortened to [`SHORT_RESULT`] bytes (head and tail, a marker between).
+//!    shortened to [`SHORT_RESULT`] bytes (head and tail, a marker between);
+//!    when that is not enough (large results), all but the newest unit's.
 //! 2. The units between the first user message (the task) and the newest
-//!    kept ones are replaced by a summary the model writes from a fixed
-//!    prompt ([`SUMMARY_PROMPT`]), appended to the task's message.
+//!    [`KEEP_UNITS`] (or, when those alone would not fit, the newest one)
+//!    are replaced by a summary the model writes from a fixed prompt
+//!    ([`SUMMARY_PROMPT`]), appended to the task's message.
 //! 3. If that fails or is not enough, those units are dropped with a note.
 //!
 //! A unit is a user message, or an assistant message with all its tool
