@@ -153,6 +153,9 @@ pub struct RunOptions {
     /// Do not add AGENTS.md / CLAUDE.md project instructions.
     #[arg(long)]
     pub no_project_docs: bool,
+    /// End the task after this many model rounds (default 50).
+    #[arg(long, value_name = "ROUNDS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: Option<u32>,
     /// End the task once it has spent this many tokens (checked between rounds).
     #[arg(long, value_name = "TOKENS")]
     pub max_tokens: Option<u64>,

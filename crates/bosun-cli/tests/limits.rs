@@ -173,3 +173,30 @@ fn an_unknown_hosted_model_is_given_the_documented_window_and_told_so() {
     out.expect_code(0);
     assert!(!out.stderr.contains("is not known"), "{}", out.stderr);
 }
+
+#[test]
+fn a_task_past_its_round_limit_stops_with_exit_code_1() {
+    let list = vec![
+        json!({"match": {"userMessage": "loop"}, "response": {
+            "toolCalls": [{"name": "read_file", "arguments": {"path": "greet.sh"}}]}}),
+        json!({"match": {"toolResultContains": "echo"}, "response": {
+            "toolCalls": [{"name": "list_files", "arguments": {}}]}}),
+        json!({"match": {"toolResultContains": "greet.sh"}, "response": {"content": "never"}}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = task_sandbox();
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--json", "--max-rounds", "2", "loop please"]);
+    let out = run(cmd);
+    out.expect_code(1);
+    let events = json_events(&out.stdout);
+    let error = of_type(&events, "error");
+    assert_eq!(error.len(), 1, "{events:#?}");
+    assert!(error[0]["message"].as_str().unwrap().contains("2"), "{}", error[0]);
+    assert_eq!(mock.journal().len(), 2, "two rounds, no third request");
+    // Zero rounds is refused before anything runs.
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--max-rounds", "0", "loop please"]);
+    let out = run(cmd);
+    out.expect_code(2);
+}

@@ -463,6 +463,9 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
     if flags.no_project_docs {
         flag(Layer { project_docs: Some(false), ..Layer::default() }, "--no-project-docs")?;
     }
+    if let Some(rounds) = flags.max_rounds {
+        flag(Layer { max_rounds: Some(rounds), ..Layer::default() }, "--max-rounds")?;
+    }
     if let Some(tokens) = flags.max_tokens {
         flag(Layer { max_turn_tokens: Some(tokens), ..Layer::default() }, "--max-tokens")?;
     }

@@ -679,3 +679,7 @@ pub mod faults;
 // ==== Anthropic Messages ====
 // Helpers for `anthropic.rs` and `anthropic_requests.rs`, in `anthropic.rs`.
 pub mod anthropic;
+
+// ==== byte-stable prefixes (issue 16) ====
+// Helpers for `stable_prefix.rs`, in `replies.rs`.
+pub mod replies;
