@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bosun_core::{
-    Event, EventSink, GenerationOptions, Model, ModelEvent, ModelRequest, ResponsePart, Session, SinkError,
-    ToolCategory, ToolDefinition, TurnErrorKind, TurnOptions,
+    CallId, ContentPart, Event, EventSink, GenerationOptions, Message, Model, ModelEvent, ModelRequest,
+    ResponsePart, Session, SinkError, StopReason, ToolCategory, ToolDefinition, TurnErrorKind, TurnOptions,
+    Usage,
 };
 use bosun_local::{LocalModel, LocalOptions};
 use bosun_testing::FnTool;
@@ -272,4 +273,153 @@ async fn speed() {
             report(&format!("{name} {run} ({} threads)", model.threads()), &model);
         }
     }
+}
+
+/// A conversation mid-task: a system prompt, the ask, a call of `read_file`
+/// and its result, an answer and a follow-up; `results` are more read
+/// results, one round each, before the follow-up.
+fn conversation(results: &[&str]) -> Vec<Message> {
+    let mut messages = vec![Message::user("Read greet.sh and tell me what it prints.")];
+    let script = "#!/usr/bin/env bash\necho \"hello from the sample workspace\"\n";
+    for (n, text) in std::iter::once(script).chain(results.iter().copied()).enumerate() {
+        let id = CallId::new_v7();
+        let path = if n == 0 { "greet.sh".to_owned() } else { format!("src/part{n}.rs") };
+        messages.push(Message::Assistant {
+            content: vec![
+                ContentPart::text("I will read the file."),
+                ContentPart::ToolCall {
+                    id,
+                    name: "read_file".into(),
+                    arguments: json!({"path": path}),
+                    provider_data: None,
+                },
+            ],
+            usage: Usage::default(),
+            stop_reason: StopReason::ToolUse,
+        });
+        messages.push(Message::tool_result(id, "read_file", text, false));
+    }
+    messages.push(Message::Assistant {
+        content: vec![ContentPart::text("It prints \"hello from the sample workspace\".")],
+        usage: Usage::default(),
+        stop_reason: StopReason::Stop,
+    });
+    messages.push(Message::user("Now run it with the shell tool."));
+    messages
+}
+
+fn agent_tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::new(
+            "read_file",
+            "Reads a file of the workspace, with line numbers.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+        ToolDefinition::new(
+            "shell",
+            "Runs a shell command in the workspace and returns its output.",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        ),
+    ]
+}
+
+/// Streams `request` to its end; returns its final response.
+async fn respond(model: &LocalModel, request: ModelRequest<'_>) -> bosun_core::ModelResponse {
+    let events: Vec<_> = model.stream(request, CancellationToken::new()).collect().await;
+    match events.into_iter().last() {
+        Some(Ok(ModelEvent::Done(response))) => response,
+        other => panic!("no final response: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_count_is_the_prompt_its_response_reports() {
+    let _serial = SERIAL.lock().await;
+    const SYSTEM: &str = "You are bosun, a coding assistant. Call a tool when you need one.";
+    for name in [QWEN, SMOLLM2] {
+        let Some(model) = load(name) else { continue };
+        let (messages, tools) = (conversation(&[]), agent_tools());
+        let request = ModelRequest::new(Some(SYSTEM), &messages[..], &tools[..], options(8));
+        let count = model.count_tokens(&request).await.expect("a local model counts");
+        let first = respond(&model, request.clone()).await;
+        eprintln!("{name}: counted {count}; response usage {:?}", first.usage);
+        assert_eq!(count, first.usage.input + first.usage.cache_read, "{name}: cold");
+        // Again: most of the prompt now comes from the KV cache.
+        let again = respond(&model, request.clone()).await;
+        assert!(again.usage.cache_read > 0, "{name}: the KV cache was not reused: {:?}", again.usage);
+        assert_eq!(count, again.usage.input + again.usage.cache_read, "{name}: from the KV cache");
+        assert_eq!(model.count_tokens(&request).await, Some(count), "{name}: a count repeats");
+        // The count sees every part of the request.
+        let shorter =
+            ModelRequest::new(Some(SYSTEM), &messages[..messages.len() - 2], &tools[..], options(8));
+        assert!(model.count_tokens(&shorter).await.unwrap() < count, "{name}: fewer messages");
+        if name == QWEN {
+            // Qwen's template writes the tool definitions into the prompt.
+            let bare = ModelRequest::new(Some(SYSTEM), &messages[..], &[][..], options(8));
+            let without = model.count_tokens(&bare).await.unwrap();
+            assert!(without + 50 < count, "{name}: the tools are in the prompt ({without} vs {count})");
+            let response = respond(&model, bare).await;
+            assert_eq!(without, response.usage.input + response.usage.cache_read, "{name}: no tools");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_long_request_of_source_files_is_counted_exactly() {
+    let _serial = SERIAL.lock().await;
+    let Some(path) = model_file(QWEN) else { return };
+    let model = LocalModel::load(&path, LocalOptions::default().context_cap(4096)).unwrap();
+    let sources = [
+        include_str!("../src/engine/prompt.rs"),
+        include_str!("../src/engine/count.rs"),
+        include_str!("../src/engine/stream.rs"),
+        include_str!("../src/engine/hints.rs"),
+        include_str!("../src/engine/host.rs"),
+    ];
+    let (messages, tools) = (conversation(&sources), agent_tools());
+    let request = ModelRequest::new(Some("You are bosun."), &messages[..], &tools[..], options(4));
+    let count = model.count_tokens(&request).await.unwrap();
+    let started = Instant::now();
+    let response = respond(&model, request).await;
+    eprintln!("counted {count}; response usage {:?} in {:?}", response.usage, started.elapsed());
+    assert!(count > 2_500, "only {count} tokens: not a long request");
+    assert_eq!(count, response.usage.input + response.usage.cache_read);
+}
+
+#[tokio::test]
+async fn counting_while_a_generation_runs_neither_waits_for_it_nor_changes_it() {
+    let _serial = SERIAL.lock().await;
+    let Some(model) = load(SMOLLM2) else { return };
+    let story = [Message::user("Write a long story about a lighthouse keeper.")];
+    let generate = || ModelRequest::new(None, &story[..], &[][..], options(96));
+    let alone = respond(&model, generate()).await;
+    let (other, tools) = (conversation(&[]), agent_tools());
+    let counted = ModelRequest::new(None, &other[..], &tools[..], options(8));
+
+    let mut stream = model.stream(generate(), CancellationToken::new());
+    let mut text = String::new();
+    let mut count = None;
+    let mut generating_after_count = false;
+    let mut last = None;
+    while let Some(event) = stream.next().await {
+        match event.unwrap() {
+            ModelEvent::TextDelta(delta) => {
+                text.push_str(&delta);
+                if count.is_none() {
+                    count = model.count_tokens(&counted).await;
+                    generating_after_count = model.is_generating();
+                }
+            }
+            ModelEvent::Done(response) => last = Some(response),
+            _ => {}
+        }
+    }
+    drop(stream);
+    let during = last.expect("the generation finished");
+    assert!(generating_after_count, "the count waited for the generation to end");
+    assert_eq!(during.text(), alone.text(), "the count changed the generation");
+    assert_eq!(text, alone.text());
+    let count = count.expect("counted during the generation");
+    let response = respond(&model, counted).await;
+    assert_eq!(count, response.usage.input + response.usage.cache_read);
 }

@@ -567,6 +567,66 @@ async fn a_follow_up_request_reuses_the_kv_cache_of_the_conversation() {
 }
 
 #[tokio::test]
+async fn a_count_is_the_prompt_its_response_reports_cold_from_the_cache_and_with_examples() {
+    let file = write(&greeter());
+    let tools = [ToolDefinition::new("get_time", "Tells the time.", json!({"type": "object"}))];
+    let mut messages = vec![Message::user("hi")];
+    for examples in [Vec::new(), vec![Message::user("an example question")]] {
+        let model = load(&file).with_examples(examples);
+        for turn in 0..2 {
+            let request = ModelRequest::new(Some("Be brief."), &messages[..], &tools[..], options(64));
+            let count = model.count_tokens(&request).await.unwrap();
+            let response =
+                done(&model.stream(request, CancellationToken::new()).collect::<Vec<_>>().await).clone();
+            assert_eq!(
+                count,
+                response.usage.input + response.usage.cache_read,
+                "turn {turn}: {:?}",
+                response.usage
+            );
+            assert_eq!(count, model.last_generation().unwrap().prompt_tokens as u64);
+            assert_eq!(response.usage.cache_read > 0, turn > 0, "turn {turn} from the KV cache");
+            messages.push(Message::Assistant {
+                content: vec![ContentPart::text(response.text())],
+                usage: response.usage,
+                stop_reason: response.stop_reason,
+            });
+            messages.push(Message::user("again"));
+        }
+    }
+}
+
+/// Polls `future` on this thread, parking between wake-ups: no tokio runtime.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn a_count_outside_a_tokio_runtime_is_the_same_count() {
+    let file = write(&greeter());
+    let model = load(&file);
+    let messages = [Message::user("hi")];
+    let request = ModelRequest::new(None, &messages[..], &[][..], options(64));
+    let count = block_on(model.count_tokens(&request)).unwrap();
+    let response = block_on(model.stream(request, CancellationToken::new()).collect::<Vec<_>>());
+    assert_eq!(count, done(&response).usage.input);
+}
+
+#[tokio::test]
 async fn the_prompt_cache_carries_a_long_prompt_to_the_next_load() {
     let file = write(&greeter());
     let cache = tempfile::tempdir().unwrap();

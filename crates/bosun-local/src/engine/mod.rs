@@ -9,6 +9,8 @@
 //! shared, streams text deltas through a bounded channel, and ends with one
 //! `Done` (`output`). Tool calls are constrained by a lazy grammar built from
 //! the tools' schemas (`grammar`) and applied while sampling (`sampling`).
+//! A request's prompt tokens are counted from the same rendering and
+//! tokenization, beside that thread (`count`).
 //!
 //! Text deltas stop short of anything the tool-call parser might claim, so
 //! markup never streams; at the end the whole output is parsed, and parser
@@ -16,6 +18,7 @@
 //! a `[bosun: tool call not used: …]` note so the model sees them next turn.
 
 mod backends;
+mod count;
 mod grammar;
 mod hints;
 mod host;
@@ -37,7 +40,9 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc as std_mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bosun_core::{Capabilities, Model, ModelError, ModelRequest, ModelStream, ToolChoice, ToolDefinition};
+use bosun_core::{
+    Capabilities, CountFuture, Model, ModelError, ModelRequest, ModelStream, ToolChoice, ToolDefinition,
+};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -196,17 +201,21 @@ type CachedGrammar = ((Vec<ToolDefinition>, ArgumentValues), Option<Arc<ToolGram
 /// A GGUF model run in-process; see the module docs.
 pub struct LocalModel {
     path: PathBuf,
-    template: ChatTemplate,
+    /// Shared with counts (`count`), which render on the blocking pool.
+    template: Arc<ChatTemplate>,
     capabilities: Capabilities,
     max_tokens: u32,
     n_ctx: u32,
     threads: u32,
+    /// The weights and vocabulary, shared with the generation thread (whose
+    /// context borrows them) and with counts (`count`).
+    llama: Arc<LlamaModel>,
     jobs: Option<std_mpsc::Sender<Job>>,
     worker: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
     grammar: Mutex<Option<CachedGrammar>>,
     hints: Option<Arc<dyn ArgumentHints>>,
-    examples: Vec<bosun_core::Message>,
+    examples: Arc<[bosun_core::Message]>,
     seed: AtomicU32,
 }
 
@@ -292,21 +301,23 @@ impl LocalModel {
         let n_ctx = options.context_cap.map_or(model.n_ctx_train(), |cap| cap.min(model.n_ctx_train()));
         let shared = Arc::new(Shared::default());
         let cache = options.prompt_cache.map(|dir| (dir, path.to_owned()));
+        let llama = Arc::new(model);
         let (jobs, worker, n_ctx) =
-            spawn(Arc::new(model), backend, n_ctx, threads, cache, Arc::clone(&shared))?;
+            spawn(Arc::clone(&llama), backend, n_ctx, threads, cache, Arc::clone(&shared))?;
         Ok(Self {
             path: path.to_owned(),
-            template,
+            template: Arc::new(template),
             capabilities,
             max_tokens: options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             n_ctx,
             threads,
+            llama,
             jobs: Some(jobs),
             worker: Some(worker),
             shared,
             grammar: Mutex::new(None),
             hints: None,
-            examples: Vec::new(),
+            examples: Arc::new([]),
             seed: AtomicU32::new(host::seed()),
         })
     }
@@ -323,7 +334,7 @@ impl LocalModel {
     /// imitates what it sees, and learns from one example to answer once a
     /// result holds what it needs. Not part of any session's history.
     pub fn with_examples(mut self, examples: Vec<bosun_core::Message>) -> Self {
-        self.examples = examples;
+        self.examples = examples.into();
         self
     }
 
@@ -427,6 +438,26 @@ impl Model for LocalModel {
             Ok(stream) => Box::pin(stream),
             Err(error) => Box::pin(futures_util::stream::iter([Err(error)])),
         }
+    }
+
+    /// Exactly the prompt tokens a response to `request` reports
+    /// (`usage.input + usage.cache_read`, however much of the KV cache it
+    /// reuses): the request rendered with the same template and examples
+    /// and tokenized by the same function as a generation's prompt, both on
+    /// the blocking pool (see `count`). A count neither waits for a
+    /// generation nor touches its KV cache. The weights and vocabulary are
+    /// loaded with the `LocalModel` (`load` returns once they are), so there
+    /// is never a model to load first. A prompt larger than the context is
+    /// counted all the same (that is when compaction needs to know). `None`
+    /// when the template cannot render the request: the estimate stands in,
+    /// and the round itself reports the error.
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> CountFuture<'a> {
+        let parts = count::Parts {
+            model: Arc::clone(&self.llama),
+            template: Arc::clone(&self.template),
+            examples: Arc::clone(&self.examples),
+        };
+        Box::pin(parts.count(request))
     }
 }
 

@@ -1,4 +1,7 @@
-//! A request rendered to prompt text with the model's chat template.
+//! A request rendered to prompt text with the model's chat template, and
+//! that text as the tokens the engine decodes. Generation (`worker`) and
+//! counting (`count`) both go through [`render`] and [`tokens`], so a count
+//! is the prompt a response to the same request reports.
 //!
 //! The template merges the system prompt into the first user message when it
 //! has no system role (`template` does that); here, earlier reasoning is
@@ -12,6 +15,8 @@
 use std::borrow::Cow;
 
 use bosun_core::{Message, ModelError, ModelRequest, Thinking};
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
 
 use crate::template::{ChatTemplate, RenderOptions};
 
@@ -39,6 +44,18 @@ pub(crate) fn render(
     template
         .render(request.system, &messages, &request.tools, &options)
         .map_err(|e| ModelError::InvalidRequest(format!("cannot render the chat template: {e}")))
+}
+
+/// The tokens of a rendered prompt: special tokens in the text (the
+/// template's `<|im_start|>`, say) parsed as such, and the vocabulary's BOS
+/// put first when it asks for one and the template did not write it.
+pub(crate) fn tokens(model: &LlamaModel, prompt: &str) -> Vec<LlamaToken> {
+    let vocab = model.vocab();
+    let mut tokens = vocab.tokenize(prompt.as_bytes(), false, true);
+    if vocab.should_add_bos() && tokens.first() != Some(&vocab.bos()) {
+        tokens.insert(0, vocab.bos());
+    }
+    tokens
 }
 
 #[cfg(test)]

@@ -30,8 +30,8 @@ use std::path::PathBuf;
 use super::GenerationStats;
 use super::grammar::ToolGrammar;
 use super::output::{self, Streamer, Utf8Joiner};
-use super::prompt_cache;
 use super::sampling::{Sampling, TokenSampler};
+use super::{prompt, prompt_cache};
 
 /// Prompt tokens decoded per call: bounds how long a cancelled request keeps
 /// the thread (about 0.75 s for a 0.5B model on two cores; 128 keeps 97% of
@@ -171,10 +171,7 @@ impl Worker<'_> {
 
     fn run(&mut self, job: &Job) -> Result<Ending, ModelError> {
         let vocab = self.model.vocab();
-        let mut tokens = vocab.tokenize(job.prompt.as_bytes(), false, true);
-        if vocab.should_add_bos() && tokens.first() != Some(&vocab.bos()) {
-            tokens.insert(0, vocab.bos());
-        }
+        let tokens = prompt::tokens(self.model, &job.prompt);
         let n_ctx = self.context.n_ctx() as usize;
         if tokens.is_empty() {
             return Err(ModelError::InvalidRequest("the prompt rendered to no tokens".into()));
