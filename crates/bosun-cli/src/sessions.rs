@@ -188,6 +188,12 @@ pub fn run(
                 writeln!(out, "{}", serde_json::to_string(&detail)?)?;
             } else {
                 writeln!(out, "session {}  ({} branches)", detail.summary.id, detail.branches.len())?;
+                // Each round priced at its session's recorded model's prices.
+                let round_prices = detail.summary.model.as_ref().and_then(|model| {
+                    let mut priced_by = settings.clone();
+                    priced_by.model = Some(model.clone());
+                    config::models::session_model(&priced_by).ok().map(|m| m.costing)
+                });
                 if let Some(model) = &detail.summary.model {
                     writeln!(out, "{}", style.dim(&format!("model: {}", shown(terminal, model))))?;
                 }
@@ -226,7 +232,17 @@ pub fn run(
                             let spent = if usage.is_zero() {
                                 String::new()
                             } else {
-                                format!("  [{}, {} out]", crate::output::prompt_tokens(usage), usage.output)
+                                let cost = match &round_prices {
+                                    Some(costing @ config::models::Costing::Priced(_)) => {
+                                        format!(", {}", costing.describe_responses([usage]))
+                                    }
+                                    _ => String::new(),
+                                };
+                                format!(
+                                    "  [{}, {} out{cost}]",
+                                    crate::output::prompt_tokens(usage),
+                                    usage.output
+                                )
                             };
                             ("assistant", format!("{line}{spent}"))
                         }

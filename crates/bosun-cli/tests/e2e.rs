@@ -769,7 +769,7 @@ fn exec_shows_the_turns_cost_and_sessions_show_prices_the_stored_usage() {
         "model: anthropic/claude-test\n",
         "usage: 1200 in (0 written), 300 out (0 reasoning); cost: $0.0081\n",
         "turn 1   completed    1200 in, 300 out, $0.0081\n",
-        "assistant  Done.  [1200 in, 300 out]\n",
+        "assistant  Done.  [1200 in, 300 out, $0.0081]\n",
     ] {
         assert!(shown.stdout.contains(line), "no {line:?} in {}", shown.stdout);
     }
