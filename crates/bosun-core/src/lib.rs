@@ -59,6 +59,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod artifacts;
 pub mod authority;
 mod error;
 pub mod event;

@@ -34,7 +34,7 @@ impl Store {
         let header = connection
             .query_row(
                 "SELECT id, created_at, updated_at, workspace, title, authority, authority_digest, head_branch,
-                 message_count, usage FROM sessions WHERE id = ?1",
+                 message_count, usage, model, spend FROM sessions WHERE id = ?1",
                 [session],
                 |r| {
                     Ok(json!({
@@ -48,6 +48,8 @@ impl Store {
                         "head_branch": r.get::<_, String>(7)?,
                         "message_count": r.get::<_, i64>(8)?,
                         "usage": parse_json(&r.get::<_, String>(9)?),
+                        "model": r.get::<_, Option<String>>(10)?,
+                        "spend": parse_json(&r.get::<_, String>(11)?),
                     }))
                 },
             )
@@ -102,6 +104,17 @@ impl Store {
                 writeln!(out, "{}", json!({ "record": record }))?;
             }
         }
+        let mut statement = connection
+            .prepare("SELECT id, created_at, body FROM artifacts WHERE session_id = ?1 ORDER BY id")
+            .map_err(sql)?;
+        let artifacts: Vec<(String, i64, String)> = statement
+            .query_map([session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(sql)?
+            .collect::<Result<_, _>>()
+            .map_err(sql)?;
+        for (id, created, body) in artifacts {
+            writeln!(out, "{}", json!({"artifact": {"id": id, "created_at": created, "body": body}}))?;
+        }
         out.flush()?;
         Ok(())
     }
@@ -145,7 +158,8 @@ impl Store {
         transaction
             .execute(
                 "INSERT INTO sessions (id, created_at, updated_at, workspace, title, authority, authority_digest,
-                 head_branch, message_count, usage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 head_branch, message_count, usage, model, spend)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     id,
                     session["created_at"].as_i64().unwrap_or_default(),
@@ -157,6 +171,9 @@ impl Store {
                     text(&session["head_branch"]).unwrap_or_default(),
                     session["message_count"].as_i64().unwrap_or_default(),
                     session["usage"].to_string(),
+                    text(&session["model"]),
+                    // An export from before spend was recorded has none.
+                    if session["spend"].is_object() { session["spend"].to_string() } else { "{}".to_owned() },
                 ],
             )
             .map_err(sql)?;
@@ -205,8 +222,19 @@ impl Store {
                         ],
                     )
                     .map_err(sql)?;
+            } else if let Some(artifact) = value.get("artifact") {
+                let (Some(artifact_id), Some(body)) = (artifact["id"].as_str(), artifact["body"].as_str())
+                else {
+                    return Err(bad(*line, "an artifact without an id or a body"));
+                };
+                transaction
+                    .execute(
+                        "INSERT INTO artifacts (id, session_id, created_at, body) VALUES (?1, ?2, ?3, ?4)",
+                        params![artifact_id, id, artifact["created_at"].as_i64().unwrap_or_default(), body],
+                    )
+                    .map_err(sql)?;
             } else {
-                return Err(bad(*line, "expected a branch, message or record"));
+                return Err(bad(*line, "expected a branch, message, record or artifact"));
             }
         }
         for (branch, fork, head) in heads {

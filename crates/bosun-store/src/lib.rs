@@ -9,6 +9,7 @@
 //! caller passes a path; [`default_path`] computes the conventional one from
 //! values it is given), models, tools.
 
+mod artifacts;
 mod error;
 mod export;
 mod journal;
@@ -17,6 +18,7 @@ mod paths;
 mod schema;
 mod store;
 
+pub use artifacts::StoreArtifacts;
 pub use error::StoreError;
 pub use export::EXPORT_VERSION;
 pub use journal::StoreJournal;

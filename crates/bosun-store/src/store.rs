@@ -274,6 +274,9 @@ impl Store {
         transaction
             .execute("DELETE FROM leases WHERE session_id = ?1", [session])
             .map_err(|e| self.sql(e))?;
+        transaction
+            .execute("DELETE FROM artifacts WHERE session_id = ?1", [session])
+            .map_err(|e| self.sql(e))?;
         transaction.commit().map_err(|e| self.sql(e))?;
         if deleted == 0 {
             return Err(not_found("session", session));

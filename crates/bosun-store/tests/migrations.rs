@@ -88,6 +88,14 @@ const RELEASED: &[&str] = &[
     // bucket and priced (from `turn_ended` records; '{}' for older sessions).
     "ALTER TABLE sessions ADD COLUMN model TEXT;
     ALTER TABLE sessions ADD COLUMN spend TEXT NOT NULL DEFAULT '{}';",
+    // 5: whole tool outputs past the output bound, by session.
+    "CREATE TABLE artifacts (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX artifacts_by_session ON artifacts(session_id);",
 ];
 
 /// The tables rows are copied into, parents first.

@@ -427,13 +427,40 @@ impl Session {
         results: &mut [Option<Message>],
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        let result = self.result_message(call, output);
+        let result = self.bounded_result(call, output).await;
         end_event(emitter, &result);
         let recorded =
             self.record(JournalRecord::InvocationFinished { call_id: call.id, result: result.clone() });
         let recorded = recorded.await;
         results[index] = Some(result);
         recorded
+    }
+
+    /// The output bound, with the whole of an over-long text kept as an
+    /// artifact first when the session has a store (durable before the
+    /// result naming it is journaled). A store that fails loses nothing the
+    /// bound would have kept: the result is shortened as without one.
+    async fn bounded_result(&self, call: &Call, mut output: ToolOutput) -> Message {
+        let limit = self.limits.tool_output_bytes;
+        if let Some(store) = &self.artifacts {
+            for part in &mut output.content {
+                let ContentPart::Text { text } = part else { continue };
+                if text.len() <= limit {
+                    continue;
+                }
+                match store.put(text).await {
+                    Ok(id) => {
+                        let note = crate::artifacts::artifact_note(&id, text.len());
+                        let room = limit.saturating_sub(note.len()).max(256);
+                        let mut short = shorten_middle(text, room).unwrap_or_else(|| text.clone());
+                        short.push_str(&note);
+                        *text = short;
+                    }
+                    Err(error) => tracing::warn!(%error, "a long output could not be kept as an artifact"),
+                }
+            }
+        }
+        self.result_message(call, output)
     }
 
     /// The tool policy's output bound: the middle of over-long text is cut.

@@ -44,6 +44,7 @@ pub struct SessionBuilder {
     journal: Option<Box<dyn Journal>>,
     source: Option<Arc<dyn ToolSource>>,
     pricing: Option<Arc<dyn Pricing>>,
+    artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
     context_window: Option<u64>,
     compact_at: f64,
 }
@@ -89,6 +90,7 @@ impl SessionBuilder {
             journal: None,
             source: None,
             pricing: None,
+            artifacts: None,
             context_window: None,
             compact_at: DEFAULT_COMPACT_AT,
         }
@@ -204,6 +206,15 @@ impl SessionBuilder {
     /// How long a turn may take ([`Limits::max_turn_ms`]).
     pub fn max_turn_time(mut self, time: Duration) -> Self {
         self.limits = self.limits.with_max_turn_time(time);
+        self
+    }
+
+    /// Keeps tool outputs longer than the output bound whole in `store`:
+    /// the model is shown the head and tail with the artifact's id, and the
+    /// `read_artifact` tool (added to the ceiling) pages through it.
+    pub fn artifacts(mut self, store: Arc<dyn crate::artifacts::Artifacts>) -> Self {
+        self.tools.push(Arc::new(crate::artifacts::ReadArtifact::new(Arc::clone(&store))));
+        self.artifacts = Some(store);
         self
     }
 
@@ -385,6 +396,7 @@ impl SessionBuilder {
             withdrawn: BTreeSet::new(),
             source: self.source,
             pricing: self.pricing,
+            artifacts: self.artifacts,
             context_window: self.context_window,
             compact_at: self.compact_at,
             compaction: Default::default(),

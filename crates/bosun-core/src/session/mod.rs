@@ -89,6 +89,8 @@ pub struct Session {
     pub(crate) source: Option<Arc<dyn ToolSource>>,
     /// Prices a turn's usage for its cost limit.
     pub(crate) pricing: Option<Arc<dyn Pricing>>,
+    /// Where outputs past the bound are kept whole.
+    pub(crate) artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
     /// The model's context window in tokens, when known: compaction starts
     /// when a request's estimate passes `compact_at` of it.
     pub(crate) context_window: Option<u64>,
