@@ -144,7 +144,8 @@ async fn exec_with(
     if let Some(warning) = warning {
         eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }
-    let mut session = wire::builder(model, window, &workspace, tools, source, settings)?
+    let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
+    let mut session = wire::with_artifacts(builder, settings, &store, &id)
         .system_prompt(system)
         .journal(journal)
         .shared_approver(approver(run, palettes.tty))
@@ -277,7 +278,8 @@ async fn open_stored(
         (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
     };
     let journal = store.open_session(&id)?.with_model(wire::model_label(settings));
-    let session = wire::builder(model, window, &workspace, tools, source, settings)?
+    let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
+    let session = wire::with_artifacts(builder, settings, &store, &id)
         .shared_approver(approver(run, palettes.tty))
         .resume(journal)
         .await

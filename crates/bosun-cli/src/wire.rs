@@ -117,6 +117,19 @@ pub async fn model(
     Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env)?), Some(u64::from(window))))
 }
 
+/// Keeps outputs past the bound whole in the session's store, with the
+/// `read_artifact` tool, for a hosted model. Not for the local one: a small
+/// model's tool list is kept short (its prompt is measured by the local
+/// task suite), and its context could not take many pages anyway.
+pub fn with_artifacts(
+    builder: bosun_core::SessionBuilder,
+    settings: &Settings,
+    store: &bosun_store::Store,
+    session: &str,
+) -> bosun_core::SessionBuilder {
+    if uses_local_model(settings) { builder } else { builder.artifacts(Arc::new(store.artifacts(session))) }
+}
+
 /// The context window assumed for a hosted model that neither bosun's model
 /// table nor the config knows (`context_window` sets it; bosun says so at
 /// start, see [`window_notice`]). Compaction starts at `compact_at` of it; a

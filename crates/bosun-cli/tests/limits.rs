@@ -200,3 +200,28 @@ fn a_task_past_its_round_limit_stops_with_exit_code_1() {
     let out = run(cmd);
     out.expect_code(2);
 }
+
+#[test]
+fn a_long_tool_output_is_kept_as_an_artifact_the_model_can_read() {
+    let list = vec![
+        json!({"match": {"toolResultContains": "kept as artifact"}, "response": {"content": "saw the note"}}),
+        json!({"match": {"userMessage": "count"}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": "seq 1 40000"}}]}}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = task_sandbox();
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--json", "--dangerously-approve-all", "count to forty thousand"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let journal = mock.journal();
+    let tools = journal[0]["body"]["tools"].to_string();
+    assert!(tools.contains("read_artifact"), "the tool is offered: {tools}");
+    // The answer comes from the fixture that matches the note only.
+    let events = json_events(&out.stdout);
+    let text: String = of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "saw the note", "the result the model was sent names its artifact");
+    // seq's 228,894 bytes were not sent: the request holds the bounded view.
+    let size = journal.last().unwrap()["body"]["originalByteSize"].as_u64().unwrap_or(0);
+    assert!(size > 64_000 && size < 100_000, "{size} bytes sent");
+}
