@@ -376,6 +376,7 @@ impl SessionBuilder {
             &replayed.provider_call_ids,
         );
         session.compaction = compaction;
+        session.seed_estimator();
         Ok(session)
     }
 

@@ -41,6 +41,24 @@ impl Session {
         chars_of(self.system.as_deref(), messages, tools)
     }
 
+    /// Calibrates a resumed session's estimator from the newest response in
+    /// history that reported usage, as if it had just arrived: its request
+    /// was the history before it (in today's view), so a long session
+    /// resumed in a new process is estimated from a real count, not from a
+    /// default rate that may be far off (27% under for code, measured).
+    pub(crate) fn seed_estimator(&mut self) {
+        let newest = self.history.iter().enumerate().rev().find_map(|(index, message)| match message {
+            Message::Assistant { usage, .. } if !usage.is_zero() => Some((index, *usage)),
+            _ => None,
+        });
+        let Some((index, usage)) = newest else { return };
+        let view = self.request_messages(&Repeats::default(), &self.compaction);
+        // The view's messages before the response: those of history before it.
+        let before = view.len().saturating_sub(self.history.len() - index);
+        let chars = chars_of(self.system.as_deref(), &view[..before], self.advertised_chars);
+        self.estimator.observe(chars, &usage);
+    }
+
     /// Prompt tokens of the request `compaction` would make this round:
     /// counted by the model when it can, else estimated.
     async fn estimate_with(&self, repeats: &Repeats, compaction: &Compaction) -> u64 {
