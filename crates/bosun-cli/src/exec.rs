@@ -140,7 +140,7 @@ async fn exec_with(
     let store = wire::store(settings, env)?;
     let journal = store.new_session().with_model(wire::model_label(settings));
     let id = journal.session_id().to_owned();
-    let (system, warning) = wire::system_prompt(&workspace, settings);
+    let (system, warning) = wire::system_prompt(&workspace, settings, env);
     if let Some(warning) = warning {
         eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }

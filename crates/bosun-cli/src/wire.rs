@@ -310,7 +310,8 @@ pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, V
     let shell = bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
         .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
         .with_home(env.get("HOME"));
-    let tools = WorkspaceTools::new(workspace.clone()).shell(shell);
+    let skills = skills(&workspace, settings, env).skills;
+    let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
     let tools = if settings.local_brief_tools && uses_local_model(settings) {
         tools.build_brief()
     } else {
@@ -340,20 +341,34 @@ pub fn uses_local_model(settings: &Settings) -> bool {
         .is_none_or(|spec| ["local:", "local/", "hf:"].iter().any(|p| spec.starts_with(p)))
 }
 
-/// The system prompt, with project instructions when enabled; also returns
-/// a warning to show when the instructions were cut.
-pub fn system_prompt(workspace: &Workspace, settings: &Settings) -> (String, Option<String>) {
+/// The system prompt, with project instructions when enabled and the
+/// skills' list; also returns a warning to show when the instructions were
+/// cut or a skill was skipped.
+pub fn system_prompt(workspace: &Workspace, settings: &Settings, env: &Env) -> (String, Option<String>) {
     let base = if uses_local_model(settings) { LOCAL_PROMPT } else { BASE_PROMPT };
     let mut prompt = base.to_owned();
-    if !settings.project_docs {
-        return (prompt, None);
+    let mut warnings = Vec::new();
+    if settings.project_docs {
+        // Read through the workspace's own handle, as the file tools read.
+        let found = instructions::collect(workspace);
+        if let Some(section) = instructions::section(&found) {
+            prompt.push_str(&section);
+        }
+        warnings.extend(found.warning);
     }
-    // Read through the workspace's own handle, as the file tools read.
-    let found = instructions::collect(workspace);
-    if let Some(section) = instructions::section(&found) {
-        prompt.push_str(&section);
-    }
-    (prompt, found.warning)
+    let found = skills(workspace, settings, env);
+    prompt.extend(found.skills.prompt_section());
+    warnings.extend(found.warnings);
+    (prompt, (!warnings.is_empty()).then(|| warnings.join("; ")))
+}
+
+/// The skills of a run (docs/skills.md): the user's (`skills/` beside the
+/// user's config file) and, unless `project_docs` is off, the project's.
+/// An untrusted project's are read too, as its AGENTS.md is: prompt text and
+/// files to read, not authority.
+fn skills(workspace: &Workspace, settings: &Settings, env: &Env) -> bosun_tools::skills::Discovery {
+    let user = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("skills")));
+    bosun_tools::skills::discover(settings.project_docs.then_some(workspace), user.as_deref())
 }
 
 /// A builder with everything but the journal, prompt and approver.

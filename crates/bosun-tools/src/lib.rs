@@ -5,7 +5,9 @@
 //! never following a symlink (MISSION.md invariant 16). Writes are atomic
 //! (invariant 17). The shell runs in its own process group with a cleared
 //! environment and is killed as a group on timeout, cancellation or drop
-//! (invariant 18).
+//! (invariant 18). [`skills`] finds Agent Skills folders through the same
+//! handles and offers them as the `skill` tool and `skill://` paths of
+//! `read_file`.
 //!
 //! Not here: permissions (the session decides), configuration files, models.
 
@@ -22,6 +24,7 @@ pub mod patch;
 mod read;
 mod search;
 pub mod shell;
+pub mod skills;
 pub mod workspace;
 mod write;
 
@@ -62,13 +65,19 @@ pub struct WorkspaceTools {
     workspace: Workspace,
     limits: ToolLimits,
     shell: Option<ShellConfig>,
+    skills: skills::Skills,
 }
 
 impl WorkspaceTools {
     /// All seven tools, the shell with the process's PATH and HOME.
     pub fn new(workspace: Workspace) -> Self {
         let shell = ShellConfig::from_process_env(workspace.root_path().to_path_buf());
-        Self { workspace, limits: ToolLimits::default(), shell: Some(shell) }
+        Self {
+            workspace,
+            limits: ToolLimits::default(),
+            shell: Some(shell),
+            skills: skills::Skills::default(),
+        }
     }
 
     /// Sets the bounds (already clamped by [`ToolLimits`]' setters).
@@ -89,15 +98,30 @@ impl WorkspaceTools {
         self
     }
 
+    /// Offers `skills`: when there is one, the `skill` tool is added and
+    /// `read_file` also reads `skill://NAME/PATH` (see [`skills`]).
+    pub fn skills(mut self, skills: skills::Skills) -> Self {
+        self.skills = skills;
+        self
+    }
+
     /// The tools for a small model: the same tools with one-sentence
     /// descriptions and only their essential arguments, without
-    /// `apply_patch` (see `brief.rs`).
-    pub fn build_brief(self) -> Vec<Arc<dyn Tool>> {
-        brief::brief(self.build())
+    /// `apply_patch` (see `brief.rs`); the `skill` tool as it is.
+    pub fn build_brief(mut self) -> Vec<Arc<dyn Tool>> {
+        let skills = std::mem::take(&mut self.skills);
+        let limits = self.limits;
+        skills::attach(brief::brief(self.build_workspace_tools()), skills, limits)
     }
 
     /// The tools, ready for `SessionBuilder::tools`.
-    pub fn build(self) -> Vec<Arc<dyn Tool>> {
+    pub fn build(mut self) -> Vec<Arc<dyn Tool>> {
+        let skills = std::mem::take(&mut self.skills);
+        let limits = self.limits;
+        skills::attach(self.build_workspace_tools(), skills, limits)
+    }
+
+    fn build_workspace_tools(self) -> Vec<Arc<dyn Tool>> {
         let shared = Shared { workspace: self.workspace, limits: self.limits, ledger: Ledger::default() };
         let mut tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(ReadFileTool::new(shared.clone())),

@@ -20,9 +20,9 @@ const BINARY_SNIFF: usize = 8 * 1024;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Args {
-    path: String,
-    offset: Option<usize>,
-    limit: Option<usize>,
+    pub(crate) path: String,
+    pub(crate) offset: Option<usize>,
+    pub(crate) limit: Option<usize>,
 }
 
 /// Reads a file.
@@ -56,7 +56,8 @@ impl FileTool for ReadFile {
     }
 }
 
-fn read(shared: &Shared, args: &Args) -> ToolOutput {
+/// One read beneath `shared`'s root (the workspace, or a skill's folder).
+pub(crate) fn read(shared: &Shared, args: &Args) -> ToolOutput {
     let path = match RelPath::parse(&args.path) {
         Ok(path) => path,
         Err(error) => return refuse(error),

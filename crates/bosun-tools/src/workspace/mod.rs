@@ -210,6 +210,20 @@ impl Workspace {
         Ok(Self { inner: Arc::new(inner) })
     }
 
+    /// The directory at `path` beneath this root as a root of its own (a
+    /// skill's folder): opened through this root's handle with no symlink
+    /// followed anywhere in `path`, so everything resolved beneath it obeys
+    /// the same rules and stays inside that directory. It shares no locks.
+    pub fn subdir(&self, path: &RelPath) -> Result<Self, WorkspaceError> {
+        let fd = self.open_dir(path, false)?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| WorkspaceError::io(path, "stat", e))?;
+        let full = self.inner.path.join(path.as_string());
+        let identity = WorkspaceIdentity::new(full.display().to_string(), stat.st_dev, stat.st_ino);
+        let openat2 = AtomicBool::new(self.inner.openat2.load(Ordering::Relaxed));
+        let inner = Inner { root: fd, path: full, identity, openat2, locks: Default::default() };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
     /// Canonical path and device/inode of the root, for the authority snapshot.
     pub fn identity(&self) -> &WorkspaceIdentity {
         &self.inner.identity
