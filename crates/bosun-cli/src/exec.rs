@@ -102,6 +102,37 @@ fn notice_ignored(settings: &config::Settings, run: &RunOptions, stderr: Palette
 type McpParts<'a> =
     (Vec<Arc<dyn bosun_core::Tool>>, Option<Arc<dyn bosun_core::ToolSource>>, &'a crate::mcp::Answers);
 
+/// A command's workspace and tools, the configured MCP servers started
+/// and their tools added: stop `mcp` on every way out.
+struct Started {
+    workspace: bosun_tools::Workspace,
+    tools: Vec<Arc<dyn bosun_core::Tool>>,
+    mcp: Option<Arc<bosun_mcp::McpServers>>,
+    answers: crate::mcp::Answers,
+}
+
+impl Started {
+    async fn new(
+        dir: &Path,
+        env: &Env,
+        settings: &config::Settings,
+        run: &RunOptions,
+        palettes: Palettes,
+    ) -> Result<Self> {
+        let (workspace, mut tools) = wire::tools(dir, env, settings)?;
+        let answers = crate::mcp::Answers::for_run(run, settings, palettes);
+        let root = workspace.root_path();
+        let mcp = crate::mcp::start_into(settings, env, root, &mut tools, palettes.stderr, &answers).await;
+        Ok(Self { workspace, tools, mcp, answers })
+    }
+
+    /// What a session is built from: the tools, the servers as their
+    /// source, what answers their requests, and the workspace.
+    fn parts(&self) -> (McpParts<'_>, bosun_tools::Workspace) {
+        ((self.tools.clone(), crate::mcp::source(&self.mcp), &self.answers), self.workspace.clone())
+    }
+}
+
 /// `bosun exec`.
 pub async fn exec(
     dir: Option<&Path>,
@@ -114,15 +145,11 @@ pub async fn exec(
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
-    let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
-    let root = workspace.root_path();
-    let mcp = crate::mcp::start_into(&settings, env, root, &mut tools, palettes.stderr, &answers).await;
-    let source = crate::mcp::source(&mcp);
-    let mcp_parts = (tools, source, &answers);
-    let outcome = exec_with(&settings, env, &args.run, prompt, workspace, mcp_parts, palettes).await;
+    let started = Started::new(&dir, env, &settings, &args.run, palettes).await?;
+    let (parts, workspace) = started.parts();
+    let outcome = exec_with(&settings, env, &args.run, prompt, workspace, parts, palettes).await;
     // Every server is stopped on every way out, the failing ones included.
-    crate::mcp::stop(mcp).await;
+    crate::mcp::stop(started.mcp).await;
     outcome
 }
 
@@ -203,12 +230,8 @@ async fn on_stored(
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, run)?;
     notice_ignored(&settings, run, palettes.stderr);
-    let (workspace, mut tools) = wire::tools(&dir, env, &settings)?;
-    let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
-    let root = workspace.root_path();
-    let mcp = crate::mcp::start_into(&settings, env, root, &mut tools, palettes.stderr, &answers).await;
-    let source = crate::mcp::source(&mcp);
-    let parts = (tools, source, &answers);
+    let started = Started::new(&dir, env, &settings, run, palettes).await?;
+    let (parts, workspace) = started.parts();
     let outcome = match open_stored(&settings, env, which, run, workspace, parts, palettes).await {
         Ok((mut session, id, words)) => match then {
             Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes).await,
@@ -216,7 +239,7 @@ async fn on_stored(
         },
         Err(error) => Err(error),
     };
-    crate::mcp::stop(mcp).await;
+    crate::mcp::stop(started.mcp).await;
     outcome
 }
 

@@ -37,6 +37,14 @@ fn store(
 /// model, else of the model configured now, and the line says which. Each
 /// response is priced on its own when the head branch's responses are all
 /// the session's usage, which long-context tiers need.
+/// How `spec` (a `--model` form, as a session records it) is billed, with
+/// the rest of `settings` (the config's price overrides) as they are now.
+fn costing_of(settings: &config::Settings, spec: &str) -> Result<config::models::Costing> {
+    let mut priced_by = settings.clone();
+    priced_by.model = Some(spec.to_owned());
+    Ok(config::models::session_model(&priced_by)?.costing)
+}
+
 fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) -> Result<String> {
     let usage = &detail.summary.usage;
     let tokens = format!(
@@ -47,11 +55,14 @@ fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) 
         usage.reasoning,
     );
     let recorded = &detail.summary.spend;
-    let local = detail.summary.model.as_deref().is_some_and(|m| m.starts_with("local"));
     if !recorded.is_zero()
         && recorded.total().usage == *usage
         && let Some(cost) = config::models::recorded_cost(recorded)
     {
+        let local = match &detail.summary.model {
+            Some(model) => matches!(costing_of(settings, model)?, config::models::Costing::Local),
+            None => false,
+        };
         let cost = if local { "$0 (local model)".to_owned() } else { cost };
         return Ok(format!("{tokens}; cost: {cost}"));
     }
@@ -67,9 +78,7 @@ fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) 
              price it)"
         ));
     };
-    let mut priced_by = settings.clone();
-    priced_by.model = Some(spec.to_owned());
-    let costing = config::models::session_model(&priced_by)?.costing;
+    let costing = costing_of(settings, spec)?;
     if let config::models::Costing::Unknown = costing {
         return Ok(format!("{tokens}; cost unknown (bosun has no prices for {})", sanitize::line(spec)));
     }
@@ -189,11 +198,8 @@ pub fn run(
             } else {
                 writeln!(out, "session {}  ({} branches)", detail.summary.id, detail.branches.len())?;
                 // Each round priced at its session's recorded model's prices.
-                let round_prices = detail.summary.model.as_ref().and_then(|model| {
-                    let mut priced_by = settings.clone();
-                    priced_by.model = Some(model.clone());
-                    config::models::session_model(&priced_by).ok().map(|m| m.costing)
-                });
+                let round_prices =
+                    detail.summary.model.as_ref().and_then(|model| costing_of(&settings, model).ok());
                 if let Some(model) = &detail.summary.model {
                     writeln!(out, "{}", style.dim(&format!("model: {}", shown(terminal, model))))?;
                 }

@@ -215,34 +215,11 @@ async fn a_model_that_counts_its_tokens_is_believed_over_the_estimate() -> TestR
     Ok(())
 }
 
-#[tokio::test]
-async fn a_resumed_session_estimates_from_its_last_real_count() -> TestResult {
-    // Three reads of 4,000 characters, about 3,000 tokens at the starting
-    // rate; the provider said the last request was 9,500 tokens.
-    let model = reads(ScriptedModel::new(), 0, 3)
-        .reply(Reply::new().text("read three").usage(bosun_core::Usage::new(9_500, 10)));
-    let journal = InMemoryJournal::new();
-    let mut session =
-        Session::builder(model).tool(read()).context_window(10_000).journal(journal.clone()).build().await?;
-    session.run("read three", &mut Vec::new()).await?;
-    drop(session);
-
-    // A new process: past 0.8 of the window from the real count, so the
-    // first request of the next turn is compacted.
-    let mut resumed = Session::builder(ScriptedModel::new().answer("ok"))
-        .tool(read())
-        .context_window(10_000)
-        .resume(journal.clone())
-        .await?;
-    let mut events = Vec::new();
-    resumed.run("and now?", &mut events).await?;
-    assert!(
-        events.iter().any(|e| matches!(e, Event::Compacted { before, .. } if *before > 9_500)),
-        "estimated from the real count: {events:?}"
-    );
-
-    // Without a count to go by, the default rate says it fits.
-    let model = reads(ScriptedModel::new(), 0, 3).answer("read three");
+/// Three reads of 4,000 characters (about 3,000 tokens at the starting
+/// rate) answered with `answer`, then a resume in a new session on a
+/// 10,000-token window and one more turn: that turn's events.
+async fn resumed_turn_after_three_reads(answer: Reply) -> Result<Vec<Event>, Box<dyn std::error::Error>> {
+    let model = reads(ScriptedModel::new(), 0, 3).reply(answer);
     let journal = InMemoryJournal::new();
     let mut session =
         Session::builder(model).tool(read()).context_window(10_000).journal(journal.clone()).build().await?;
@@ -255,6 +232,21 @@ async fn a_resumed_session_estimates_from_its_last_real_count() -> TestResult {
         .await?;
     let mut events = Vec::new();
     resumed.run("and now?", &mut events).await?;
+    Ok(events)
+}
+
+#[tokio::test]
+async fn a_resumed_session_estimates_from_its_last_real_count() -> TestResult {
+    // The provider said the last request was 9,500 tokens: past 0.8 of the
+    // window, so the resumed turn's first request is compacted.
+    let counted = Reply::new().text("read three").usage(bosun_core::Usage::new(9_500, 10));
+    let events = resumed_turn_after_three_reads(counted).await?;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Compacted { before, .. } if *before > 9_500)),
+        "estimated from the real count: {events:?}"
+    );
+    // Without a count to go by, the default rate says it fits.
+    let events = resumed_turn_after_three_reads(Reply::new().text("read three")).await?;
     assert!(!events.iter().any(|e| matches!(e, Event::Compacted { .. })), "{events:?}");
     Ok(())
 }
