@@ -105,7 +105,14 @@ fn the_model_sees_the_skills_loads_one_and_reads_its_files() {
     assert!(!third.contains(SECRET), "{third}");
 
     let events = json_events(&out.stdout);
-    let errors: Vec<bool> = of_type(&events, "tool_end").iter().map(|e| e["is_error"] == true).collect();
+    // Parallel calls end in any order: each call's outcome, in call order.
+    let ends = of_type(&events, "tool_end");
+    let errors: Vec<bool> = of_type(&events, "tool_call_proposed")
+        .iter()
+        .map(|call| {
+            ends.iter().find(|end| end["call_id"] == call["call_id"]).expect("ended")["is_error"] == true
+        })
+        .collect();
     assert_eq!(errors, [false, false, true, true], "{}", out.stdout);
 }
 
