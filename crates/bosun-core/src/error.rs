@@ -149,6 +149,20 @@ pub enum TurnErrorKind {
     /// The turn's options need something the model lacks.
     #[error("the model does not support {0}")]
     Capability(&'static str),
+    /// A hook refused the prompt, or stopped the turn.
+    #[error("the hook `{hook}` {}: {reason}", if *.prompt { "blocked the prompt" } else { "stopped the turn" })]
+    HookBlocked {
+        /// The hook.
+        hook: String,
+        /// Why.
+        reason: String,
+        /// Whether it refused the prompt (no turn started) rather than
+        /// stopping a running turn.
+        prompt: bool,
+    },
+    /// A required hook panicked or timed out.
+    #[error(transparent)]
+    Hook(#[from] crate::hooks::HookFailure),
 }
 
 impl TurnErrorKind {
@@ -168,6 +182,7 @@ impl TurnErrorKind {
             Self::Cancelled => "cancelled",
             Self::NotUserInput(_) => "input",
             Self::Capability(_) => "capability",
+            Self::HookBlocked { .. } | Self::Hook(_) => "hook",
         }
     }
 }

@@ -17,7 +17,7 @@
 //! | `model_retry` | `attempt` (the one about to be made, from 2), `wait_ms`, `reason` |
 //! | `tool_call_proposed` | `call_id`, `name`, `arguments` |
 //! | `approval_requested` | `call_id`, `name`, `arguments`, `reason` |
-//! | `approval_decided` | `call_id`, `decision` (`approve_once` / `approve_for_session` / `deny` / `denied_by_policy` / `granted`), `reason`? |
+//! | `approval_decided` | `call_id`, `decision` (`approve_once` / `approve_for_session` / `deny` / `denied_by_policy` / `denied_by_hook` / `granted`), `reason`? |
 //! | `tool_start` | `call_id`, `name` |
 //! | `tool_progress` | `call_id`, `message` |
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
@@ -26,6 +26,7 @@
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` (every bucket), `spend` (by bucket: `main`?, `compaction`?, `tools`?, each `{usage, cost_micros?}`), `cost_micros`? (the whole turn's, when known), `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
 //! | `compacted` | `tier` (1 shortened old tool results, 2 summarized, 3 dropped), `before`, `after` (estimated prompt tokens), `usage` (of the summary request, tier 2) |
+//! | `hook_run` | `point` (`SessionStart`, `UserPromptSubmit`, `PreToolUse`, `PostToolUse`, `PreCompact`, `Stop`, `SubagentStop`, `BeforeModel`, `AfterModel`), `hook`, `duration_ms`, `outcome` (`continued` / `noted` / `blocked` / `asked` / `updated_input` / `ignored` / `failed` / `timed_out` / `panicked`), `reason`? (the reason, note or error, bounded), `switched_off`? (an advisory hook turned off by this failure) |
 //! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
 
 use serde::{Deserialize, Serialize};
@@ -180,6 +181,14 @@ pub enum Event {
         /// What the summary request used (zero for tiers 1 and 3).
         usage: Usage,
     },
+    /// A hook ran at one of the session's points
+    /// ([`SessionHooks`](crate::hooks::SessionHooks)); journaled as
+    /// `hook_ran` too.
+    HookRun {
+        /// The point, the hook, how long and how it ended.
+        #[serde(flatten)]
+        run: crate::hooks::HookRun,
+    },
     /// A turn ended.
     TurnEnd {
         /// The turn.
@@ -227,6 +236,8 @@ pub enum Decision {
     DeniedByPolicy,
     /// Allowed by an earlier session grant without asking.
     Granted,
+    /// Refused by a `PreToolUse` hook.
+    DeniedByHook,
 }
 
 /// How a turn ended.
@@ -341,6 +352,7 @@ mod wire_tag_freeze {
             Event::ModelRetry { .. } => "model_retry",
             Event::ToolsChanged { .. } => "tools_changed",
             Event::Compacted { .. } => "compacted",
+            Event::HookRun { .. } => "hook_run",
         }
     }
 
@@ -466,6 +478,34 @@ mod wire_tag_freeze {
                 Event::Compacted { tier: 2, before: 900, after: 300, usage: Usage::new(5, 6) },
                 json!({"type": "compacted", "tier": 2, "before": 900, "after": 300, "usage":
                     {"input": 5, "output": 6, "cache_read": 0, "cache_write": 0, "reasoning": 0}}),
+            ),
+            (
+                Event::HookRun {
+                    run: crate::hooks::HookRun {
+                        point: crate::hooks::HookPoint::PreToolUse,
+                        hook: "guard".into(),
+                        duration_ms: 12,
+                        outcome: crate::hooks::HookOutcome::Blocked,
+                        reason: Some("no rm".into()),
+                        switched_off: false,
+                    },
+                },
+                json!({"type": "hook_run", "point": "PreToolUse", "hook": "guard", "duration_ms": 12,
+                    "outcome": "blocked", "reason": "no rm"}),
+            ),
+            (
+                Event::HookRun {
+                    run: crate::hooks::HookRun {
+                        point: crate::hooks::HookPoint::Stop,
+                        hook: "slow".into(),
+                        duration_ms: 60_000,
+                        outcome: crate::hooks::HookOutcome::TimedOut,
+                        reason: None,
+                        switched_off: true,
+                    },
+                },
+                json!({"type": "hook_run", "point": "Stop", "hook": "slow", "duration_ms": 60000,
+                    "outcome": "timed_out", "switched_off": true}),
             ),
         ];
         for (event, expected) in samples {

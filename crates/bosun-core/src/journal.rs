@@ -166,6 +166,16 @@ pub enum JournalRecord {
         /// The new snapshot.
         authority: AuthoritySnapshot,
     },
+    /// A hook ran (informational: replay does not run hooks again; what a
+    /// hook changed is in the records it changed).
+    HookRan {
+        /// The run.
+        #[serde(flatten)]
+        run: crate::hooks::HookRun,
+        /// The turn, when one was running.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<u64>,
+    },
     /// What is sent of history changed between rounds to fit the context
     /// window (history itself is unchanged): the view from here on.
     Compacted {

@@ -64,6 +64,7 @@ pub mod authority;
 mod error;
 pub mod event;
 mod history;
+pub mod hooks;
 pub mod journal;
 pub mod limits;
 pub mod message;

@@ -210,6 +210,8 @@ impl Ledger {
                 }
                 Ok(())
             }
+            // A hook may run anywhere, a batch's calls included.
+            JournalRecord::HookRan { .. } => Ok(()),
             // Between rounds only: one batch runs under one tool set and
             // is sent one view.
             JournalRecord::AuthorityChanged { .. } | JournalRecord::Compacted { .. } => {
@@ -284,7 +286,9 @@ impl Ledger {
                 }
             }
             // History is unchanged; `replay` keeps the newest of each.
-            JournalRecord::AuthorityChanged { .. } | JournalRecord::Compacted { .. } => {}
+            JournalRecord::AuthorityChanged { .. }
+            | JournalRecord::Compacted { .. }
+            | JournalRecord::HookRan { .. } => {}
         }
     }
 

@@ -18,6 +18,7 @@ use super::turn::{Emitter, TurnState};
 use super::{ResolvedTool, Session, ToolExecution};
 use crate::error::TurnErrorKind;
 use crate::event::{Decision, Event};
+use crate::hooks::{HookInput, HookPoint};
 use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, concat_text};
@@ -60,12 +61,12 @@ impl Session {
         assistant: &Message,
         emitter: &mut Emitter<'_>,
     ) -> BatchRun {
-        let calls: Vec<Call> = assistant
+        let mut calls: Vec<Call> = assistant
             .tool_calls()
             .map(|c| Call { id: c.id, name: c.name.to_owned(), arguments: c.arguments.clone() })
             .collect();
         let mut gates = Vec::with_capacity(calls.len());
-        for call in &calls {
+        for call in &mut calls {
             match self.gate(state, call, emitter).await {
                 Ok(gate) => gates.push(gate),
                 Err(stopped) => return BatchRun { results: None, stopped: Some(stopped) },
@@ -120,11 +121,14 @@ impl Session {
     }
 
     /// The pipeline before execution for one call (invariants 5, 6, 8–10).
-    /// `Err` when the turn is cancelled or the sink fails while deciding.
+    /// `PreToolUse` hooks run after the schema check: they may refuse the
+    /// call, make it ask, or replace its arguments (checked again, then
+    /// gated from the permission step on). `Err` when the turn is cancelled,
+    /// the sink fails or a required hook fails while deciding.
     async fn gate(
         &mut self,
         state: &TurnState,
-        call: &Call,
+        call: &mut Call,
         emitter: &mut Emitter<'_>,
     ) -> Result<Gate, TurnErrorKind> {
         let proposed = Event::ToolCallProposed {
@@ -156,6 +160,40 @@ impl Session {
         if let Err(error) = tool.schema.validate(&call.arguments) {
             return Ok(Gate::Done(refusal(call, invalid_arguments(call, &error))));
         }
+        let mut hook_ask = None;
+        if self.hooks_want(HookPoint::PreToolUse) {
+            let input = HookInput::PreToolUse {
+                turn: state.turn,
+                call_id: call.id,
+                tool_name: call.name.clone(),
+                tool_input: call.arguments.clone(),
+            };
+            let verdict = match self.run_hooks(input, &state.cancel, emitter).await {
+                Ok(verdict) => verdict,
+                Err(TurnErrorKind::Cancelled) => return Err(state.cancelled(emitter)),
+                Err(other) => return Err(other),
+            };
+            if let Some((hook, reason)) = verdict.block {
+                let decided = Event::ApprovalDecided {
+                    call_id: call.id,
+                    decision: Decision::DeniedByHook,
+                    reason: Some(format!("{hook}: {reason}")),
+                };
+                emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
+                return Ok(Gate::Done(refusal(call, format!("blocked by the hook `{hook}`: {reason}"))));
+            }
+            if let Some((hook, arguments)) = verdict.update {
+                if let Err(error) = tool.schema.validate(&arguments) {
+                    let text = format!(
+                        "the hook `{hook}` replaced the arguments of `{}` with invalid ones: {error}",
+                        call.name
+                    );
+                    return Ok(Gate::Done(refusal(call, text)));
+                }
+                call.arguments = arguments;
+            }
+            hook_ask = verdict.ask;
+        }
         // The tool reads its own arguments for the pipeline (paths written,
         // the command line run); a panic there refuses the call.
         let effects = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.effects(&call.arguments)))
@@ -169,6 +207,13 @@ impl Session {
         let proposed = ProposedCall::new(&call.name, tool.category, &call.arguments, &effects);
         let decided = decide(self.mode, &self.rules, &proposed);
         let (permission, why, protected) = (decided.permission, decided.reason, decided.protected);
+        // A hook's ask makes an allowed or granted call ask; a denial stays.
+        if let Some((hook, reason)) = hook_ask
+            && permission != Permission::Deny
+        {
+            let why = format!("the hook `{hook}` asks: {reason}");
+            return self.ask(state, call, tool, why, protected, emitter).await;
+        }
         match permission {
             Permission::Allow => Ok(Gate::Run(tool)),
             Permission::Deny => {
@@ -282,7 +327,7 @@ impl Session {
                             continue;
                         }
                         None => self
-                            .finish_invocation(ended.index, call, ended.output, results, emitter)
+                            .finish_invocation(state, ended.index, call, ended.output, results, emitter)
                             .await
                             .err(),
                     }
@@ -290,7 +335,7 @@ impl Session {
                 Some(Step::Due { run, attempt: number, last }) => {
                     let call = &calls[run.index];
                     if state.cancel.is_cancelled() {
-                        self.finish_invocation(run.index, call, last, results, emitter).await.err()
+                        self.finish_invocation(state, run.index, call, last, results, emitter).await.err()
                     } else if let Err(stopped) = self.start_invocation(call, number, emitter).await {
                         self.keep_in_memory(run.index, call, last, results, emitter);
                         Some(stopped)
@@ -384,7 +429,7 @@ impl Session {
                 }
                 work = attempt(run, next, self.context(state, call, &progress_tx), bounds);
             };
-            if let Err(stopped) = self.finish_invocation(index, call, output, results, emitter).await {
+            if let Err(stopped) = self.finish_invocation(state, index, call, output, results, emitter).await {
                 return Some(stopped);
             }
         }
@@ -419,21 +464,50 @@ impl Session {
         Ok(())
     }
 
+    /// Records a call's result, after the `PostToolUse` hooks added what
+    /// they had to say to it. The result is recorded whatever the hooks did
+    /// (the call ran); a required hook's failure then stops the batch.
     async fn finish_invocation(
         &mut self,
+        state: &TurnState,
         index: usize,
         call: &Call,
         output: ToolOutput,
         results: &mut [Option<Message>],
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        let result = self.bounded_result(call, output).await;
+        let mut result = self.bounded_result(call, output).await;
+        let mut hook_failed = None;
+        if self.hooks_want(HookPoint::PostToolUse)
+            && let Message::ToolResult { content, is_error, .. } = &mut result
+        {
+            let input = HookInput::PostToolUse {
+                turn: state.turn,
+                call_id: call.id,
+                tool_name: call.name.clone(),
+                tool_input: call.arguments.clone(),
+                tool_response: concat_text(content),
+                is_error: *is_error,
+            };
+            match self.run_hooks(input, &state.cancel, emitter).await {
+                Ok(verdict) => {
+                    let said = verdict.notes.iter().chain(verdict.block.as_slice());
+                    for (hook, text) in said {
+                        content.push(ContentPart::text(format!("[hook {hook}] {text}")));
+                    }
+                }
+                // The call's cancellation is the turn's; the batch sees it.
+                Err(TurnErrorKind::Cancelled) => {}
+                Err(other) => hook_failed = Some(other),
+            }
+        }
         end_event(emitter, &result);
         let recorded =
             self.record(JournalRecord::InvocationFinished { call_id: call.id, result: result.clone() });
         let recorded = recorded.await;
         results[index] = Some(result);
-        recorded
+        recorded?;
+        hook_failed.map_or(Ok(()), Err)
     }
 
     /// The output bound, with the whole of an over-long text kept as an

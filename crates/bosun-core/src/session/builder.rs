@@ -47,6 +47,8 @@ pub struct SessionBuilder {
     artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
     context_window: Option<u64>,
     compact_at: f64,
+    hooks: crate::hooks::HookSet,
+    child: bool,
 }
 
 impl fmt::Debug for SessionBuilder {
@@ -93,7 +95,23 @@ impl SessionBuilder {
             artifacts: None,
             context_window: None,
             compact_at: DEFAULT_COMPACT_AT,
+            hooks: crate::hooks::HookSet::default(),
+            child: false,
         }
+    }
+
+    /// Adds a hook; hooks are asked in the order they were added
+    /// ([`SessionHooks`](crate::hooks::SessionHooks)).
+    pub fn hook(mut self, hook: Arc<dyn crate::hooks::SessionHooks>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Marks the session as a delegated child: its hooks are asked at
+    /// `SubagentStop` where a top-level session's are asked at `Stop`.
+    pub fn child(mut self, child: bool) -> Self {
+        self.child = child;
+        self
     }
 
     /// Adds a tool to the authority ceiling.
@@ -400,6 +418,10 @@ impl SessionBuilder {
             artifacts: self.artifacts,
             context_window: self.context_window,
             compact_at: self.compact_at,
+            hooks: self.hooks,
+            child: self.child,
+            hooks_started: false,
+            start_notes: None,
             compaction: Default::default(),
             estimator: Default::default(),
             advertised_chars: 0,

@@ -16,6 +16,7 @@ use super::turn::{Emitter, Repeats, TurnState, drain};
 use super::{Session, TurnOptions};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink};
+use crate::hooks::{CompactTrigger, HookInput, HookPoint};
 use crate::journal::JournalRecord;
 use crate::message::{Message, Usage, concat_text};
 use crate::model::{GenerationOptions, ModelEvent, ModelRequest, ResponsePart};
@@ -96,6 +97,11 @@ impl Session {
         };
         if !overflowed && before <= target {
             return Ok(false);
+        }
+        if self.hooks_want(HookPoint::PreCompact) {
+            let input = HookInput::PreCompact { turn: Some(state.turn), trigger: CompactTrigger::Auto };
+            let cancel = state.cancel.clone();
+            self.run_hooks(input, &cancel, emitter).await?;
         }
         let mut changed = false;
         let mut now = before;
@@ -200,7 +206,11 @@ impl Session {
             return Ok(None);
         };
         let cancel = options.cancel.child_token();
-        let mut emitter = Emitter::new(sink, cancel.clone());
+        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(&self.hooks);
+        if self.hooks_want(HookPoint::PreCompact) {
+            let input = HookInput::PreCompact { turn: None, trigger: CompactTrigger::Manual };
+            self.run_hooks(input, &cancel, &mut emitter).await.map_err(unchanged)?;
+        }
         let repeats = Repeats::default();
         let before = self.estimate_with(&repeats, &self.compaction).await;
         let from = self.compaction.elided_through.max(1);

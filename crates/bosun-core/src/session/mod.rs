@@ -7,6 +7,7 @@ mod builder;
 mod compact;
 pub use compact::CompactOutcome;
 mod context;
+mod hooking;
 mod ids;
 mod invoke;
 mod turn;
@@ -95,6 +96,14 @@ pub struct Session {
     /// when a request's estimate passes `compact_at` of it.
     pub(crate) context_window: Option<u64>,
     pub(crate) compact_at: f64,
+    /// The embedder's hooks, each with its own switch.
+    pub(crate) hooks: crate::hooks::HookSet,
+    /// A delegated child: `SubagentStop` in place of `Stop`.
+    pub(crate) child: bool,
+    /// Whether this session object ran its `SessionStart` hooks.
+    pub(crate) hooks_started: bool,
+    /// `SessionStart`'s notes, until a turn starts with them.
+    pub(crate) start_notes: Option<String>,
     /// What is sent of history (journaled as `compacted`).
     pub(crate) compaction: Compaction,
     pub(crate) estimator: context::Estimator,

@@ -20,6 +20,7 @@ use super::context::Compaction;
 use super::{Session, TurnOptions, TurnOutcome, UserInput};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
+use crate::hooks::{HookSet, MAX_STOP_CONTINUATIONS};
 use crate::journal::{JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome};
 use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
@@ -35,17 +36,28 @@ pub(crate) struct Emitter<'s> {
     sink: &'s mut dyn EventSink,
     cancel: CancellationToken,
     failed: Option<SinkError>,
+    /// Hooks that observe every event (`SessionHooks::on_event`).
+    observers: Option<HookSet>,
 }
 
 impl<'s> Emitter<'s> {
     /// Passes events to `sink`; a failure of it fires `cancel`.
     pub(crate) fn new(sink: &'s mut dyn EventSink, cancel: CancellationToken) -> Self {
-        Self { sink, cancel, failed: None }
+        Self { sink, cancel, failed: None, observers: None }
+    }
+
+    /// Shows every event to `hooks` too, before the sink.
+    pub(crate) fn observed_by(mut self, hooks: &HookSet) -> Self {
+        self.observers = (!hooks.is_empty()).then(|| hooks.clone());
+        self
     }
 
     pub(crate) fn emit(&mut self, event: Event) -> Result<(), SinkError> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
+        }
+        if let Some(observers) = &self.observers {
+            observers.observe(&event);
         }
         self.sink.emit(event).inspect_err(|error| {
             self.cancel.cancel();
@@ -71,6 +83,10 @@ pub(crate) struct TurnState {
     pub(crate) caller: CancellationToken,
     /// The repeated-call rule's view of this turn.
     pub(crate) repeats: Repeats,
+    /// How many turns `Stop` hooks already kept this run going.
+    pub(crate) continued: u32,
+    /// Set by a `Stop` hook that keeps the agent going: the next prompt.
+    pub(crate) go_on: Option<String>,
 }
 
 impl TurnState {
@@ -101,6 +117,11 @@ impl Session {
 
     /// [`Session::run`] with per-turn options: generation overrides and a
     /// cancellation token.
+    ///
+    /// A `Stop` hook that blocks keeps the agent going: the turn ends as
+    /// completed and the next one starts with the hook's reason as its
+    /// prompt, at most [`MAX_STOP_CONTINUATIONS`] times; the outcome is the
+    /// last turn's.
     pub async fn run_with(
         &mut self,
         input: impl Into<UserInput>,
@@ -111,29 +132,67 @@ impl Session {
         if let Some(lost) = &self.journal_lost {
             return Err(rolled_back(TurnErrorKind::JournalLost(lost.clone())));
         }
-        let content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
+        let mut content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
         let generation = self.options.layered(&options.generation);
         self.check_turn_capabilities(&generation).map_err(rolled_back)?;
-        let cancel = options.cancel.child_token();
-        let mut emitter = Emitter::new(sink, cancel.clone());
+        let mut continued = 0;
+        loop {
+            let (outcome, go_on) =
+                self.one_turn(content, &generation, &options.cancel, continued, sink).await?;
+            match go_on {
+                Some(prompt) if continued < MAX_STOP_CONTINUATIONS => {
+                    continued += 1;
+                    content = vec![ContentPart::text(prompt)];
+                }
+                _ => return Ok(outcome),
+            }
+        }
+    }
+
+    /// One turn; with the prompt a `Stop` hook gave to go on, if one did.
+    async fn one_turn(
+        &mut self,
+        mut content: Vec<ContentPart>,
+        generation: &GenerationOptions,
+        caller: &CancellationToken,
+        continued: u32,
+        sink: &mut dyn EventSink,
+    ) -> Result<(TurnOutcome, Option<String>), TurnError> {
+        let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
+        let cancel = caller.child_token();
+        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(&self.hooks);
         let mut state = TurnState {
             turn: self.ledger.turns() + 1,
             entry: self.history.len(),
             ids_mark: self.call_ids.mark(),
             spend: Spend::default(),
             cancel,
-            caller: options.cancel,
+            caller: caller.clone(),
             repeats: Repeats::default(),
+            continued,
+            go_on: None,
         };
         // From here on every path emits `turn_end` (if the sink still works).
         emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
-        let record = JournalRecord::TurnStarted { turn: state.turn, message: Message::User { content } };
-        let rounds = match self.record(record).await {
-            Ok(()) => self.timed_rounds(&mut state, &generation, &mut emitter).await,
+        // A turn a `Stop` hook started is not a prompt the person submitted.
+        let prompted = if continued == 0 {
+            self.prompt_hooks(state.turn, &mut content, &state.cancel.clone(), &mut emitter).await
+        } else {
+            Ok(())
+        };
+        let rounds = match prompted {
+            Ok(()) => {
+                let record =
+                    JournalRecord::TurnStarted { turn: state.turn, message: Message::User { content } };
+                match self.record(record).await {
+                    Ok(()) => self.timed_rounds(&mut state, generation, &mut emitter).await,
+                    Err(kind) => Err(kind),
+                }
+            }
             Err(kind) => Err(kind),
         };
         match rounds {
-            Ok(outcome) => Ok(outcome),
+            Ok(outcome) => Ok((outcome, state.go_on.take())),
             Err(kind) => Err(self.fail(&state, kind, &mut emitter).await),
         }
     }
@@ -190,14 +249,15 @@ impl Session {
             // Between rounds, never inside a batch.
             self.apply_tool_changes(state, emitter).await?;
             self.compact(state, emitter, false).await?;
+            let note = self.before_model_hooks(state, round, emitter).await?;
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
-            let mut response = self.model_round(state, round, generation, emitter).await;
+            let mut response = self.model_round(state, round, generation, note.as_deref(), emitter).await;
             // A provider that says the request is too long: compact, and
             // try once more; a second overflow fails the turn.
             if matches!(&response, Err(TurnErrorKind::Model(ModelError::ContextOverflow(_))))
                 && self.compact(state, emitter, true).await?
             {
-                response = self.model_round(state, round, generation, emitter).await;
+                response = self.model_round(state, round, generation, note.as_deref(), emitter).await;
             }
             let (response, sent) = response?;
             self.estimator.observe(sent, &response.usage);
@@ -215,6 +275,7 @@ impl Session {
             if state.cancel.is_cancelled() {
                 return Err(state.cancelled(emitter));
             }
+            self.after_model_hooks(state, round, &response, emitter).await?;
             let assistant = self.mint_assistant(response);
             if assistant.tool_calls().next().is_none() {
                 let answer = assistant.text();
@@ -223,6 +284,10 @@ impl Session {
                     _ => StopReason::Stop,
                 };
                 self.commit(state, vec![assistant]).await?;
+                // The answer is committed; a required `Stop` hook that fails
+                // ends the turn with it as the checkpoint.
+                let cancel = state.cancel.clone();
+                state.go_on = self.stop_hooks(state.turn, &answer, state.continued, &cancel, emitter).await?;
                 self.end_turn(state, TurnRecordOutcome::Completed).await?;
                 emitter.emit(Event::TurnEnd {
                     turn: state.turn,
@@ -303,9 +368,13 @@ impl Session {
         state: &TurnState,
         round: u32,
         generation: &GenerationOptions,
+        note: Option<&str>,
         emitter: &mut Emitter<'_>,
     ) -> Result<(ModelResponse, usize), TurnErrorKind> {
-        let messages = self.request_messages(&state.repeats, &self.compaction);
+        let mut messages = self.request_messages(&state.repeats, &self.compaction);
+        if let Some(note) = note {
+            super::hooking::add_request_note(messages.to_mut(), note);
+        }
         // A model that keeps repeating calls it already made is offered no
         // tools, so it has to answer with what it has.
         let answer_only = state.repeats.answer_only();
