@@ -27,6 +27,7 @@
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
 //! | `compacted` | `tier` (1 shortened old tool results, 2 summarized, 3 dropped), `before`, `after` (estimated prompt tokens), `usage` (of the summary request, tier 2) |
 //! | `hook_run` | `point` (`SessionStart`, `UserPromptSubmit`, `PreToolUse`, `PostToolUse`, `PreCompact`, `Stop`, `SubagentStop`, `BeforeModel`, `AfterModel`), `hook`, `duration_ms`, `outcome` (`continued` / `noted` / `blocked` / `asked` / `updated_input` / `ignored` / `failed` / `timed_out` / `panicked`), `reason`? (the reason, note or error, bounded), `switched_off`? (an advisory hook turned off by this failure) |
+//! | `subagent` | `call_id` (the parent's `delegate_tasks` call), `child` (the child session's id), `event` (the child's event, in this same form) |
 //! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
 
 use serde::{Deserialize, Serialize};
@@ -188,6 +189,15 @@ pub enum Event {
         /// The point, the hook, how long and how it ended.
         #[serde(flatten)]
         run: crate::hooks::HookRun,
+    },
+    /// An event of a sub-agent's session, which the call `call_id` runs.
+    Subagent {
+        /// The parent's `delegate_tasks` call.
+        call_id: CallId,
+        /// The child session's id.
+        child: String,
+        /// The child's event.
+        event: Box<Event>,
     },
     /// A turn ended.
     TurnEnd {
@@ -353,6 +363,7 @@ mod wire_tag_freeze {
             Event::ToolsChanged { .. } => "tools_changed",
             Event::Compacted { .. } => "compacted",
             Event::HookRun { .. } => "hook_run",
+            Event::Subagent { .. } => "subagent",
         }
     }
 
@@ -506,6 +517,14 @@ mod wire_tag_freeze {
                 },
                 json!({"type": "hook_run", "point": "Stop", "hook": "slow", "duration_ms": 60000,
                     "outcome": "timed_out", "switched_off": true}),
+            ),
+            (
+                Event::Subagent {
+                    call_id: id,
+                    child: "c1".into(),
+                    event: Box::new(Event::TurnStart { turn: 1 }),
+                },
+                json!({"type": "subagent", "call_id": idj, "child": "c1", "event": {"type": "turn_start", "turn": 1}}),
             ),
         ];
         for (event, expected) in samples {

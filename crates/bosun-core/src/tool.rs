@@ -173,11 +173,29 @@ impl ToolContext {
 #[derive(Clone)]
 pub struct ProgressSink {
     call_id: CallId,
-    sender: Option<mpsc::Sender<(CallId, String)>>,
+    sender: Option<mpsc::Sender<(CallId, Progress)>>,
+}
+
+/// What a running call reports.
+pub(crate) enum Progress {
+    /// A line of progress.
+    Line(String),
+    /// An event of a child session the call runs (a sub-agent).
+    Child { child: String, event: Box<crate::event::Event> },
+}
+
+impl Progress {
+    /// The parent's event for it.
+    pub(crate) fn into_event(self, call_id: CallId) -> crate::event::Event {
+        match self {
+            Self::Line(message) => crate::event::Event::ToolProgress { call_id, message },
+            Self::Child { child, event } => crate::event::Event::Subagent { call_id, child, event },
+        }
+    }
 }
 
 impl ProgressSink {
-    pub(crate) fn new(call_id: CallId, sender: mpsc::Sender<(CallId, String)>) -> Self {
+    pub(crate) fn new(call_id: CallId, sender: mpsc::Sender<(CallId, Progress)>) -> Self {
         Self { call_id, sender: Some(sender) }
     }
 
@@ -190,7 +208,18 @@ impl ProgressSink {
     pub fn report(&self, message: impl Into<String>) {
         if let Some(sender) = &self.sender {
             // A full channel means the consumer lags; progress is droppable.
-            let _ = sender.try_send((self.call_id, message.into()));
+            let _ = sender.try_send((self.call_id, Progress::Line(message.into())));
+        }
+    }
+
+    /// Passes on an event of a child session this call runs, tagged with
+    /// the child's id (dropped, like progress, when the consumer lags).
+    pub fn child_event(&self, child: &str, event: crate::event::Event) {
+        if let Some(sender) = &self.sender {
+            let _ = sender.try_send((
+                self.call_id,
+                Progress::Child { child: child.to_owned(), event: Box::new(event) },
+            ));
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, concat_text};
 use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
-use crate::tool::{ProgressSink, ToolContext, ToolOutput};
+use crate::tool::{Progress, ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
 pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
@@ -294,7 +294,7 @@ impl Session {
             return Some(state.cancelled(emitter));
         }
         let bounds = Bounds::of(&self.limits);
-        let (progress_tx, mut progress_rx) = mpsc::channel(64);
+        let (progress_tx, mut progress_rx) = mpsc::channel(256);
         let mut running = FuturesUnordered::new();
         for run in runnable {
             let call = &calls[run.index];
@@ -309,7 +309,7 @@ impl Session {
         loop {
             let step = tokio::select! {
                 Some((call_id, message)) = progress_rx.recv() => {
-                    let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                    let _ = emitter.emit(message.into_event(call_id));
                     continue;
                 }
                 step = running.next() => step,
@@ -396,7 +396,7 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Option<TurnErrorKind> {
         let bounds = Bounds::of(&self.limits);
-        let (progress_tx, mut progress_rx) = mpsc::channel(64);
+        let (progress_tx, mut progress_rx) = mpsc::channel(256);
         for run in runnable {
             if state.cancel.is_cancelled() {
                 return Some(state.cancelled(emitter));
@@ -410,7 +410,7 @@ impl Session {
                 let mut ended = loop {
                     tokio::select! {
                         Some((call_id, message)) = progress_rx.recv() => {
-                            let _ = emitter.emit(Event::ToolProgress { call_id, message });
+                            let _ = emitter.emit(message.into_event(call_id));
                         }
                         ended = &mut work => break ended,
                     }
@@ -440,7 +440,7 @@ impl Session {
         &self,
         state: &TurnState,
         call: &Call,
-        progress: &mpsc::Sender<(CallId, String)>,
+        progress: &mpsc::Sender<(CallId, Progress)>,
     ) -> ToolContext {
         ToolContext {
             call_id: call.id,
@@ -619,8 +619,8 @@ fn retrying(emitter: &mut Emitter<'_>, call: &Call, attempt: u32, delay: Duratio
 
 /// Emits the progress already queued: a tool's last reports may still be in
 /// the channel when its result arrives, and belong before its end event.
-fn forward_progress(progress: &mut mpsc::Receiver<(CallId, String)>, emitter: &mut Emitter<'_>) {
+fn forward_progress(progress: &mut mpsc::Receiver<(CallId, Progress)>, emitter: &mut Emitter<'_>) {
     while let Ok((call_id, message)) = progress.try_recv() {
-        let _ = emitter.emit(Event::ToolProgress { call_id, message });
+        let _ = emitter.emit(message.into_event(call_id));
     }
 }

@@ -49,6 +49,9 @@ pub struct SessionBuilder {
     compact_at: f64,
     hooks: crate::hooks::HookSet,
     child: bool,
+    /// Filled with the session's tools and rules at build, for the
+    /// `delegate_tasks` tool `delegation` added.
+    delegate_scope: Option<Arc<std::sync::OnceLock<crate::delegate::ParentScope>>>,
 }
 
 impl fmt::Debug for SessionBuilder {
@@ -97,6 +100,7 @@ impl SessionBuilder {
             compact_at: DEFAULT_COMPACT_AT,
             hooks: crate::hooks::HookSet::default(),
             child: false,
+            delegate_scope: None,
         }
     }
 
@@ -111,6 +115,28 @@ impl SessionBuilder {
     /// `SubagentStop` where a top-level session's are asked at `Stop`.
     pub fn child(mut self, child: bool) -> Self {
         self.child = child;
+        self
+    }
+
+    /// Adds the `delegate_tasks` tool: sub-agents under this session's
+    /// authority ([`crate::delegate`]). Its children get the tools, mode,
+    /// rules, approver and limits the session has when it is built.
+    pub fn delegation(mut self, delegation: crate::delegate::Delegation) -> Self {
+        let scope = Arc::new(std::sync::OnceLock::new());
+        self.tools.push(Arc::new(crate::delegate::DelegateTasks::new(delegation, Arc::clone(&scope))));
+        self.delegate_scope = Some(scope);
+        self
+    }
+
+    /// Sets every limit at once (a child inherits its parent's).
+    pub(crate) fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// [`SessionBuilder::journal`] for a journal already boxed.
+    pub fn boxed_journal(mut self, journal: Box<dyn Journal>) -> Self {
+        self.journal = Some(journal);
         self
     }
 
@@ -407,6 +433,19 @@ impl SessionBuilder {
         provider_call_ids: &BTreeMap<CallId, String>,
     ) -> Session {
         let call_ids = CallIdRegistry::resumed(call_ids(&history), provider_call_ids);
+        if let Some(scope) = &self.delegate_scope {
+            let tools = self.tools.iter().filter(|t| !self.disabled.contains(&t.definition().name)).cloned();
+            let _ = scope.set(crate::delegate::ParentScope {
+                model: Arc::clone(&self.model),
+                tools: tools.collect(),
+                mode: self.mode,
+                rules: self.rules.clone(),
+                approver: Arc::clone(&self.approver),
+                limits: self.limits,
+                pricing: self.pricing.clone(),
+                system: system.clone(),
+            });
+        }
         let mut session = Session {
             capabilities: self.model.capabilities(),
             model: self.model,
@@ -436,7 +475,7 @@ impl SessionBuilder {
             grants: Grants::default(),
             limits: self.limits,
             execution: self.execution,
-            journal: self.journal,
+            journal: self.journal.map(std::sync::Mutex::new),
             authority: resolved.snapshot,
             call_ids,
             ledger,

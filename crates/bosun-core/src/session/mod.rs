@@ -125,7 +125,10 @@ pub struct Session {
     pub(crate) grants: Grants,
     pub(crate) limits: Limits,
     pub(crate) execution: ToolExecution,
-    pub(crate) journal: Option<Box<dyn Journal>>,
+    /// In a mutex only so the session is `Sync` (and a turn's future
+    /// `Send`, as a sub-agent's must be): it is reached through `get_mut`,
+    /// never locked.
+    pub(crate) journal: Option<std::sync::Mutex<Box<dyn Journal>>>,
     pub(crate) authority: AuthoritySnapshot,
     pub(crate) call_ids: ids::CallIdRegistry,
     /// Turns, the open turn and the interrupted prompt, as replay keeps them:

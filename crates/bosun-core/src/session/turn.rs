@@ -532,8 +532,9 @@ impl Session {
                 JournalErrorKind::OutOfOrder,
                 format!("refused an out-of-order record: {problem}"),
             )),
-            Ok(()) => match self.journal.as_mut() {
-                Some(journal) => journal.append(&record).await,
+            Ok(()) => match self.journal.as_mut().map(|journal| journal.get_mut()) {
+                Some(Ok(journal)) => journal.append(&record).await,
+                Some(Err(_)) => Err(JournalError::new(JournalErrorKind::Other, "the journal was poisoned")),
                 None => Ok(()),
             },
         };
