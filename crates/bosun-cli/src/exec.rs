@@ -92,6 +92,9 @@ fn notice_ignored(settings: &config::Settings, run: &RunOptions, stderr: Palette
     if let Some(notice) = settings.project.as_ref().and_then(config::ProjectConfig::notice) {
         eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
     }
+    for notice in &settings.hook_notices {
+        eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
+    }
     if let Some(notice) = wire::window_notice(settings).ok().flatten().filter(|_| !run.json) {
         eprintln!("{}", stderr.dim(&sanitize::line(&notice)));
     }
@@ -172,6 +175,7 @@ async fn exec_with(
         eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
     }
     let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
+    let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
     let mut session = wire::with_artifacts(builder, settings, &store, &id)
         .system_prompt(system)
         .journal(journal)
@@ -302,6 +306,7 @@ async fn open_stored(
     };
     let journal = store.open_session(&id)?.with_model(wire::model_label(settings));
     let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
+    let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
     let session = wire::with_artifacts(builder, settings, &store, &id)
         .shared_approver(approver(run, palettes.tty))
         .resume(journal)

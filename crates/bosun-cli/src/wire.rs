@@ -12,6 +12,7 @@ use bosun_local::{LocalModel, LocalOptions};
 use crate::hints::WorkspacePaths;
 use bosun_providers::{ApiKey, HostedModel, ProviderConfig};
 use bosun_store::Store;
+use bosun_tools::hooks::CommandHook;
 use bosun_tools::{Workspace, WorkspaceTools};
 
 use crate::config::{Env, ProviderSettings, Settings};
@@ -307,9 +308,7 @@ pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
 /// `local_brief_tools` is off.
 pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
     let workspace = Workspace::open(dir)?;
-    let shell = bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
-        .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
-        .with_home(env.get("HOME"));
+    let shell = shell_config(&workspace, env);
     let skills = skills(&workspace, settings, env).skills;
     let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
     let tools = if settings.local_brief_tools && uses_local_model(settings) {
@@ -318,6 +317,32 @@ pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, V
         tools.build()
     };
     Ok((workspace, tools))
+}
+
+/// What the shell and command hooks run with: the workspace root, PATH and
+/// HOME from bosun's environment, nothing else of it.
+fn shell_config(workspace: &Workspace, env: &Env) -> bosun_tools::ShellConfig {
+    bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
+        .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
+        .with_home(env.get("HOME"))
+}
+
+/// Adds the configured command hooks (docs/hooks.md) to `builder`, in
+/// their order, each run for the stored session `session` in the workspace
+/// root with the shell's PATH and HOME.
+pub fn with_hooks(
+    mut builder: SessionBuilder,
+    settings: &Settings,
+    env: &Env,
+    workspace: &Workspace,
+    session: &str,
+) -> SessionBuilder {
+    let shell = shell_config(workspace, env);
+    for hook in &settings.hooks {
+        let hook = CommandHook::new(hook.spec.clone(), session, workspace.root_path(), &shell);
+        builder = builder.hook(Arc::new(hook));
+    }
+    builder
 }
 
 const BASE_PROMPT: &str = "You are bosun, a careful coding agent working in the user's workspace. Use the tools \

@@ -11,12 +11,15 @@
 //!
 //! Not here: permissions (the session decides), configuration files, models.
 
+pub mod agents;
 mod apply_patch;
 mod brief;
 mod common;
+pub mod compat;
 mod diff;
 mod edit;
 mod file_tool;
+pub mod hooks;
 pub mod limits;
 mod list;
 mod nearby;

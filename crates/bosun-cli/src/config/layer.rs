@@ -81,6 +81,10 @@ pub struct Layer {
     /// MCP servers by name: `[mcp_servers.github] command = "…"`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, super::mcp::McpServerEntry>,
+    /// Command hooks by point: `[[hooks.PreToolUse]] matcher = "shell"
+    /// command = "…"` (see `hooks.rs`, docs/hooks.md).
+    #[serde(default)]
+    pub hooks: BTreeMap<String, Vec<super::hooks::HookEntry>>,
     /// What is known of models, by `PROVIDER/MODEL` or bare model name:
     /// `[models."openai/gpt-6.2-sol"] price_output = 10` (see `models.rs`).
     #[serde(default)]

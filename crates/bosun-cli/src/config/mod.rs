@@ -3,6 +3,7 @@
 //! remembering where it came from. The one place bosun reads files and the
 //! environment for settings.
 
+pub mod hooks;
 mod layer;
 pub mod mcp;
 pub mod models;
@@ -128,6 +129,12 @@ pub struct Settings {
     pub models: BTreeMap<String, bosun_providers::ModelOverride>,
     /// The session model's context window (`context_window`).
     pub context_window: Option<u32>,
+    /// Command hooks, in the order they are asked: the user's, the
+    /// project's (trusted only), then `.claude/settings*.json`'s.
+    pub hooks: Vec<hooks::ConfiguredHook>,
+    /// What reading the hooks left to say (an untrusted project's
+    /// `.claude/` hooks not run, entries skipped), for stderr.
+    pub hook_notices: Vec<String>,
     /// What reading the project's `.mcp.json` left to say (servers of an
     /// untrusted project not started, keys not read), for stderr.
     pub mcp_notices: Vec<String>,
@@ -173,6 +180,8 @@ impl Settings {
             mcp_servers: BTreeMap::new(),
             models: BTreeMap::new(),
             context_window: None,
+            hooks: Vec::new(),
+            hook_notices: Vec::new(),
             mcp_notices: Vec::new(),
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
@@ -322,6 +331,7 @@ impl Settings {
                 .insert(name.clone(), mcp::McpServer { entry: entry.clone(), source: source.clone() });
             self.note(&format!("mcp_servers.{name}"), entry.summary(), source.clone());
         }
+        hooks::apply_layer(self, &layer.hooks, source)?;
         for (name, entry) in &layer.models {
             let over = entry.to_override().with_context(|| format!("models.\"{name}\", from {source}"))?;
             let merged = self.models.get(name).copied().unwrap_or_default().merged(over);
@@ -426,6 +436,9 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         files.push((path, applied));
     }
     project_mcp_json(&mut settings, dir, user_layer.as_ref(), env)?;
+    let trusted =
+        settings.project.as_ref().map_or_else(|| trust::is_trusted(user_layer.as_ref(), dir), |p| p.trusted);
+    hooks::project_claude_settings(&mut settings, dir, trusted)?;
     let profile = profile.map(str::to_owned).or_else(|| env.get("BOSUN_PROFILE").map(str::to_owned));
     if let Some(name) = profile {
         let found = files.iter().rev().find_map(|(path, layer)| layer.profiles.get(&name).map(|p| (path, p)));

@@ -139,6 +139,10 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
     for name in std::mem::take(&mut kept.mcp_servers).into_keys() {
         ignore(&format!("mcp_servers.{name}"), true);
     }
+    // A hook is a command bosun runs, like a server.
+    for name in std::mem::take(&mut kept.hooks).into_keys() {
+        ignore(&format!("hooks.{name}"), true);
+    }
     ignore("model", kept.model.take().is_some());
     ignore("base_url", kept.base_url.take().is_some());
     ignore("sessions_db", kept.sessions_db.take().is_some());

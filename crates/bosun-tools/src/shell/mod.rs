@@ -15,7 +15,7 @@
 
 mod analyze;
 mod capture;
-mod group;
+pub(crate) mod group;
 mod run;
 
 use std::path::{Component, Path, PathBuf};
@@ -33,7 +33,7 @@ use crate::limits::ToolLimits;
 /// Searched after the captured PATH, when missing from it.
 const FALLBACK_PATH: [&str; 3] = ["/usr/local/bin", "/usr/bin", "/bin"];
 /// The child's locale, as `LANG` and `LC_ALL`.
-const LOCALE: &str = "C.UTF-8";
+pub(crate) const LOCALE: &str = "C.UTF-8";
 /// Largest `timeout_ms` a call may ask for: 20 minutes.
 const MAX_TIMEOUT_MS: u64 = 20 * 60 * 1000;
 

@@ -64,22 +64,7 @@ pub(crate) fn body(text: &str) -> &str {
 /// Parses and checks the front matter of the `SKILL.md` in folder `folder`.
 pub(crate) fn parse(text: &str, complete: bool, folder: &str) -> Result<FrontMatter, String> {
     let (yaml, _) = split(text, complete)?;
-    let raw: Raw = if yaml.trim().is_empty() {
-        Raw::default()
-    } else {
-        let options = serde_saphyr::options! {
-            budget: serde_saphyr::budget! {
-                max_documents: 1,
-                max_depth: 16,
-                max_events: 20_000,
-                max_aliases: 64,
-                max_anchors: 64,
-            },
-        };
-        serde_saphyr::from_str_with_options(yaml, options).map_err(|error| {
-            format!("its front matter is not valid YAML: {}", one_line(&error.to_string()))
-        })?
-    };
+    let raw: Raw = parse_yaml(yaml)?;
     let name = raw.name.ok_or("its front matter has no `name`")?;
     check_name(&name)?;
     if name != folder {
@@ -95,6 +80,26 @@ pub(crate) fn parse(text: &str, complete: bool, folder: &str) -> Result<FrontMat
         return Err(format!("its description is {chars} characters, over {MAX_DESCRIPTION_CHARS}"));
     }
     Ok(FrontMatter { name, description: description.to_owned() })
+}
+
+/// The front matter's YAML `yaml` (from [`split`]) as `T`, under a small
+/// budget (one document, limited nesting, events, aliases and anchors);
+/// empty YAML is `T::default()`. The error is one line.
+pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned + Default>(yaml: &str) -> Result<T, String> {
+    if yaml.trim().is_empty() {
+        return Ok(T::default());
+    }
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_documents: 1,
+            max_depth: 16,
+            max_events: 20_000,
+            max_aliases: 64,
+            max_anchors: 64,
+        },
+    };
+    serde_saphyr::from_str_with_options(yaml, options)
+        .map_err(|error| format!("its front matter is not valid YAML: {}", one_line(&error.to_string())))
 }
 
 /// The Agent Skills name rules: 1 to 64 of `a-z`, `0-9` and `-`, no `-`

@@ -25,7 +25,7 @@
 //! `SKILL.md` is skipped with a warning), regular files only, bounded reads.
 //! A broken `SKILL.md` is a warning naming the file, never a failure.
 
-mod front_matter;
+pub(crate) mod front_matter;
 mod tool;
 
 use std::collections::BTreeMap;
@@ -295,17 +295,17 @@ fn scan(
     }
 }
 
-/// The entries of a skills folder, sorted by name.
-struct Folders {
-    names: Vec<(String, FileType)>,
-    more: bool,
+/// The entries of a skills (or agents) folder, sorted by name.
+pub(crate) struct Folders {
+    pub(crate) names: Vec<(String, FileType)>,
+    pub(crate) more: bool,
 }
 
 /// Reads at most [`MAX_ENTRIES_PER_DIR`] entries of `dir` through `base`'s
 /// handle, with their types as they are (never followed). Hidden names and
 /// names that are not UTF-8 are passed over. Unlike a walk, ignore files do
 /// not apply: a skill is found whether or not git tracks it.
-fn folders(base: &Workspace, dir: &RelPath) -> Result<Folders, WorkspaceError> {
+pub(crate) fn folders(base: &Workspace, dir: &RelPath) -> Result<Folders, WorkspaceError> {
     let fd = base.open_dir(dir, false)?;
     let mut reader = Dir::read_from(&fd).map_err(|e| WorkspaceError::io(dir, "read the directory", e))?;
     let mut names = Vec::new();
