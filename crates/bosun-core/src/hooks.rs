@@ -58,6 +58,13 @@ pub trait SessionHooks: Send + Sync {
         true
     }
 
+    /// Whether the hook wants this very input (a tool-name matcher, say); a
+    /// hook that does not is not run, and no run is recorded. The default:
+    /// [`SessionHooks::wants`] of its point.
+    fn wants_input(&self, input: &HookInput) -> bool {
+        self.wants(input.point())
+    }
+
     /// Whether the hook's failure (a panic, a timeout) fails the turn. The
     /// default, advisory, switches the hook off with a warning instead.
     fn required(&self) -> bool {
@@ -478,7 +485,7 @@ impl HookSet {
         let point = input.point();
         let mut verdict = Verdict::default();
         for entry in &self.hooks {
-            if entry.off.load(Ordering::Relaxed) || !wants(&entry.hook, point) {
+            if entry.off.load(Ordering::Relaxed) || !wants_input(&entry.hook, input) {
                 continue;
             }
             let name = entry.hook.name().to_owned();
@@ -529,6 +536,11 @@ impl HookSet {
         }
         Ok(verdict)
     }
+}
+
+/// A hook's `wants_input`, with a panic in it read as "no".
+fn wants_input(hook: &Arc<dyn SessionHooks>, input: &HookInput) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| hook.wants_input(input))).unwrap_or(false)
 }
 
 /// A hook's `wants`, with a panic in it read as "no".

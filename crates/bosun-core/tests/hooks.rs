@@ -546,6 +546,48 @@ async fn pre_compact_runs_before_a_compaction_asked_for() -> TestResult {
     Ok(())
 }
 
+/// A hook that takes only calls of one tool.
+struct OnlyShell(TestHook);
+
+impl SessionHooks for OnlyShell {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn wants_input(&self, input: &HookInput) -> bool {
+        input.point() == HookPoint::PreToolUse && input.tool_name() == Some("shell")
+    }
+    fn run<'a>(&'a self, input: &'a HookInput) -> HookFuture<'a> {
+        self.0.run(input)
+    }
+}
+
+#[tokio::test]
+async fn an_input_the_hook_does_not_want_is_not_a_run() -> TestResult {
+    let inner =
+        TestHook::new("only-shell", &[HookPoint::PreToolUse], |_| Act::Decide(HookDecision::Continue));
+    let hook = OnlyShell(inner.clone());
+    let read = FnTool::text("read", ToolCategory::Read, |_| "text".into());
+    let model = ScriptedModel::new()
+        .tool_call("read", json!({}))
+        .tool_call("shell", json!({"command": "ls"}))
+        .answer("ok");
+    let journal = InMemoryJournal::new();
+    let mut session = Session::builder(model)
+        .tool(read)
+        .tool(shell())
+        .mode(Mode::Autonomous)
+        .hook(Arc::new(hook))
+        .journal(journal.clone())
+        .build()
+        .await?;
+    let mut events = Vec::new();
+    session.run("go", &mut events).await?;
+    assert_eq!(inner.seen().len(), 1, "run for the shell call only");
+    assert_eq!(hook_runs(&events), [(HookPoint::PreToolUse, HookOutcome::Continued, false)]);
+    assert_eq!(journaled_runs(&journal).len(), 1);
+    Ok(())
+}
+
 #[test]
 fn a_blocked_message_names_the_hook() {
     let kind = TurnErrorKind::HookBlocked { hook: "guard".into(), reason: "no".into(), prompt: true };

@@ -268,6 +268,10 @@ impl SessionHooks for CommandHook {
         point == self.spec.point
     }
 
+    fn wants_input(&self, input: &HookInput) -> bool {
+        self.spec.takes(input)
+    }
+
     fn required(&self) -> bool {
         self.spec.required
     }
