@@ -43,6 +43,9 @@ pub struct ToolChanges {
     pub offered: Vec<Arc<dyn Tool>>,
     /// Messages for the person: tools not offered and why, servers gone.
     pub notices: Vec<String>,
+    /// What a call to one of `withdrawn` is told ([`WITHDRAWN`](crate::results::WITHDRAWN)
+    /// when `None`).
+    pub why: Option<String>,
 }
 
 impl ToolChanges {
@@ -54,6 +57,12 @@ impl ToolChanges {
     /// Adds `tools` to what is offered.
     pub fn offering(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.offered.extend(tools);
+        self
+    }
+
+    /// Says what a call to a tool withdrawn by these changes is told.
+    pub fn because(mut self, why: impl Into<String>) -> Self {
+        self.why = Some(why.into());
         self
     }
 

@@ -247,3 +247,180 @@ async fn more_than_ten_tasks_in_one_call_are_refused_before_any_child_starts() -
     assert!(is_error && result.starts_with("invalid arguments for `delegate_tasks`"), "{result}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_tool_not_found_yet_is_refused_with_the_way_to_find_it() -> TestResult {
+    let model = Routed::new([
+        ("parent", delegate(json!([{"task": "reader: look", "tools": ["read_file"]}]))),
+        ("reader", ScriptedModel::new().tool_call("shell", json!({})).answer("looked")),
+    ]);
+    let mut session =
+        builder(&model).mode(Mode::Autonomous).delegation(Delegation::default()).build().await?;
+    session.run("parent task", &mut Vec::new()).await?;
+    let child = model.requests("reader");
+    let result =
+        child[1].messages.iter().rev().find(|m| matches!(m, bosun_core::Message::ToolResult { .. })).unwrap();
+    assert_eq!(
+        result.text(),
+        format!("tool `shell` is not available now: {}", bosun_core::delegate::NOT_FOUND_YET),
+        "inside its authority but not shown: it is told how to get it, not that a server went away"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_child_reads_its_parents_artifacts_by_id() -> TestResult {
+    let artifacts = bosun_core::artifacts::InMemoryArtifacts::new();
+    let id = {
+        use bosun_core::artifacts::Artifacts;
+        artifacts.put("the whole long output").await?
+    };
+    let model = Routed::new([
+        ("parent", delegate(json!([{"task": "reader: read it"}]))),
+        ("reader", ScriptedModel::new().tool_call("read_artifact", json!({"id": id})).answer("read")),
+    ]);
+    let mut session = builder(&model)
+        .artifacts(Arc::new(artifacts.clone()))
+        .delegation(Delegation::default())
+        .build()
+        .await?;
+    session.run("parent task", &mut Vec::new()).await?;
+    let child = model.requests("reader");
+    assert!(child[0].tools.contains(&"read_artifact".to_owned()), "{:?}", child[0].tools);
+    let result =
+        child[1].messages.iter().rev().find(|m| matches!(m, bosun_core::Message::ToolResult { .. })).unwrap();
+    assert!(result.text().contains("the whole long output"), "{}", result.text());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_parents_session_grant_does_not_cover_its_children() -> TestResult {
+    use bosun_core::permission::{ApprovalDecision, GrantScope};
+    let model = Routed::new([
+        (
+            "parent",
+            ScriptedModel::new()
+                .tool_call("shell", json!({}))
+                .tool_call("delegate_tasks", json!({"tasks": [{"task": "runner: run it"}]}))
+                .answer("done"),
+        ),
+        ("runner", ScriptedModel::new().tool_call("shell", json!({})).answer("ran")),
+    ]);
+    let approver = RecordingApprover::scripted([
+        ApprovalDecision::ApproveForSession { scope: GrantScope::Tool },
+        ApprovalDecision::ApproveOnce,
+    ]);
+    let mut session = builder(&model)
+        .mode(Mode::Write)
+        .approver(approver.clone())
+        .delegation(Delegation::default())
+        .build()
+        .await?;
+    session.run("parent task", &mut Vec::new()).await?;
+    let asked = approver.seen();
+    assert_eq!(asked.len(), 2, "the child asks again: {asked:?}");
+    assert!(!asked[0].reason.contains("sub-agent"), "{}", asked[0].reason);
+    assert!(asked[1].reason.starts_with("sub-agent "), "{}", asked[1].reason);
+    Ok(())
+}
+
+/// The parent's script, and one child script every child draws from; it
+/// counts the children streaming at once. Every child waits at the gate
+/// until the test opens it.
+struct Gate {
+    parent: ScriptedModel,
+    child: ScriptedModel,
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    most: std::sync::atomic::AtomicUsize,
+    open: Arc<tokio::sync::Semaphore>,
+    ten: tokio::sync::Notify,
+}
+
+struct Running(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Model for Gate {
+    fn capabilities(&self) -> Capabilities {
+        ScriptedModel::new().capabilities()
+    }
+    fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a> {
+        use futures_util::StreamExt;
+        use std::sync::atomic::Ordering::SeqCst;
+        let first = request.messages.first().map(|m| m.text()).unwrap_or_default();
+        if first.starts_with("parent") {
+            return self.parent.stream(request, cancel);
+        }
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        if now == 10 {
+            self.ten.notify_one();
+        }
+        let (open, running) = (Arc::clone(&self.open), Arc::clone(&self.running));
+        let wait = futures_util::stream::once(async move {
+            let _ = open.acquire().await.map(tokio::sync::SemaphorePermit::forget);
+        });
+        // Dropped when the stream ends or is dropped unfinished.
+        let guard = Running(running);
+        let done = futures_util::stream::once(async move { drop(guard) });
+        let nothing = |()| async { None };
+        Box::pin(
+            wait.filter_map(nothing)
+                .chain(self.child.stream(request, cancel))
+                .chain(done.filter_map(nothing)),
+        )
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn twelve_tasks_in_two_calls_of_one_batch_run_at_most_ten_at_once() -> TestResult {
+    let six =
+        |from: usize| -> Vec<_> { (from..from + 6).map(|n| json!({"task": format!("t{n}: go")})).collect() };
+    let parent = ScriptedModel::new()
+        .reply(
+            Reply::new()
+                .tool_call("delegate_tasks", json!({"tasks": six(0)}))
+                .tool_call("delegate_tasks", json!({"tasks": six(6)})),
+        )
+        .answer("all done");
+    let mut child = ScriptedModel::new();
+    for _ in 0..12 {
+        child = child.answer("ok");
+    }
+    let gate = Arc::new(Gate {
+        parent,
+        child,
+        running: Arc::default(),
+        most: Default::default(),
+        open: Arc::new(tokio::sync::Semaphore::new(0)),
+        ten: tokio::sync::Notify::new(),
+    });
+    let mut session = Session::builder_shared(Arc::clone(&gate) as Arc<dyn Model>)
+        .delegation(Delegation::default())
+        .build()
+        .await?;
+    let mut events = Vec::new();
+    let run = session.run("parent task", &mut events);
+    let watch = async {
+        gate.ten.notified().await;
+        // Paused time moves on only once every task waits: whatever could
+        // start beside the ten has started.
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let most = gate.most.load(std::sync::atomic::Ordering::SeqCst);
+        gate.open.add_permits(100);
+        most
+    };
+    let (outcome, most) = tokio::join!(run, watch);
+    assert_eq!(most, 10, "ten at once, never more");
+    assert_eq!(outcome?.answer, "all done");
+    assert_eq!(gate.child.remaining(), 0, "all twelve ran");
+    for index in [0, 1] {
+        let (result, is_error) = common::tool_result(session.history(), index);
+        assert!(!is_error && result.matches("\nok").count() == 6, "{result}");
+    }
+    Ok(())
+}

@@ -2,11 +2,22 @@
 //! output bound, see `bosun_core::artifacts`) in the store's database, one
 //! synced transaction each, written on the blocking pool so a write never
 //! stalls the caller's executor. Deleting a session deletes them.
+//!
+//! A sub-agent's session (one journaled with
+//! [`crate::StoreJournal::with_parent`]) reads its ancestors' artifacts
+//! too: a result of its parent names an artifact by id, and the parent may
+//! hand that id on in the task. Not the other way round: a parent does not
+//! read its child's artifacts, since what it gets of a child is the child's
+//! answer. Each session writes under its own id.
 
 use bosun_core::artifacts::{ArtifactError, ArtifactFuture, Artifacts};
 use rusqlite::{OptionalExtension, params};
 
 use crate::store::{Store, now_ms};
+
+/// How many generations of parents a read looks through: far past any real
+/// nesting of sub-agents, and a bound should the links ever form a cycle.
+const ANCESTORS: i64 = 16;
 
 /// The artifacts of one session.
 #[derive(Clone, Debug)]
@@ -16,7 +27,8 @@ pub struct StoreArtifacts {
 }
 
 impl Store {
-    /// The artifacts of `session` (a sub-agent is given its parent's).
+    /// The artifacts of `session`: it writes its own, and reads its own and
+    /// its ancestors' (parent, grandparent, …), never its children's.
     pub fn artifacts(&self, session: impl Into<String>) -> StoreArtifacts {
         StoreArtifacts { store: self.clone(), session: session.into() }
     }
@@ -53,8 +65,14 @@ impl Artifacts for StoreArtifacts {
                 let connection = store.lock().map_err(|e| e.to_string())?;
                 connection
                     .query_row(
-                        "SELECT body FROM artifacts WHERE id = ?1 AND session_id = ?2",
-                        params![id, session],
+                        "WITH RECURSIVE line(session, depth) AS (
+                            SELECT ?2, 0
+                            UNION
+                            SELECT s.parent_session, line.depth + 1 FROM sessions s JOIN line ON s.id = line.session
+                            WHERE s.parent_session IS NOT NULL AND line.depth < ?3
+                         )
+                         SELECT body FROM artifacts WHERE id = ?1 AND session_id IN (SELECT session FROM line)",
+                        params![id, session, ANCESTORS],
                         |row| row.get::<_, String>(0),
                     )
                     .optional()

@@ -6,6 +6,12 @@
 //! Lines: a header `{"bosun_export":1,"session":{…}}`, then one
 //! `{"branch":{…}}` per branch, one `{"message":{…}}` per message, one
 //! `{"record":{…}}` per journal record. Keys are sorted.
+//!
+//! A sub-agent's session carries its parent link in the header
+//! (`parent_session`, `parent_call`; absent for a top-level session, so its
+//! export is what earlier builds wrote). Import keeps the session's id, and
+//! the link is kept as data whether or not the parent is in the database
+//! imported into; without it, the child is listed like a top-level session.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -34,10 +40,10 @@ impl Store {
         let header = connection
             .query_row(
                 "SELECT id, created_at, updated_at, workspace, title, authority, authority_digest, head_branch,
-                 message_count, usage, model, spend FROM sessions WHERE id = ?1",
+                 message_count, usage, model, spend, parent_session, parent_call FROM sessions WHERE id = ?1",
                 [session],
                 |r| {
-                    Ok(json!({
+                    let mut header = json!({
                         "id": r.get::<_, String>(0)?,
                         "created_at": r.get::<_, i64>(1)?,
                         "updated_at": r.get::<_, i64>(2)?,
@@ -50,7 +56,15 @@ impl Store {
                         "usage": parse_json(&r.get::<_, String>(9)?),
                         "model": r.get::<_, Option<String>>(10)?,
                         "spend": parse_json(&r.get::<_, String>(11)?),
-                    }))
+                    });
+                    for (key, column) in [("parent_session", 12), ("parent_call", 13)] {
+                        if let (Some(value), Some(fields)) =
+                            (r.get::<_, Option<String>>(column)?, header.as_object_mut())
+                        {
+                            fields.insert(key.to_owned(), Value::String(value));
+                        }
+                    }
+                    Ok(header)
                 },
             )
             .optional()
@@ -158,8 +172,8 @@ impl Store {
         transaction
             .execute(
                 "INSERT INTO sessions (id, created_at, updated_at, workspace, title, authority, authority_digest,
-                 head_branch, message_count, usage, model, spend)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 head_branch, message_count, usage, model, spend, parent_session, parent_call)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     id,
                     session["created_at"].as_i64().unwrap_or_default(),
@@ -174,6 +188,8 @@ impl Store {
                     text(&session["model"]),
                     // An export from before spend was recorded has none.
                     if session["spend"].is_object() { session["spend"].to_string() } else { "{}".to_owned() },
+                    text(&session["parent_session"]),
+                    text(&session["parent_call"]),
                 ],
             )
             .map_err(sql)?;

@@ -54,6 +54,9 @@ struct State {
     turn_usage: Usage,
     /// The model the session runs on, recorded with each turn.
     model: Option<String>,
+    /// The parent session and its tool call, for a sub-agent's session:
+    /// written when the session is created, never after.
+    parent: Option<(String, String)>,
     leased: bool,
 }
 
@@ -62,6 +65,7 @@ enum Job {
     Write(Box<JournalRecord>, oneshot::Sender<Result<(), StoreError>>),
     Read(oneshot::Sender<Result<Vec<JournalRecord>, StoreError>>),
     Model(String, oneshot::Sender<Result<(), StoreError>>),
+    Parent((String, String), oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// The writer thread, or why there is none.
@@ -85,6 +89,10 @@ impl Writer {
                     Job::Read(reply) => drop(reply.send(state.read())),
                     Job::Model(model, reply) => {
                         state.model = Some(model);
+                        drop(reply.send(Ok(())));
+                    }
+                    Job::Parent(parent, reply) => {
+                        state.parent = Some(parent);
                         drop(reply.send(Ok(())));
                     }
                 }
@@ -139,6 +147,7 @@ impl Store {
             turn_open: false,
             turn_usage: Usage::default(),
             model: None,
+            parent: None,
             leased: false,
         })
     }
@@ -175,6 +184,7 @@ impl Store {
             turn_open: false,
             turn_usage: Usage::default(),
             model: None,
+            parent: None,
             leased: true,
         }))
     }
@@ -194,6 +204,19 @@ impl StoreJournal {
     pub fn with_model(self, model: impl Into<String>) -> Self {
         let model = model.into();
         let _ = self.writer.submit(|reply| Job::Model(model, reply));
+        self
+    }
+
+    /// Records that the session is a sub-agent of `session`, started by its
+    /// tool call `call`: `show` names the parent, `list` leaves the session
+    /// out unless asked for children ([`crate::ListFilter::with_children`]),
+    /// [`Store::children`] lists it, and its artifacts include its
+    /// ancestors'. Only a new session records it, when its first record
+    /// creates it; on a session that exists already (one
+    /// [`Store::open_session`] resumed) it changes nothing.
+    pub fn with_parent(self, session: impl Into<String>, call: impl Into<String>) -> Self {
+        let parent = (session.into(), call.into());
+        let _ = self.writer.submit(|reply| Job::Parent(parent, reply));
         self
     }
 
@@ -234,7 +257,8 @@ impl State {
                 transaction
                     .execute(
                         "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, workspace, title, authority,
-                         authority_digest, head_branch, model) VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6, ?7)",
+                         authority_digest, head_branch, model, parent_session, parent_call)
+                         VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6, ?7, ?8, ?9)",
                         params![
                             self.session,
                             now,
@@ -242,7 +266,9 @@ impl State {
                             authority_json,
                             authority.digest().as_str(),
                             self.branch,
-                            self.model
+                            self.model,
+                            self.parent.as_ref().map(|(session, _)| session),
+                            self.parent.as_ref().map(|(_, call)| call),
                         ],
                     )
                     .map_err(|e| store.sql(e))?;

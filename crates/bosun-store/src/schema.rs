@@ -78,6 +78,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL
     );
     CREATE INDEX artifacts_by_session ON artifacts(session_id);",
+    // 6: a sub-agent's session names its parent session and the parent's
+    // tool call that started it (NULL for a top-level session).
+    "ALTER TABLE sessions ADD COLUMN parent_session TEXT;
+    ALTER TABLE sessions ADD COLUMN parent_call TEXT;
+    CREATE INDEX sessions_by_parent ON sessions(parent_session);",
 ];
 
 /// The newest version this build writes.

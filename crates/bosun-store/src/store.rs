@@ -56,6 +56,21 @@ pub struct SessionSummary {
     /// What its turns spent, by bucket and priced as they ran, all
     /// branches (empty for sessions written before this was recorded).
     pub spend: Spend,
+    /// For a sub-agent's session, the session and tool call that started
+    /// it. Kept as data: the parent may since have been deleted (or, for an
+    /// imported session, never have been in this database).
+    pub parent: Option<ParentLink>,
+}
+
+/// Where a sub-agent's session came from: its parent session and the
+/// parent's tool call (`delegate_tasks`) that started it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ParentLink {
+    /// The parent session's id.
+    pub session: String,
+    /// The id of the parent's tool call that started the session.
+    pub call: String,
 }
 
 /// A branch of a session's tree.
@@ -131,14 +146,29 @@ pub struct ListFilter {
     pub workspace: Option<String>,
     /// At most this many (newest first).
     pub limit: Option<usize>,
+    /// Sub-agents' sessions too. By default (`false`) a session whose
+    /// parent is in the store is left out, so a listing (and `resume
+    /// --last`) shows top-level sessions; one whose parent is gone
+    /// (deleted, or not imported with it) is listed like a top-level one.
+    pub children: bool,
 }
 
 impl ListFilter {
     /// Sessions of one workspace.
     pub fn workspace(path: impl Into<String>) -> Self {
-        Self { workspace: Some(path.into()), limit: None }
+        Self { workspace: Some(path.into()), ..Self::default() }
+    }
+
+    /// The same filter, listing sub-agents' sessions too.
+    pub fn with_children(self) -> Self {
+        Self { children: true, ..self }
     }
 }
+
+/// The columns [`summary_from_row`] reads, in its order.
+const SUMMARY_COLUMNS: &str =
+    "id, workspace, created_at, updated_at, title, message_count, usage, model, spend,
+    parent_session, parent_call";
 
 /// Retries work SQLite reported busy for reasons its busy handler does not
 /// cover (two processes creating or switching the journal mode of one
@@ -222,19 +252,37 @@ impl Store {
         StoreError::from_sqlite(&self.inner.path, error)
     }
 
-    /// Sessions, newest first.
+    /// Sessions, newest first. Sub-agents' sessions only when
+    /// [`ListFilter::children`] asks for them (see there).
     pub fn list(&self, filter: &ListFilter) -> Result<Vec<SessionSummary>, StoreError> {
         let connection = self.lock()?;
         let limit = filter.limit.map_or(-1, |l| l as i64);
         let mut statement = connection
-            .prepare_cached(
-                "SELECT id, workspace, created_at, updated_at, title, message_count, usage, model, spend FROM sessions
-                 WHERE (?1 IS NULL OR workspace = ?1) ORDER BY updated_at DESC, id DESC LIMIT ?2",
-            )
+            .prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM sessions s
+                 WHERE (?1 IS NULL OR workspace = ?1)
+                 AND (?2 OR parent_session IS NULL
+                      OR NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_session))
+                 ORDER BY updated_at DESC, id DESC LIMIT ?3"
+            ))
             .map_err(|e| self.sql(e))?;
         let rows = statement
-            .query_map(params![filter.workspace, limit], summary_from_row)
+            .query_map(params![filter.workspace, filter.children, limit], summary_from_row)
             .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
+    }
+
+    /// The direct children of `session` (sub-agents it started), oldest
+    /// first. Empty for a session with none, and for one not in the store:
+    /// children outlive a deleted parent and still name it.
+    pub fn children(&self, session: &str) -> Result<Vec<SessionSummary>, StoreError> {
+        let connection = self.lock()?;
+        let mut statement = connection
+            .prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM sessions WHERE parent_session = ?1 ORDER BY created_at, id"
+            ))
+            .map_err(|e| self.sql(e))?;
+        let rows = statement.query_map([session], summary_from_row).map_err(|e| self.sql(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
     }
 
@@ -243,10 +291,9 @@ impl Store {
         let connection = self.lock()?;
         let (summary, head_branch): (SessionSummary, String) = connection
             .query_row(
-                "SELECT id, workspace, created_at, updated_at, title, message_count, usage, model, spend,
-                 head_branch FROM sessions WHERE id = ?1",
+                &format!("SELECT {SUMMARY_COLUMNS}, head_branch FROM sessions WHERE id = ?1"),
                 [session],
-                |row| Ok((summary_from_row(row)?, row.get(9)?)),
+                |row| Ok((summary_from_row(row)?, row.get(11)?)),
             )
             .optional()
             .map_err(|e| self.sql(e))?
@@ -260,7 +307,9 @@ impl Store {
     }
 
     /// Deletes a session and everything of it. Refused while another live
-    /// process holds it.
+    /// process holds it. Its sub-agents' sessions are sessions of their
+    /// own and stay: their [`SessionSummary::parent`] still names it, and
+    /// the default listing shows them from then on.
     pub fn delete(&self, session: &str) -> Result<(), StoreError> {
         let mut connection = self.lock()?;
         let transaction =
@@ -410,6 +459,8 @@ fn not_found(what: &'static str, id: &str) -> StoreError {
 fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     let usage: String = row.get(6)?;
     let spend: String = row.get(8)?;
+    let parent_session: Option<String> = row.get(9)?;
+    let parent_call: Option<String> = row.get(10)?;
     Ok(SessionSummary {
         id: row.get(0)?,
         workspace: row.get(1)?,
@@ -420,6 +471,7 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary>
         usage: serde_json::from_str(&usage).unwrap_or_default(),
         model: row.get(7)?,
         spend: serde_json::from_str(&spend).unwrap_or_default(),
+        parent: parent_session.map(|session| ParentLink { session, call: parent_call.unwrap_or_default() }),
     })
 }
 

@@ -96,6 +96,11 @@ const RELEASED: &[&str] = &[
         body TEXT NOT NULL
     );
     CREATE INDEX artifacts_by_session ON artifacts(session_id);",
+    // 6: a sub-agent's session names its parent session and the parent's
+    // tool call that started it (NULL for a top-level session).
+    "ALTER TABLE sessions ADD COLUMN parent_session TEXT;
+    ALTER TABLE sessions ADD COLUMN parent_call TEXT;
+    CREATE INDEX sessions_by_parent ON sessions(parent_session);",
 ];
 
 /// The tables rows are copied into, parents first.
@@ -360,4 +365,48 @@ async fn upgrades_an_empty_sqlite_database() {
     session.run("hello", &mut NullSink).await.unwrap();
     drop(session);
     assert_eq!(store.list(&ListFilter::default()).unwrap()[0].message_count, 2);
+}
+
+#[tokio::test]
+async fn a_version_5_database_keeps_its_sessions_and_then_records_sub_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = dir.path().join("rows.db");
+    let sessions = write_sessions(&rows).await;
+    let expected: Vec<Seen> = {
+        let store = Store::open(&rows).unwrap();
+        sessions.iter().map(|(id, _)| seen(&store, id)).collect()
+    };
+    let path = dir.path().join("v5.db");
+    database_at(5, &path, &rows);
+    let columns_before = columns(&Connection::open(&path).unwrap(), "main", "sessions");
+    assert!(!columns_before.iter().any(|c| c.starts_with("parent_")), "{columns_before:?}");
+
+    let store = Store::open(&path).unwrap();
+    assert_eq!(user_version(&path), bosun_store::schema_version());
+    // Every session written before sub-agents were recorded is top-level:
+    // listed by default, with no parent and no children.
+    let listed = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(listed.len(), sessions.len());
+    for ((id, _), was) in sessions.iter().zip(&expected) {
+        let now = seen(&store, id);
+        assert_eq!(now.summary, was.summary);
+        assert_eq!(now.summary.parent, None);
+        assert_eq!(now.detail.history, was.detail.history);
+        assert!(store.children(id).unwrap().is_empty());
+    }
+
+    // A sub-agent of an upgraded session records its link.
+    let (parent, workspace) = &sessions[0];
+    let journal = store.new_session().with_parent(parent.clone(), "call_1");
+    let child = journal.session_id().to_owned();
+    let mut session =
+        builder(ScriptedModel::new().answer("Child."), workspace).journal(journal).build().await.unwrap();
+    session.run("a task", &mut NullSink).await.unwrap();
+    drop(session);
+    let children = store.children(parent).unwrap();
+    assert_eq!(children.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [child.as_str()]);
+    let link = children[0].parent.as_ref().unwrap();
+    assert_eq!((link.session.as_str(), link.call.as_str()), (parent.as_str(), "call_1"));
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), sessions.len(), "the child is not listed");
+    assert_eq!(store.list(&ListFilter::default().with_children()).unwrap().len(), sessions.len() + 1);
 }

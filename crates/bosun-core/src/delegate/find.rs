@@ -18,6 +18,19 @@ pub const FIND_TOOLS: &str = "find_tools";
 /// Most tools one search offers.
 const MATCHES: usize = 8;
 
+/// What a call to a tool not found yet is told.
+pub const NOT_FOUND_YET: &str = "it is not offered to you yet; call find_tools with the tool's name or what you need, and it is offered \
+     from your next step on";
+
+/// `find_tools` over `hidden`, and the source that keeps them from the
+/// requests until a search finds them. With nothing hidden the tool finds
+/// nothing (a resumed sub-agent, shown its whole authority, keeps the tool
+/// its authority was recorded with).
+pub fn deferred_tools(hidden: Vec<Arc<dyn Tool>>) -> (Arc<dyn Tool>, Arc<dyn ToolSource>) {
+    let finder = Finder::new(hidden);
+    (Arc::new(finder.tool()), finder.source())
+}
+
 /// The hidden tools and what was found of them.
 pub(crate) struct Finder {
     shared: Arc<Shared>,
@@ -81,7 +94,7 @@ impl ToolSource for FinderSource {
             let Ok(mut pending) = self.0.pending.lock() else { return ToolChanges::default() };
             let withdraw = std::mem::take(&mut pending.withdraw);
             let offer = std::mem::take(&mut pending.offer);
-            ToolChanges::withdraw(withdraw).offering(offer)
+            ToolChanges::withdraw(withdraw).because(NOT_FOUND_YET).offering(offer)
         })
     }
 }
@@ -134,6 +147,9 @@ impl Tool for FindTools {
                 }
             }
             drop(pending);
+            if lines.is_empty() && self.shared.hidden.is_empty() {
+                return ToolOutput::text("no tool matches: every tool you may use is offered to you already");
+            }
             if lines.is_empty() {
                 let mut names: Vec<&str> =
                     self.shared.hidden.iter().map(|t| t.definition().name.as_str()).collect();

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
-use crate::artifacts::Artifacts;
+use crate::artifacts::{Artifacts, ReadArtifact};
 use crate::event::{Event, EventSink, SinkError};
 use crate::hooks::SessionHooks;
 use crate::journal::Journal;
@@ -40,7 +40,7 @@ use crate::permission::{ApprovalFuture, ApprovalHandler, ApprovalRequest, Mode, 
 use crate::session::{Session, TurnOptions};
 use crate::tool::{Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput};
 
-pub use find::FIND_TOOLS;
+pub use find::{FIND_TOOLS, NOT_FOUND_YET, deferred_tools};
 
 /// The tool's name.
 pub const DELEGATE_TASKS: &str = "delegate_tasks";
@@ -117,6 +117,11 @@ pub struct ChildSlot {
     pub hooks: Vec<Arc<dyn SessionHooks>>,
     /// The model for it, in place of the parent's (a named agent's `model`).
     pub model: Option<Arc<dyn Model>>,
+    /// That model's context window (without `model`, the parent's is kept).
+    pub context_window: Option<u64>,
+    /// Where the child's own children are kept (a store links them to the
+    /// child); the parent's [`ChildSessions`] when `None`.
+    pub children: Option<Arc<dyn ChildSessions>>,
 }
 
 impl fmt::Debug for ChildSlot {
@@ -127,6 +132,8 @@ impl fmt::Debug for ChildSlot {
             .field("artifacts", &self.artifacts.is_some())
             .field("hooks", &self.hooks.len())
             .field("model", &self.model.is_some())
+            .field("context_window", &self.context_window)
+            .field("children", &self.children.is_some())
             .finish()
     }
 }
@@ -213,6 +220,18 @@ impl Delegation {
         self
     }
 
+    /// Delegation for a session that is itself a child at `depth` (a
+    /// sub-agent resumed on its own): its children are one level deeper.
+    pub fn at_depth(mut self, depth: u32) -> Self {
+        self.depth = depth.min(MAX_DEPTH);
+        self
+    }
+
+    /// Whether a session at this delegation's depth may delegate at all.
+    pub fn may_delegate(&self) -> bool {
+        self.depth < MAX_DEPTH
+    }
+
     fn agent(&self, name: &str) -> Option<&AgentProfile> {
         self.agents.iter().find(|agent| agent.name == name)
     }
@@ -229,6 +248,10 @@ pub(crate) struct ParentScope {
     pub(crate) limits: Limits,
     pub(crate) pricing: Option<Arc<dyn Pricing>>,
     pub(crate) system: Option<String>,
+    pub(crate) context_window: Option<u64>,
+    pub(crate) compact_at: f64,
+    /// The parent's artifacts: a child without its own reads the parent's.
+    pub(crate) artifacts: Option<Arc<dyn Artifacts>>,
 }
 
 /// The `delegate_tasks` tool.
@@ -426,6 +449,7 @@ impl DelegateTasks {
         let authority = child_authority(scope, agent);
         let names: BTreeSet<String> = authority.iter().map(|t| t.definition().name.clone()).collect();
         let shown = shown_first(&names, &task.tools);
+        let window = if slot.model.is_some() { slot.context_window } else { scope.context_window };
         let model = slot.model.unwrap_or_else(|| Arc::clone(&scope.model));
         let approver: Arc<dyn ApprovalHandler> = Arc::new(ChildApprover {
             inner: Arc::clone(&scope.approver),
@@ -443,11 +467,21 @@ impl DelegateTasks {
             .shared_approver(approver)
             .system_prompt(system)
             .limits(scope.limits)
+            .compact_at(scope.compact_at)
             .child(true);
+        if let Some(window) = window {
+            builder = builder.context_window(window);
+        }
         if let Some(pricing) = &scope.pricing {
             builder = builder.pricing(Arc::clone(pricing));
         }
-        if let Some(artifacts) = slot.artifacts {
+        // `read_artifact` follows the agent's list like any tool; allowed,
+        // it reads the child's own store (which, in a store that links
+        // them, holds its ancestors' too) or else the parent's.
+        let reads_artifacts = agent.is_none_or(|a| allows(a, ReadArtifact::NAME));
+        if let Some(artifacts) =
+            slot.artifacts.or_else(|| scope.artifacts.clone()).filter(|_| reads_artifacts)
+        {
             builder = builder.artifacts(artifacts);
         }
         for hook in slot.hooks {
@@ -456,14 +490,16 @@ impl DelegateTasks {
         if shown.len() < names.len() {
             let hidden: Vec<Arc<dyn Tool>> =
                 authority.iter().filter(|t| !shown.contains(&t.definition().name)).cloned().collect();
-            let finder = find::Finder::new(hidden);
-            builder = builder.tool_source(finder.source()).tool(finder.tool());
+            let (finder, source) = deferred_tools(hidden);
+            builder = builder.tool_source(source).tools([finder]);
         }
-        let may_delegate =
-            agent.and_then(|a| a.tools.as_ref()).is_none_or(|list| list.iter().any(|n| n == DELEGATE_TASKS));
+        let may_delegate = agent.is_none_or(|a| allows(a, DELEGATE_TASKS));
         if self.delegation.depth + 1 < MAX_DEPTH && may_delegate {
             let mut deeper = self.delegation.clone();
             deeper.depth += 1;
+            if let Some(children) = slot.children {
+                deeper.children = children;
+            }
             builder = builder.delegation(deeper);
         }
         let built = match slot.journal {
@@ -482,13 +518,17 @@ fn child_authority(scope: &ParentScope, agent: Option<&AgentProfile>) -> Vec<Arc
         .tools
         .iter()
         .filter(|tool| {
-            let name = &tool.definition().name;
-            let allowed =
-                agent.and_then(|a| a.tools.as_ref()).is_none_or(|list| list.iter().any(|n| n == name));
-            allowed && name != DELEGATE_TASKS && name != FIND_TOOLS
+            let name = tool.definition().name.as_str();
+            let own = [DELEGATE_TASKS, FIND_TOOLS, ReadArtifact::NAME].contains(&name);
+            !own && agent.is_none_or(|a| allows(a, name))
         })
         .cloned()
         .collect()
+}
+
+/// Whether a named agent's list (when it has one) names `tool`.
+fn allows(agent: &AgentProfile, tool: &str) -> bool {
+    agent.tools.as_ref().is_none_or(|list| list.iter().any(|n| n == tool))
 }
 
 /// The names a child is shown first: its preferences inside its authority

@@ -150,10 +150,10 @@ impl Session {
                 format!("tool `{}` is disabled in this session", call.name),
             )));
         }
-        if self.withdrawn.contains(&call.name) {
+        if let Some(why) = self.withdrawn.get(&call.name) {
             return Ok(Gate::Done(refusal(
                 call,
-                format!("tool `{}` is not available now: {WITHDRAWN}", call.name),
+                format!("tool `{}` is not available now: {why}", call.name),
             )));
         }
         // Invariant 6, first check: before approval.

@@ -444,6 +444,9 @@ impl SessionBuilder {
                 limits: self.limits,
                 pricing: self.pricing.clone(),
                 system: system.clone(),
+                context_window: self.context_window,
+                compact_at: self.compact_at,
+                artifacts: self.artifacts.clone(),
             });
         }
         let mut session = Session {
@@ -451,7 +454,7 @@ impl SessionBuilder {
             model: self.model,
             tools: resolved.tools,
             active: resolved.active,
-            withdrawn: BTreeSet::new(),
+            withdrawn: BTreeMap::new(),
             source: self.source,
             pricing: self.pricing,
             artifacts: self.artifacts,

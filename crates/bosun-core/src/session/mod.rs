@@ -85,7 +85,8 @@ pub struct Session {
     pub(crate) active: BTreeSet<String>,
     /// Tools their source withdrew (a server died or dropped them): out of
     /// the request and refused, whether active or not, until offered again.
-    pub(crate) withdrawn: BTreeSet<String>,
+    /// Tools the source withdrew, each with what a call to it is told.
+    pub(crate) withdrawn: BTreeMap<String, String>,
     /// Asked between rounds for tools withdrawn, back, or new.
     pub(crate) source: Option<Arc<dyn ToolSource>>,
     /// Prices a turn's usage for its cost limit.
@@ -291,7 +292,7 @@ impl Session {
 
     /// Names of the tools their source withdrew, sorted.
     pub fn withdrawn_tools(&self) -> impl Iterator<Item = &str> {
-        self.withdrawn.iter().map(String::as_str)
+        self.withdrawn.keys().map(String::as_str)
     }
 
     /// Names of every tool in the authority ceiling, sorted.
@@ -364,7 +365,7 @@ impl Session {
             .tools
             .values()
             .filter(|t| {
-                self.active.contains(&t.definition.name) && !self.withdrawn.contains(&t.definition.name)
+                self.active.contains(&t.definition.name) && !self.withdrawn.contains_key(&t.definition.name)
             })
             .map(|t| t.definition.clone())
             .collect();

@@ -3,7 +3,7 @@
 //! one tool set. The tool set is rebuilt aside and swapped in only after the
 //! authority change, if there is one, is durable (invariant 15).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::builder::resolve_tool;
@@ -20,7 +20,7 @@ use crate::tool_source::ToolChanges;
 struct Plan {
     tools: ToolSet,
     active: BTreeSet<String>,
-    withdrawn: BTreeSet<String>,
+    withdrawn: BTreeMap<String, String>,
     /// The new snapshot, when the ceiling changed.
     authority: Option<AuthoritySnapshot>,
     event: Event,
@@ -65,8 +65,9 @@ impl Session {
         let mut withdrawn = self.withdrawn.clone();
         let mut notices = changes.notices;
         let (mut gone, mut restored, mut added) = (Vec::new(), Vec::new(), Vec::new());
+        let why = changes.why.unwrap_or_else(|| super::WITHDRAWN.to_owned());
         for name in changes.withdrawn {
-            if tools.contains_key(&name) && withdrawn.insert(name.clone()) {
+            if tools.contains_key(&name) && withdrawn.insert(name.clone(), why.clone()).is_none() {
                 gone.push(name);
             }
         }
@@ -87,7 +88,7 @@ impl Session {
             match tools.get(&name) {
                 // Same authority: a new implementation (a restarted server).
                 Some(known) if known.authority() == resolved.authority() => {
-                    if withdrawn.contains(&name) {
+                    if withdrawn.contains_key(&name) {
                         restored.push(name.clone());
                     }
                 }
