@@ -100,6 +100,11 @@ fn notice_ignored(settings: &config::Settings, run: &RunOptions, stderr: Palette
     }
 }
 
+/// A warning on stderr, one line.
+fn warn(stderr: Palette, text: &str) {
+    eprintln!("{}", stderr.red(&sanitize::line(&format!("warning: {text}"))));
+}
+
 /// What starting the MCP servers gives a session: the tools (theirs
 /// added), the servers as its tool source, and what answers their requests.
 type McpParts<'a> =
@@ -176,6 +181,10 @@ async fn exec_with(
     }
     let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
     let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
+    let builder =
+        crate::children::with_delegation(builder, &store, &id, 0, (settings, env, &workspace), &mut |w| {
+            warn(palettes.stderr, w)
+        });
     let mut session = wire::with_artifacts(builder, settings, &store, &id)
         .system_prompt(system)
         .journal(journal)
@@ -305,9 +314,20 @@ async fn open_stored(
         (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
     };
     let journal = store.open_session(&id)?.with_model(wire::model_label(settings));
-    let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
+    let parts = (settings, env, &workspace);
+    let builder = match store.show(&id)?.summary.parent {
+        // A sub-agent resumed by itself: the authority it was recorded with.
+        Some(_) => crate::children::resumed_child(&store, &id, model, window, tools, source, parts)?,
+        None => {
+            let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
+            let builder = crate::children::with_delegation(builder, &store, &id, 0, parts, &mut |w| {
+                warn(palettes.stderr, w)
+            });
+            wire::with_artifacts(builder, settings, &store, &id)
+        }
+    };
     let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
-    let session = wire::with_artifacts(builder, settings, &store, &id)
+    let session = builder
         .shared_approver(approver(run, palettes.tty))
         .resume(journal)
         .await

@@ -2,6 +2,7 @@
 //! logic lives in the library crates; this binary only wires them together.
 
 mod approve;
+mod children;
 mod cli;
 mod config;
 mod elicit;

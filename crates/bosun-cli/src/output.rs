@@ -302,6 +302,11 @@ impl EventSink for HumanSink {
                     self.note(&if failed { palette.red(&line) } else { palette.dim(&line) });
                 }
             }
+            Event::Subagent { child, event, .. } => {
+                if let Some(line) = child_line(&child, &event, 1) {
+                    self.note(&palette.dim(&line));
+                }
+            }
             Event::TurnEnd { spend, .. } => {
                 if self.streamed && !self.ends_with_newline {
                     println!();
@@ -312,6 +317,31 @@ impl EventSink for HumanSink {
         }
         Ok(())
     }
+}
+
+/// The indented line for a sub-agent's event, when it is worth one: its
+/// tool calls, refusals, failures and its end. `depth` indents a
+/// grandchild's under its parent's; the child is named by the end of its
+/// session id (the start of a v7 id is its time, alike across siblings).
+fn child_line(child: &str, event: &Event, depth: usize) -> Option<String> {
+    let who = format!("{}↳ {}", "  ".repeat(depth), &child[child.len().saturating_sub(8)..]);
+    let what = match event {
+        Event::Subagent { child, event, .. } => return child_line(child, event, depth + 1),
+        Event::ToolCallProposed { name, arguments, .. } => {
+            format!("● {} {}", sanitize::line(name), key_argument(name, arguments))
+        }
+        Event::ApprovalDecided { decision: Decision::Deny | Decision::DeniedByPolicy, reason, .. } => {
+            format!("denied: {}", sanitize::line(reason.as_deref().unwrap_or_default()))
+        }
+        Event::ToolEnd { is_error: true, output, .. } => format!("✗ {}", first_line(output)),
+        Event::Error { message, .. } => format!("error: {}", sanitize::line(message)),
+        Event::TurnEnd { spend, .. } => {
+            let usage = spend.total().usage;
+            format!("done ({}, {} out)", prompt_tokens(&usage), usage.output)
+        }
+        _ => return None,
+    };
+    Some(format!("{who} {}", what.trim_end()))
 }
 
 /// The stderr line for a hook's run, when it has something to say: a

@@ -321,7 +321,7 @@ pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, V
 
 /// What the shell and command hooks run with: the workspace root, PATH and
 /// HOME from bosun's environment, nothing else of it.
-fn shell_config(workspace: &Workspace, env: &Env) -> bosun_tools::ShellConfig {
+pub(crate) fn shell_config(workspace: &Workspace, env: &Env) -> bosun_tools::ShellConfig {
     bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
         .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
         .with_home(env.get("HOME"))

@@ -306,6 +306,19 @@ impl Store {
         Ok(SessionDetail { summary, head_branch, branches, history, failed_turns, turns })
     }
 
+    /// The authority a session runs under now: its newest recorded
+    /// snapshot (the first, or the last authority change).
+    pub fn authority(&self, session: &str) -> Result<bosun_core::AuthoritySnapshot, StoreError> {
+        let connection = self.lock()?;
+        let text: String = connection
+            .query_row("SELECT authority FROM sessions WHERE id = ?1", [session], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or_else(|| not_found("session", session))?;
+        serde_json::from_str(&text)
+            .map_err(|e| StoreError::Invalid(format!("session {session}'s authority: {e}")))
+    }
+
     /// Deletes a session and everything of it. Refused while another live
     /// process holds it. Its sub-agents' sessions are sessions of their
     /// own and stay: their [`SessionSummary::parent`] still names it, and

@@ -65,6 +65,11 @@ pub struct Layer {
     /// Let the model see today's date (a local model's chat template asks for
     /// it); off, the template gets a fixed neutral date (invariant 19).
     pub clock: Option<bool>,
+    /// Whether the session offers `delegate_tasks` (sub-agents); unset, the
+    /// wiring decides (on for a hosted model, off for the local one).
+    pub subagents: Option<bool>,
+    /// Most sub-agents running at once per session, 1 to 10.
+    pub max_subagents: Option<u32>,
     /// Per-tool permission rules.
     #[serde(default)]
     pub permissions: BTreeMap<String, ToolRule>,
@@ -299,6 +304,8 @@ impl Layer {
         ("local_path_grammar", "BOSUN_LOCAL_PATH_GRAMMAR"),
         ("local_brief_tools", "BOSUN_LOCAL_BRIEF_TOOLS"),
         ("local_examples", "BOSUN_LOCAL_EXAMPLES"),
+        ("subagents", "BOSUN_SUBAGENTS"),
+        ("max_subagents", "BOSUN_MAX_SUBAGENTS"),
     ];
 
     /// Reads and checks a file.
@@ -365,6 +372,8 @@ impl Layer {
             local_path_grammar: flag("BOSUN_LOCAL_PATH_GRAMMAR")?,
             local_brief_tools: flag("BOSUN_LOCAL_BRIEF_TOOLS")?,
             local_examples: flag("BOSUN_LOCAL_EXAMPLES")?,
+            subagents: flag("BOSUN_SUBAGENTS")?,
+            max_subagents: number("BOSUN_MAX_SUBAGENTS")?,
             ..Self::default()
         })
     }
@@ -391,6 +400,8 @@ impl Layer {
             "local_path_grammar" => into.local_path_grammar = self.local_path_grammar,
             "local_brief_tools" => into.local_brief_tools = self.local_brief_tools,
             "local_examples" => into.local_examples = self.local_examples,
+            "subagents" => into.subagents = self.subagents,
+            "max_subagents" => into.max_subagents = self.max_subagents,
             _ => {}
         }
     }

@@ -21,6 +21,10 @@ use crate::cli::{ModeArg, RunOptions};
 pub use layer::{Layer, ProviderSettings, TrustLevel};
 pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table};
 
+/// The most sub-agents a session may run at once (`max_subagents`): the
+/// library's cap on children per parent.
+pub const MAX_SUBAGENTS: u32 = bosun_core::delegate::MAX_CHILDREN as u32;
+
 /// The process environment, read once in `main`.
 #[derive(Clone, Debug, Default)]
 pub struct Env(BTreeMap<String, String>);
@@ -114,6 +118,13 @@ pub struct Settings {
     pub local_examples: bool,
     /// Whether the model may see today's date.
     pub clock: bool,
+    /// Whether the session offers sub-agents (`delegate_tasks`); `None`:
+    /// not set, the wiring's default (on for a hosted model, off for the
+    /// local one).
+    pub subagents: Option<bool>,
+    /// Most sub-agents running at once per session (1 to 10); `None`: the
+    /// library's 10.
+    pub max_subagents: Option<u32>,
     /// Permission rules, from every layer.
     pub rules: Vec<PermissionRule>,
     /// Extra provider headers.
@@ -143,6 +154,9 @@ pub struct Settings {
     pub allowed_key_hosts: Vec<String>,
     /// Whether the base URL in effect came from a project's config.
     pub base_url_from_project: bool,
+    /// Whether the user trusts the workspace (`bosun trust`): what the
+    /// project's files may choose beyond prompt text (hooks, agents' models).
+    pub workspace_trusted: bool,
     /// The project's config file, if one was found, and what was made of it.
     pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
@@ -173,6 +187,8 @@ impl Settings {
             local_brief_tools: true,
             local_examples: true,
             clock: false,
+            subagents: None,
+            max_subagents: None,
             rules: Vec::new(),
             headers: Vec::new(),
             providers: BTreeMap::new(),
@@ -182,6 +198,7 @@ impl Settings {
             context_window: None,
             hooks: Vec::new(),
             hook_notices: Vec::new(),
+            workspace_trusted: false,
             mcp_notices: Vec::new(),
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
@@ -305,6 +322,17 @@ impl Settings {
             self.local_examples = examples;
             self.note("local_examples", examples, source.clone());
         }
+        if let Some(subagents) = layer.subagents {
+            self.subagents = Some(subagents);
+            self.note("subagents", subagents, source.clone());
+        }
+        if let Some(most) = layer.max_subagents {
+            if !(1..=MAX_SUBAGENTS).contains(&most) {
+                bail!("max_subagents = {most}, from {source}: use a number from 1 to {MAX_SUBAGENTS}");
+            }
+            self.max_subagents = Some(most);
+            self.note("max_subagents", most, source.clone());
+        }
         for (name, rule) in &layer.permissions {
             let rules = rule.rules(name).with_context(|| format!("in {source}"))?;
             if origin == RuleOrigin::Project {
@@ -427,6 +455,7 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         let trusted = trust::is_trusted(user_layer.as_ref(), &project_dir);
         let limits = trust::Limits {
             max_rounds: settings.max_rounds,
+            max_subagents: settings.max_subagents,
             tool_timeout_secs: settings.tool_timeout_secs,
             turn: settings.turn_limits,
         };
@@ -438,6 +467,7 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
     project_mcp_json(&mut settings, dir, user_layer.as_ref(), env)?;
     let trusted =
         settings.project.as_ref().map_or_else(|| trust::is_trusted(user_layer.as_ref(), dir), |p| p.trusted);
+    settings.workspace_trusted = trusted;
     hooks::project_claude_settings(&mut settings, dir, trusted)?;
     let profile = profile.map(str::to_owned).or_else(|| env.get("BOSUN_PROFILE").map(str::to_owned));
     if let Some(name) = profile {

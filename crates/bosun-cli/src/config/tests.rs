@@ -439,3 +439,118 @@ fn turn_limits_layer_and_a_project_may_only_tighten_them() {
     let error = resolve(project.path(), &env, None, &flags).unwrap_err().to_string();
     assert!(error.contains("max_turn_cost = -1"), "{error}");
 }
+
+#[test]
+fn subagent_settings_come_from_files_and_the_environment_with_their_source() {
+    let empty = tempfile::tempdir().unwrap();
+    let defaults = resolve(empty.path(), &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap();
+    assert_eq!((defaults.subagents, defaults.max_subagents), (None, None), "unset: the wiring decides");
+
+    let home = tempfile::tempdir().unwrap();
+    user_config(home.path(), None, "subagents = false\nmax_subagents = 4");
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let settings = resolve(empty.path(), &env, None, &RunOptions::default()).unwrap();
+    assert_eq!((settings.subagents, settings.max_subagents), (Some(false), Some(4)));
+    for key in ["subagents", "max_subagents"] {
+        assert!(
+            matches!(&settings.sources[key].1, Source::File(p) if p.ends_with(".config/bosun/config.toml")),
+            "{key}: {:?}",
+            settings.sources[key]
+        );
+    }
+
+    let env =
+        Env::from_pairs(&[("HOME", &home_var), ("BOSUN_SUBAGENTS", "1"), ("BOSUN_MAX_SUBAGENTS", "10")]);
+    let settings = resolve(empty.path(), &env, None, &RunOptions::default()).unwrap();
+    assert_eq!((settings.subagents, settings.max_subagents), (Some(true), Some(10)));
+    assert_eq!(settings.sources["subagents"], ("true".to_owned(), Source::Env("BOSUN_SUBAGENTS")));
+    assert_eq!(settings.sources["max_subagents"], ("10".to_owned(), Source::Env("BOSUN_MAX_SUBAGENTS")));
+}
+
+#[test]
+fn max_subagents_outside_1_to_10_is_an_error_naming_the_key_and_the_range() {
+    let empty = tempfile::tempdir().unwrap();
+    for (var, value, expected) in [
+        ("BOSUN_MAX_SUBAGENTS", "0", "max_subagents = 0"),
+        ("BOSUN_MAX_SUBAGENTS", "11", "max_subagents = 11"),
+        ("BOSUN_MAX_SUBAGENTS", "many", "not a number"),
+        ("BOSUN_SUBAGENTS", "maybe", "use true or false"),
+    ] {
+        let env = Env::from_pairs(&[(var, value)]);
+        let err = format!("{:#}", resolve(empty.path(), &env, None, &RunOptions::default()).unwrap_err());
+        assert!(err.contains(expected), "{var}={value}: {err}");
+        if expected.starts_with("max_subagents") {
+            assert!(err.contains("from 1 to 10") && err.contains("BOSUN_MAX_SUBAGENTS"), "{err}");
+        }
+    }
+    let home = tempfile::tempdir().unwrap();
+    user_config(home.path(), None, "max_subagents = 12");
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let err = format!("{:#}", resolve(empty.path(), &env, None, &RunOptions::default()).unwrap_err());
+    assert!(err.contains("max_subagents = 12") && err.contains("from 1 to 10"), "{err}");
+}
+
+#[test]
+fn a_project_may_only_lower_max_subagents() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+    let ignored = |settings: &Settings| settings.project.as_ref().unwrap().ignored.clone();
+
+    user_config(home.path(), None, "max_subagents = 5");
+    write(&root, ".bosun/config.toml", "max_subagents = 2\n");
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.max_subagents, Some(2), "lower than the user's: applied");
+    assert_eq!(settings.sources["max_subagents"].1, Source::File(root.join(".bosun/config.toml")));
+    assert!(ignored(&settings).is_empty(), "{:?}", ignored(&settings));
+
+    write(&root, ".bosun/config.toml", "max_subagents = 8\n");
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.max_subagents, Some(5), "higher than the user's: ignored");
+    assert_eq!(ignored(&settings), vec!["max_subagents (higher than the user's)".to_owned()]);
+
+    // The user set nothing: the project is held to the default of 10.
+    user_config(home.path(), None, "");
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.max_subagents, Some(8), "lower than 10: applied");
+    write(&root, ".bosun/config.toml", "max_subagents = 40\n");
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.max_subagents, None);
+    assert_eq!(ignored(&settings), vec!["max_subagents (higher than the default)".to_owned()]);
+}
+
+#[test]
+fn a_project_may_turn_subagents_off_but_on_only_when_trusted() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    let home_var = home.path().display().to_string();
+    let env = Env::from_pairs(&[("HOME", &home_var)]);
+
+    user_config(home.path(), None, "subagents = true");
+    write(&root, ".bosun/config.toml", "subagents = false\n");
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.subagents, Some(false), "untrusted: off applies");
+    assert_eq!(settings.sources["subagents"].1, Source::File(root.join(".bosun/config.toml")));
+    assert!(settings.project.as_ref().unwrap().ignored.is_empty());
+
+    user_config(home.path(), None, "");
+    write(&root, ".bosun/config.toml", "subagents = true\n[profiles.p]\nsubagents = true\n");
+    let settings = resolve(&root, &env, Some("p"), &RunOptions::default()).unwrap();
+    assert_eq!(settings.subagents, None, "untrusted: on is ignored, the profile's too");
+    let project_config = settings.project.as_ref().unwrap();
+    assert_eq!(project_config.ignored, vec!["subagents".to_owned(), "profiles.p.subagents".to_owned()]);
+    assert!(project_config.notice().unwrap().contains("subagents"));
+
+    user_config(home.path(), Some(&root), "subagents = false");
+    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    assert_eq!(settings.subagents, Some(true), "trusted: on applies");
+    assert_eq!(settings.sources["subagents"].1, Source::File(root.join(".bosun/config.toml")));
+    assert!(settings.project.as_ref().unwrap().ignored.is_empty());
+}

@@ -184,6 +184,22 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
         ignore("clock", true);
         kept.clock = None;
     }
+    // Sub-agents multiply what a turn may do and spend: a project may turn
+    // them off or run fewer at once, never more.
+    if kept.subagents == Some(true) {
+        ignore("subagents", true);
+        kept.subagents = None;
+    }
+    if let Some(most) = kept.max_subagents {
+        let (limit, whose) = match limits.max_subagents {
+            Some(limit) => (limit, "the user's"),
+            None => (super::MAX_SUBAGENTS, "the default"),
+        };
+        if most > limit {
+            ignore(&format!("max_subagents (higher than {whose})"), true);
+            kept.max_subagents = None;
+        }
+    }
     if let (Some(rounds), Some(limit)) = (kept.max_rounds, limits.max_rounds)
         && rounds > limit
     {
@@ -249,6 +265,8 @@ pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> 
 pub struct Limits {
     /// Model rounds per turn.
     pub max_rounds: Option<u32>,
+    /// Sub-agents at once.
+    pub max_subagents: Option<u32>,
     /// Tool timeout, seconds.
     pub tool_timeout_secs: Option<u64>,
     /// The per-task limits.
