@@ -29,7 +29,7 @@ const APPLES: &str = "count the apples";
 const PEARS: &str = "count the pears";
 /// How long aimock holds each child's first chunk: two children run one
 /// after the other reach aimock at least this far apart.
-const CHILD_DELAY_MS: i64 = 1500;
+const CHILD_DELAY_MS: i64 = 3000;
 
 /// The text of a chat message's `content`, a string or text parts.
 fn text_of(content: &Value) -> String {
