@@ -504,6 +504,13 @@ mod tests {
             tokens_line(&spend, &priced),
             "tokens: 221000 in (90% cached), 2500 out, $0.1840 (compaction $0.0500)"
         );
+        // Sub-agents' tokens are named apart too; 5,000 in × $4 + 100 out × $20.
+        let children = bosun_core::Usage::new(5_000, 100);
+        spend.subagents = Spent::new(children, pricing.cost_micros(&children));
+        assert_eq!(
+            tokens_line(&spend, &priced),
+            "tokens: 226000 in (88% cached), 2600 out, $0.2060 (compaction $0.0500, sub-agents $0.0220)"
+        );
         // No cache read: no share shown.
         assert_eq!(prompt_tokens(&bosun_core::Usage::new(5, 1)), "5 in");
     }

@@ -23,7 +23,7 @@
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
 //! | `model_round_end` | `turn`, `round`, `usage` (the response's, as the provider reported it), `cost_micros`? (when the session has prices) |
-//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` (every bucket), `spend` (by bucket: `main`?, `compaction`?, `tools`?, each `{usage, cost_micros?}`), `cost_micros`? (the whole turn's, when known), `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
+//! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` (every bucket), `spend` (by bucket: `main`?, `compaction`?, `tools`?, `subagents`?, each `{usage, cost_micros?}`), `cost_micros`? (the whole turn's, when known), `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
 //! | `compacted` | `tier` (1 shortened old tool results, 2 summarized, 3 dropped), `before`, `after` (estimated prompt tokens), `usage` (of the summary request, tier 2) |
 //! | `hook_run` | `point` (`SessionStart`, `UserPromptSubmit`, `PreToolUse`, `PostToolUse`, `PreCompact`, `Stop`, `SubagentStop`, `BeforeModel`, `AfterModel`), `hook`, `duration_ms`, `outcome` (`continued` / `noted` / `blocked` / `asked` / `updated_input` / `ignored` / `failed` / `timed_out` / `panicked`), `reason`? (the reason, note or error, bounded), `switched_off`? (an advisory hook turned off by this failure) |

@@ -61,16 +61,20 @@ pub struct Spend {
     /// Compaction's summary requests (tier 2).
     #[serde(default, skip_serializing_if = "Spent::is_zero")]
     pub compaction: Spent,
-    /// Model calls tools made and reported with their results (MCP
-    /// sampling, sub-agents), priced at the session model's prices.
+    /// Model calls tools made and reported with their results (an MCP
+    /// server's sampling), priced at the session model's prices.
     #[serde(default, skip_serializing_if = "Spent::is_zero")]
     pub tools: Spent,
+    /// What `delegate_tasks`' children spent, priced at the session model's
+    /// prices.
+    #[serde(default, skip_serializing_if = "Spent::is_zero")]
+    pub subagents: Spent,
 }
 
 impl Spend {
     /// Nothing spent in any bucket.
     pub fn is_zero(&self) -> bool {
-        self.main.is_zero() && self.compaction.is_zero() && self.tools.is_zero()
+        self.main.is_zero() && self.compaction.is_zero() && self.tools.is_zero() && self.subagents.is_zero()
     }
 
     /// Every bucket together.
@@ -78,6 +82,7 @@ impl Spend {
         let mut total = self.main;
         total.add(self.compaction);
         total.add(self.tools);
+        total.add(self.subagents);
         total
     }
 
@@ -86,6 +91,7 @@ impl Spend {
         self.main.add(other.main);
         self.compaction.add(other.compaction);
         self.tools.add(other.tools);
+        self.subagents.add(other.subagents);
     }
 }
 
@@ -128,6 +134,7 @@ mod tests {
             main: Spent::priced(Usage::new(100, 10), Some(&PerToken)),
             compaction: Spent::priced(Usage::new(20, 5), Some(&PerToken)),
             tools: Spent::default(),
+            subagents: Spent::default(),
         };
         assert_eq!(spend.total(), Spent { usage: Usage::new(120, 15), cost_micros: Some(270) });
         let json = serde_json::to_value(spend).unwrap_or_default();

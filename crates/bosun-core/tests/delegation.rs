@@ -85,7 +85,12 @@ async fn children_answer_in_task_order_and_their_tokens_count_for_the_parent() -
     let first = result.find("one is 1").unwrap();
     let second = result.find("two is 2").unwrap();
     assert!(first < second && result.starts_with("## task 1"), "{result}");
-    assert_eq!(outcome.spend.tools.usage, Usage::new(30, 5), "the children's tokens");
+    assert_eq!(
+        outcome.spend.subagents.usage,
+        Usage::new(30, 5),
+        "the children's tokens, in their own bucket"
+    );
+    assert!(outcome.spend.tools.is_zero(), "not counted twice");
     let children: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {

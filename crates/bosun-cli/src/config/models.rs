@@ -138,15 +138,16 @@ impl Costing {
 }
 
 /// The cost recorded in `spend` when all of it is known: the total, then
-/// the compaction and tools buckets that spent anything, e.g.
+/// the compaction, tools and sub-agents buckets that spent anything, e.g.
 /// `$0.0140 (compaction $0.0010)`.
 pub fn recorded_cost(spend: &Spend) -> Option<String> {
     let micros = spend.total().cost_micros?;
-    let buckets: Vec<String> = [("compaction", spend.compaction), ("tools", spend.tools)]
-        .into_iter()
-        .filter(|(_, spent)| !spent.is_zero())
-        .filter_map(|(name, spent)| Some(format!("{name} {}", dollars(spent.cost_micros?))))
-        .collect();
+    let buckets: Vec<String> =
+        [("compaction", spend.compaction), ("tools", spend.tools), ("sub-agents", spend.subagents)]
+            .into_iter()
+            .filter(|(_, spent)| !spent.is_zero())
+            .filter_map(|(name, spent)| Some(format!("{name} {}", dollars(spent.cost_micros?))))
+            .collect();
     Some(if buckets.is_empty() {
         dollars(micros)
     } else {

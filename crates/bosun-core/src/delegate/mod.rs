@@ -11,7 +11,7 @@
 //!   and at most [`MAX_DEPTH`] levels deep. The parent's cancellation
 //!   cancels every child and the call waits for them all.
 //! - Each child's tokens are reported with the call's result, so they count
-//!   in the parent's `tools` bucket and its budget; each child's events reach
+//!   in the parent's `subagents` bucket and its budget; each child's events reach
 //!   the parent's stream as `subagent` events.
 //! - Where the child is kept (a journal, artifacts) and which hooks it gets
 //!   is the embedder's ([`ChildSessions`]); a crash while a child runs leaves

@@ -317,8 +317,13 @@ impl Session {
                     state.repeats.observe(self.history.len(), &results);
                     // What the tools spent on models counts like a round's.
                     for result in &results {
-                        if let Message::ToolResult { usage, .. } = result {
-                            state.spend.tools.add(Spent::priced(*usage, self.pricing.as_deref()));
+                        if let Message::ToolResult { usage, tool_name, .. } = result {
+                            let spent = Spent::priced(*usage, self.pricing.as_deref());
+                            if tool_name == crate::delegate::DELEGATE_TASKS {
+                                state.spend.subagents.add(spent);
+                            } else {
+                                state.spend.tools.add(spent);
+                            }
                         }
                     }
                     let mut messages = Vec::with_capacity(results.len() + 1);
