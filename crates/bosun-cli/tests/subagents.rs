@@ -299,3 +299,146 @@ fn subagents_false_offers_no_delegate_tasks() {
     assert!(on.contains("delegate_tasks"), "BOSUN_SUBAGENTS=1: {on:?}");
     assert_eq!(mock.journal().len(), 4);
 }
+
+/// The pid and process group of each process whose parent is `parent`, from
+/// `/proc/PID/stat` (`pid (comm) state ppid pgrp …`).
+fn children_of(parent: u32) -> Vec<(i32, i32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(ppid), Some(pgrp)) = (fields.get(1), fields.get(2)) else { continue };
+        if ppid.parse::<u32>().ok() == Some(parent)
+            && let Ok(pgrp) = pgrp.parse::<i32>()
+        {
+            found.push((pid, pgrp));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_parent_killed_while_a_child_runs_resumes_with_the_call_interrupted_and_the_child_resumable() {
+    use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+    use std::time::{Duration, Instant};
+
+    const PROMPT: &str = "hand out the waiting";
+    const WAIT: &str = "wait for the signal";
+    // The child's shell: the marker, then a wait that ends by itself once
+    // bosun (bash's parent) is gone and reaped, so it cannot outlive the
+    // test even if the kill of its group below missed it.
+    let command = "touch started; while kill -0 $PPID 2>/dev/null; do sleep 0.2; done";
+    let script = vec![
+        json!({"match": {"userMessage": PROMPT, "turnIndex": 0}, "response": {"toolCalls": [
+            {"name": "delegate_tasks", "arguments": {"tasks": [{"task": WAIT}]}}]}}),
+        json!({"match": {"userMessage": "go on", "turnIndex": 1}, "response": {"content": "resumed fine"}}),
+        json!({"match": {"userMessage": WAIT, "turnIndex": 0}, "response": {"toolCalls": [
+            {"name": "shell", "arguments": {"command": command}}]}}),
+        json!({"match": {"userMessage": "continue", "turnIndex": 1}, "response": {"content": "child resumed"}}),
+    ];
+    let Some(mock) = Aimock::start(&fixtures(script)) else { return };
+    let sandbox = task_sandbox();
+    let marker = sandbox.ws().join("started");
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--dangerously-approve-all", PROMPT]);
+    let mut running = Running::spawn(cmd, None);
+
+    // The marker is the signal that the child's shell runs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        if let Ok(Some(status)) = running.child.try_wait() {
+            panic!("bosun exited ({status}) before the child's shell ran\nstderr:\n{}", running.stderr());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {} within 60 s: the child's shell never ran\nstderr:\n{}",
+            marker.display(),
+            running.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The shell leads its own process group, a child of bosun's.
+    let bosun = running.child.id();
+    let groups: Vec<i32> =
+        children_of(bosun).into_iter().filter(|&(pid, pgrp)| pid == pgrp).map(|(_, g)| g).collect();
+    running.child.kill().unwrap(); // SIGKILL
+    let status = running.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status}");
+    for &group in &groups {
+        let _ = kill_process_group(Pid::from_raw(group).unwrap(), Signal::KILL);
+    }
+    assert!(!groups.is_empty(), "the shell's process group, a child of bosun {bosun}: none found");
+    let gone = Instant::now() + Duration::from_secs(10);
+    while groups.iter().any(|&g| test_kill_process_group(Pid::from_raw(g).unwrap()).is_ok()) {
+        assert!(Instant::now() < gone, "the shell's process group {groups:?} outlived bosun");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(running);
+    let first_run = mock.journal();
+    let child_first = only_request(&first_run, WAIT).clone();
+
+    // The sessions: the parent listed, its one child in the store.
+    let listed = sessions_json(&sandbox, &["list"]);
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(ids.len(), 1, "only the parent is listed: {listed:#}");
+    let parent = ids[0].to_owned();
+    let store = bosun_store::Store::open(sandbox.path("bosun/sessions.db")).unwrap();
+    let children = store.children(&parent).unwrap();
+    assert_eq!(children.len(), 1, "{children:#?}");
+    let child = children[0].id.clone();
+    let link = children[0].parent.as_ref().expect("the child's parent link");
+    assert_eq!(link.session, parent, "{children:#?}");
+    drop(store);
+    let shown = sessions_json(&sandbox, &["show", &child]);
+    assert_eq!(shown["summary"]["parent"]["session"].as_str(), Some(parent.as_str()), "{shown:#}");
+
+    // The parent resumes: the call reported interrupted, not re-run.
+    let resume = |id: &str, prompt: &str| {
+        let mut cmd = sandbox.bosun();
+        cmd.env(Api::OpenAiChat.key_var(), "test")
+            .args(["resume", id, prompt])
+            .args(Api::OpenAiChat.args(&mock));
+        run(cmd)
+    };
+    let out = resume(&parent, "go on");
+    out.expect_code(0);
+    assert!(out.stdout.contains("resumed fine"), "{out:#?}");
+    let journal = mock.journal();
+    let request = only_request(&journal, "go on");
+    let results = tool_results(request);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].contains(bosun_core::results::INTERRUPTED_RESULT),
+        "the call interrupted: {results:#?}"
+    );
+    let calls = request["body"]["messages"].to_string();
+    assert!(calls.contains("delegate_tasks"), "the interrupted call is delegate_tasks: {calls}");
+    assert_eq!(
+        journal.iter().filter(|r| last_user(r) == WAIT).count(),
+        1,
+        "the child's task was not run again: {journal:#?}"
+    );
+
+    // The child resumes by itself: its prompt and its tools.
+    let out = resume(&child, "continue");
+    out.expect_code(0);
+    assert!(out.stdout.contains("child resumed"), "{out:#?}");
+    let journal = mock.journal();
+    let request = only_request(&journal, "continue");
+    let system = system_of(request);
+    assert!(system.starts_with("You are a sub-agent"), "{system}");
+    let tools = tools_of(request);
+    assert!(tools.contains(&"read_file".to_owned()), "{tools:?}");
+    let before: BTreeSet<String> = tools_of(&child_first).into_iter().collect();
+    let after: BTreeSet<String> = tools.into_iter().collect();
+    assert_eq!(after, before, "the tools of the child's first request");
+    let results = tool_results(request);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].contains(bosun_core::results::INTERRUPTED_RESULT),
+        "the shell interrupted: {results:#?}"
+    );
+    assert!(!request["body"]["messages"].to_string().contains(PROMPT), "its own conversation");
+}

@@ -252,6 +252,10 @@ pub(crate) struct ParentScope {
     pub(crate) compact_at: f64,
     /// The parent's artifacts: a child without its own reads the parent's.
     pub(crate) artifacts: Option<Arc<dyn Artifacts>>,
+    /// The same workspace and clock: part of the child's recorded
+    /// authority, so a child resumed by itself in that workspace matches.
+    pub(crate) workspace: Option<crate::WorkspaceIdentity>,
+    pub(crate) clock: bool,
 }
 
 /// The `delegate_tasks` tool.
@@ -468,7 +472,11 @@ impl DelegateTasks {
             .system_prompt(system)
             .limits(scope.limits)
             .compact_at(scope.compact_at)
+            .clock(scope.clock)
             .child(true);
+        if let Some(workspace) = &scope.workspace {
+            builder = builder.workspace(workspace.clone());
+        }
         if let Some(window) = window {
             builder = builder.context_window(window);
         }

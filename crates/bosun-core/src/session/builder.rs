@@ -447,6 +447,8 @@ impl SessionBuilder {
                 context_window: self.context_window,
                 compact_at: self.compact_at,
                 artifacts: self.artifacts.clone(),
+                workspace: self.workspace.clone(),
+                clock: self.clock,
             });
         }
         let mut session = Session {
