@@ -224,6 +224,9 @@ pub enum SessionsCommand {
         /// Sessions of every workspace, not only this one.
         #[arg(long)]
         all: bool,
+        /// Sub-agents' sessions too (left out while their parent is stored).
+        #[arg(long)]
+        children: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

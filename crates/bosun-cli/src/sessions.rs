@@ -162,13 +162,16 @@ pub fn run(
     let mut out = std::io::stdout().lock();
     let terminal = out.is_terminal();
     match command {
-        SessionsCommand::List { all, json } => {
-            let filter = if all {
+        SessionsCommand::List { all, children, json } => {
+            let mut filter = if all {
                 ListFilter::default()
             } else {
                 let root = bosun_tools::Workspace::open(&dir)?.identity().path.clone();
                 ListFilter::workspace(root)
             };
+            if children {
+                filter = filter.with_children();
+            }
             let sessions = store.list(&filter)?;
             if json {
                 writeln!(out, "{}", serde_json::to_string(&sessions)?)?;
@@ -202,6 +205,16 @@ pub fn run(
                     detail.summary.model.as_ref().and_then(|model| costing_of(&settings, model).ok());
                 if let Some(model) = &detail.summary.model {
                     writeln!(out, "{}", style.dim(&format!("model: {}", shown(terminal, model))))?;
+                }
+                if let Some(parent) = &detail.summary.parent {
+                    let line = format!("sub-agent of session {} (call {})", parent.session, parent.call);
+                    writeln!(out, "{}", style.dim(&shown(terminal, &line)))?;
+                }
+                for child in store.children(&id)? {
+                    let title = child.title.unwrap_or_default();
+                    let line =
+                        format!("sub-agent {}  {}", child.id, title.lines().next().unwrap_or_default());
+                    writeln!(out, "{}", style.dim(&shown(terminal, &line)))?;
                 }
                 writeln!(out, "{}", style.dim(&usage_line(&detail, &settings)?))?;
                 for line in turn_lines(&detail) {

@@ -198,6 +198,27 @@ fn parallel_children_answer_from_their_own_fixtures_and_are_stored_as_linked_ses
     let listed = sessions_json(&sandbox, &["list"]);
     let ids: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
     assert_eq!(ids, [parent.as_str()], "children are left out: {listed:#}");
+    let listed = sessions_json(&sandbox, &["list", "--children"]);
+    let mut ids: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
+    ids.sort_unstable();
+    let mut all = [parent.as_str(), first.as_str(), second.as_str()];
+    all.sort_unstable();
+    assert_eq!(ids, all, "--children lists them too: {listed:#}");
+    // Shown to a person: the parent names its sub-agents, a child its parent.
+    let show = |id: &str| {
+        let mut cmd = sandbox.bosun();
+        cmd.args(["sessions", "show", id]);
+        let out = run(cmd);
+        out.expect_code(0);
+        out.stdout
+    };
+    let shown = show(&parent);
+    assert!(
+        shown.contains(&format!("sub-agent {first}")) && shown.contains(&format!("sub-agent {second}")),
+        "{shown}"
+    );
+    let shown = show(&first);
+    assert!(shown.contains(&format!("sub-agent of session {parent} (call {call})")), "{shown}");
 }
 
 #[test]
