@@ -11,12 +11,10 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use bosun_core::delegate::{AgentProfile, ChildSessions, ChildSlot, ChildTask, Delegation, SlotFuture};
-use bosun_core::hooks::SessionHooks;
 use bosun_core::{CallId, SessionBuilder};
 use bosun_store::Store;
 use bosun_tools::Workspace;
 use bosun_tools::agents::{AgentDef, AgentOrigin};
-use bosun_tools::hooks::CommandHook;
 
 use crate::config::{Env, Settings};
 use crate::wire;
@@ -102,8 +100,7 @@ impl StoredChildren {
     /// `PROVIDER/MODEL` or local form as written, or a bare model id of the
     /// session's provider.
     fn model_spec(&self, asked: &str) -> String {
-        let local = ["local:", "local/", "hf:"].iter().any(|p| asked.starts_with(p));
-        if local || asked.contains('/') {
+        if wire::is_local_spec(asked) || asked.contains('/') {
             return asked.to_owned();
         }
         match self.settings.model.as_deref().and_then(|spec| spec.split_once('/')) {
@@ -131,7 +128,7 @@ impl StoredChildren {
         if !wire::uses_local_model(&settings) {
             slot.artifacts = Some(Arc::new(self.store.artifacts(&id)));
         }
-        slot.hooks = hooks(&settings, &self.env, &self.workspace, &id);
+        slot.hooks = wire::command_hooks(&settings, &self.env, &self.workspace, &id);
         if let Some((resolved, window)) = model {
             slot.model = Some(resolved);
             slot.context_window = window;
@@ -153,46 +150,42 @@ impl ChildSessions for StoredChildren {
     }
 }
 
-/// The configured command hooks, run for session `session`.
-fn hooks(settings: &Settings, env: &Env, workspace: &Workspace, session: &str) -> Vec<Arc<dyn SessionHooks>> {
-    let shell = wire::shell_config(workspace, env);
-    let root = workspace.root_path();
-    settings
-        .hooks
-        .iter()
-        .map(|hook| {
-            Arc::new(CommandHook::new(hook.spec.clone(), session, root, &shell)) as Arc<dyn SessionHooks>
-        })
-        .collect()
-}
-
-/// Adds delegation to the builder of stored session `session` at `depth`
-/// (0 for a top-level session), when it is enabled; warnings about the
-/// agent files go to `warn`.
+/// Adds delegation to the builder of the top-level stored session
+/// `session`, when it is enabled; warnings about the agent files go to
+/// `warn`.
 pub fn with_delegation(
     builder: SessionBuilder,
     store: &Store,
     session: &str,
-    depth: u32,
-    (settings, env, workspace): (&Settings, &Env, &Workspace),
+    parts: (&Settings, &Env, &Workspace),
     warn: &mut dyn FnMut(&str),
 ) -> SessionBuilder {
-    if !enabled(settings) {
+    if !enabled(parts.0) {
         return builder;
     }
-    let (agents, warnings) = agents(workspace, settings, env);
+    let (delegation, warnings) = delegation(store, session, 0, parts);
     for warning in &warnings {
         warn(warning);
     }
+    builder.delegation(delegation)
+}
+
+/// Delegation for stored session `session` at `depth`: the named agents,
+/// children kept in `store`, the configured cap; and the agent files'
+/// warnings.
+fn delegation(
+    store: &Store,
+    session: &str,
+    depth: u32,
+    (settings, env, workspace): (&Settings, &Env, &Workspace),
+) -> (Delegation, Vec<String>) {
+    let (agents, warnings) = agents(workspace, settings, env);
     let children = StoredChildren::new(store.clone(), session, settings, env, workspace);
     let mut delegation = Delegation::new(Arc::new(children)).agents(agents).at_depth(depth);
     if let Some(n) = settings.max_subagents {
         delegation = delegation.max_children(n as usize);
     }
-    if !delegation.may_delegate() {
-        return builder;
-    }
-    builder.delegation(delegation)
+    (delegation, warnings)
 }
 
 /// The builder for a sub-agent's session resumed by itself: the configured
@@ -232,20 +225,14 @@ pub fn resumed_child(
         builder = builder.artifacts(Arc::new(store.artifacts(id)));
     }
     if names.contains(DELEGATE_TASKS) {
-        let depth = depth(store, id)?;
-        let (agents, _) = agents(workspace, settings, env);
-        let children = StoredChildren::new(store.clone(), id, settings, env, workspace);
-        let mut delegation = Delegation::new(Arc::new(children)).agents(agents).at_depth(depth);
-        if let Some(n) = settings.max_subagents {
-            delegation = delegation.max_children(n as usize);
-        }
+        let (delegation, _) = delegation(store, id, depth(store, id), (settings, env, workspace));
         builder = builder.delegation(delegation);
     }
     Ok(builder)
 }
 
 /// How many parents a stored session has (bounded: links are data).
-fn depth(store: &Store, id: &str) -> Result<u32> {
+fn depth(store: &Store, id: &str) -> u32 {
     let mut depth = 0;
     let mut at = id.to_owned();
     while depth < 16 {
@@ -253,5 +240,5 @@ fn depth(store: &Store, id: &str) -> Result<u32> {
         depth += 1;
         at = parent.session;
     }
-    Ok(depth)
+    depth
 }

@@ -182,7 +182,7 @@ async fn exec_with(
     let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
     let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
     let builder =
-        crate::children::with_delegation(builder, &store, &id, 0, (settings, env, &workspace), &mut |w| {
+        crate::children::with_delegation(builder, &store, &id, (settings, env, &workspace), &mut |w| {
             warn(palettes.stderr, w)
         });
     let mut session = wire::with_artifacts(builder, settings, &store, &id)
@@ -320,7 +320,7 @@ async fn open_stored(
         Some(_) => crate::children::resumed_child(&store, &id, model, window, tools, source, parts)?,
         None => {
             let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
-            let builder = crate::children::with_delegation(builder, &store, &id, 0, parts, &mut |w| {
+            let builder = crate::children::with_delegation(builder, &store, &id, parts, &mut |w| {
                 warn(palettes.stderr, w)
             });
             wire::with_artifacts(builder, settings, &store, &id)

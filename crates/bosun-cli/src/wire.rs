@@ -321,7 +321,7 @@ pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, V
 
 /// What the shell and command hooks run with: the workspace root, PATH and
 /// HOME from bosun's environment, nothing else of it.
-pub(crate) fn shell_config(workspace: &Workspace, env: &Env) -> bosun_tools::ShellConfig {
+fn shell_config(workspace: &Workspace, env: &Env) -> bosun_tools::ShellConfig {
     bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
         .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
         .with_home(env.get("HOME"))
@@ -337,12 +337,30 @@ pub fn with_hooks(
     workspace: &Workspace,
     session: &str,
 ) -> SessionBuilder {
-    let shell = shell_config(workspace, env);
-    for hook in &settings.hooks {
-        let hook = CommandHook::new(hook.spec.clone(), session, workspace.root_path(), &shell);
-        builder = builder.hook(Arc::new(hook));
+    for hook in command_hooks(settings, env, workspace, session) {
+        builder = builder.hook(hook);
     }
     builder
+}
+
+/// The configured command hooks, in their order, each run for the stored
+/// session `session` in the workspace root with the shell's PATH and HOME.
+pub fn command_hooks(
+    settings: &Settings,
+    env: &Env,
+    workspace: &Workspace,
+    session: &str,
+) -> Vec<Arc<dyn bosun_core::hooks::SessionHooks>> {
+    let shell = shell_config(workspace, env);
+    let root = workspace.root_path();
+    settings
+        .hooks
+        .iter()
+        .map(|hook| {
+            Arc::new(CommandHook::new(hook.spec.clone(), session, root, &shell))
+                as Arc<dyn bosun_core::hooks::SessionHooks>
+        })
+        .collect()
 }
 
 const BASE_PROMPT: &str = "You are bosun, a careful coding agent working in the user's workspace. Use the tools \
@@ -360,10 +378,12 @@ root. When you have what you need, answer briefly.";
 
 /// Whether the settings name a local model (the embedded default included).
 pub fn uses_local_model(settings: &Settings) -> bool {
-    settings
-        .model
-        .as_deref()
-        .is_none_or(|spec| ["local:", "local/", "hf:"].iter().any(|p| spec.starts_with(p)))
+    settings.model.as_deref().is_none_or(is_local_spec)
+}
+
+/// Whether a model spec names a local model (`local:PATH`, `local/NAME`, `hf:…`).
+pub fn is_local_spec(spec: &str) -> bool {
+    ["local:", "local/", "hf:"].iter().any(|p| spec.starts_with(p))
 }
 
 /// The system prompt, with project instructions when enabled and the

@@ -227,11 +227,6 @@ impl Delegation {
         self
     }
 
-    /// Whether a session at this delegation's depth may delegate at all.
-    pub fn may_delegate(&self) -> bool {
-        self.depth < MAX_DEPTH
-    }
-
     fn agent(&self, name: &str) -> Option<&AgentProfile> {
         self.agents.iter().find(|agent| agent.name == name)
     }
