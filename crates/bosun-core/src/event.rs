@@ -28,6 +28,7 @@
 //! | `compacted` | `tier` (1 shortened old tool results, 2 summarized, 3 dropped), `before`, `after` (estimated prompt tokens), `usage` (of the summary request, tier 2) |
 //! | `hook_run` | `point` (`SessionStart`, `UserPromptSubmit`, `PreToolUse`, `PostToolUse`, `PreCompact`, `Stop`, `SubagentStop`, `BeforeModel`, `AfterModel`), `hook`, `duration_ms`, `outcome` (`continued` / `noted` / `blocked` / `asked` / `updated_input` / `ignored` / `failed` / `timed_out` / `panicked`), `reason`? (the reason, note or error, bounded), `switched_off`? (an advisory hook turned off by this failure) |
 //! | `subagent` | `call_id` (the parent's `delegate_tasks` call), `child` (the child session's id), `event` (the child's event, in this same form) |
+//! | `message_delivered` | `turn`, `id` (the queue's id, from `Inbox::steer` / `Inbox::follow_up`), `delivery` (`steer` / `follow_up`) |
 //! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
 
 use serde::{Deserialize, Serialize};
@@ -218,6 +219,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stop_reason: Option<crate::message::StopReason>,
     },
+    /// A queued message ([`Inbox`](crate::Inbox)) entered history: steering
+    /// at a safe point of the turn, or the prompt of a turn that delivers
+    /// follow-ups (or steering a turn left waiting).
+    MessageDelivered {
+        /// The turn it entered.
+        turn: u64,
+        /// Its queue id.
+        id: u64,
+        /// Steering or a follow-up.
+        delivery: crate::journal::Delivery,
+    },
     /// Something failed; the turn ends right after.
     Error {
         /// A stable, machine-readable kind (`model`, `protocol`, `limit`, …).
@@ -364,6 +376,7 @@ mod wire_tag_freeze {
             Event::Compacted { .. } => "compacted",
             Event::HookRun { .. } => "hook_run",
             Event::Subagent { .. } => "subagent",
+            Event::MessageDelivered { .. } => "message_delivered",
         }
     }
 
@@ -373,6 +386,10 @@ mod wire_tag_freeze {
         let idj = "01900000-0000-7000-8000-000000000001";
         let samples = vec![
             (Event::TurnStart { turn: 1 }, json!({"type": "turn_start", "turn": 1})),
+            (
+                Event::MessageDelivered { turn: 2, id: 3, delivery: crate::journal::Delivery::FollowUp },
+                json!({"type": "message_delivered", "turn": 2, "id": 3, "delivery": "follow_up"}),
+            ),
             (
                 Event::ModelRoundStart { turn: 1, round: 2 },
                 json!({"type": "model_round_start", "turn": 1, "round": 2}),

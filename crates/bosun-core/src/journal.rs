@@ -107,6 +107,11 @@ pub enum JournalRecord {
         turn: u64,
         /// The user's message.
         message: Message,
+        /// The queued messages (`queued` records) this prompt delivers, so
+        /// delivering them and starting the turn is one record; left out
+        /// when none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        queued: Vec<u64>,
     },
     /// Tool calls are about to run; the assistant message that asked for them.
     BatchStarted {
@@ -194,6 +199,45 @@ pub enum JournalRecord {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_micros: Option<u64>,
     },
+    /// A user message was accepted while the session worked, for delivery
+    /// later ([`Inbox`](crate::Inbox)): durable before its sender is told,
+    /// so a crash loses no accepted message. May come anywhere, inside a
+    /// batch too.
+    Queued {
+        /// The queue's id of the message, from 1, in acceptance order.
+        id: u64,
+        /// When it is to be delivered.
+        delivery: Delivery,
+        /// The message.
+        message: Message,
+    },
+    /// A queued message was taken back before it was delivered.
+    Unqueued {
+        /// Its id.
+        id: u64,
+    },
+    /// A queued steering message entered history at a safe point of the
+    /// turn: after a batch committed, before the next model round.
+    Steered {
+        /// The turn.
+        turn: u64,
+        /// The queued message's id.
+        id: u64,
+        /// The message, as it entered history.
+        message: Message,
+    },
+}
+
+/// When a queued message is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// At the running turn's next safe point (after the current tool batch
+    /// commits, before the next model round; never inside a batch); as the
+    /// next turn when the turn ends first.
+    Steer,
+    /// As a turn of its own, after the running turn ends.
+    FollowUp,
 }
 
 fn first_attempt() -> u32 {
@@ -304,7 +348,16 @@ mod record_form {
     fn journal_record_tags_are_frozen() {
         let id = CallId::from(uuid::Uuid::from_u128(3));
         let samples = [
-            (JournalRecord::TurnStarted { turn: 1, message: Message::user("hi") }, "turn_started"),
+            (
+                JournalRecord::TurnStarted { turn: 1, message: Message::user("hi"), queued: vec![] },
+                "turn_started",
+            ),
+            (
+                JournalRecord::Queued { id: 1, delivery: Delivery::Steer, message: Message::user("also") },
+                "queued",
+            ),
+            (JournalRecord::Unqueued { id: 1 }, "unqueued"),
+            (JournalRecord::Steered { turn: 1, id: 1, message: Message::user("also") }, "steered"),
             (JournalRecord::InvocationStarted { call_id: id, attempt: 1 }, "invocation_started"),
             (JournalRecord::InvocationStarted { call_id: id, attempt: 2 }, "invocation_started"),
             (

@@ -66,6 +66,7 @@ mod error;
 pub mod event;
 mod history;
 pub mod hooks;
+pub mod inbox;
 pub mod journal;
 pub mod limits;
 pub mod message;
@@ -83,8 +84,9 @@ pub use authority::{AuthorityDigest, AuthoritySnapshot, WorkspaceIdentity};
 pub use error::{BuildError, Disposition, TurnError, TurnErrorKind};
 pub use event::{Event, EventSink, NullSink, SinkError};
 pub use history::{HistoryError, validate_history};
+pub use inbox::{Inbox, InboxError, Queued};
 pub use journal::{
-    InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
+    Delivery, InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
 };
 pub use limits::{Limits, Pricing, turn_tokens};
 pub use message::{CallId, ContentPart, Message, StopReason, Usage};

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::authority::AuthoritySnapshot;
 use crate::history::{HistoryError, validate_history};
+use crate::inbox::Pending;
 use crate::journal::{JournalRecord, TurnRecordOutcome};
 use crate::message::{CallId, Message};
 use crate::spend::Spend;
@@ -48,6 +49,10 @@ pub struct Replayed {
     pub provider_call_ids: BTreeMap<CallId, String>,
     /// What is sent of `messages`: the newest `compacted` record's view.
     pub compaction: crate::session::Compaction,
+    /// Messages queued while the session worked and not yet delivered,
+    /// oldest first.
+    pub queued: Vec<crate::inbox::Queued>,
+    pub(crate) pending: Pending,
 }
 
 /// A journal that does not follow the turn loop's record order.
@@ -137,7 +142,7 @@ impl Ledger {
     pub(crate) fn check(&self, record: &JournalRecord) -> Result<(), String> {
         match record {
             JournalRecord::SessionStarted { .. } => Err("a second session_started".into()),
-            JournalRecord::TurnStarted { turn, message } => {
+            JournalRecord::TurnStarted { turn, message, .. } => {
                 if let Some(current) = &self.open {
                     return Err(format!("turn {turn} started while turn {} was open", current.turn));
                 }
@@ -210,8 +215,24 @@ impl Ledger {
                 }
                 Ok(())
             }
-            // A hook may run anywhere, a batch's calls included.
-            JournalRecord::HookRan { .. } => Ok(()),
+            // A hook may run anywhere, a batch's calls included; so may a
+            // message be queued or taken back (the queue checks its ids).
+            JournalRecord::HookRan { .. } | JournalRecord::Queued { .. } | JournalRecord::Unqueued { .. } => {
+                Ok(())
+            }
+            JournalRecord::Steered { turn, message, .. } => {
+                let current = open_turn(self.open.as_ref(), *turn)?;
+                if current.batch.is_some() {
+                    return Err(format!("steering delivered inside a batch of turn {turn}"));
+                }
+                if !current.committed {
+                    return Err(format!("steering delivered before turn {turn} committed anything"));
+                }
+                if !matches!(message, Message::User { .. }) {
+                    return Err("steering must be a user message".into());
+                }
+                Ok(())
+            }
             // Between rounds only: one batch runs under one tool set and
             // is sent one view.
             JournalRecord::AuthorityChanged { .. } | JournalRecord::Compacted { .. } => {
@@ -230,7 +251,7 @@ impl Ledger {
     pub(crate) fn apply(&mut self, messages: &mut Vec<Message>, record: JournalRecord) {
         match record {
             JournalRecord::SessionStarted { .. } => {}
-            JournalRecord::TurnStarted { turn, message } => {
+            JournalRecord::TurnStarted { turn, message, .. } => {
                 self.turns = turn;
                 self.interrupted_prompt = None;
                 let entry = messages.len();
@@ -285,10 +306,18 @@ impl Ledger {
                     self.interrupted_prompt = Some(current.user);
                 }
             }
-            // History is unchanged; `replay` keeps the newest of each.
+            JournalRecord::Steered { message, .. } => {
+                if self.open.is_some() {
+                    messages.push(message);
+                }
+            }
+            // History is unchanged; `replay` keeps the newest of each, and
+            // the queue (`inbox::Pending`) follows the queue's records.
             JournalRecord::AuthorityChanged { .. }
             | JournalRecord::Compacted { .. }
-            | JournalRecord::HookRan { .. } => {}
+            | JournalRecord::HookRan { .. }
+            | JournalRecord::Queued { .. }
+            | JournalRecord::Unqueued { .. } => {}
         }
     }
 
@@ -342,8 +371,11 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
     // needs them (a live session's registry holds its own). They may name
     // calls of turns rolled back since, which `mapped_calls` drops.
     let mut provider_ids = BTreeMap::new();
+    let mut pending = Pending::default();
     for (index, record) in records.iter().enumerate().skip(1) {
         ledger.check(record).map_err(|problem| ReplayError::OutOfOrder { index, problem })?;
+        pending.check(record).map_err(|problem| ReplayError::OutOfOrder { index, problem })?;
+        pending.apply(record);
         if let JournalRecord::BatchStarted { provider_ids: ids, .. }
         | JournalRecord::Committed { provider_ids: ids, .. } = record
         {
@@ -357,6 +389,9 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         ledger.apply(&mut messages, record.clone());
     }
     let recovery = ledger.close_open(&mut messages);
+    for record in &recovery {
+        pending.apply(record);
+    }
     validate_history(&messages)?;
     let provider_call_ids = mapped_calls(&messages, provider_ids);
     compaction.clamp(messages.len());
@@ -369,6 +404,8 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         recovery,
         interrupted_prompt: ledger.interrupted_prompt,
         provider_call_ids,
+        queued: pending.list(),
+        pending,
     })
 }
 

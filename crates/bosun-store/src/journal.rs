@@ -308,15 +308,8 @@ impl State {
                 let mut usage = Usage::default();
                 let mut title = None;
                 for message in user.iter().chain(messages.iter()) {
-                    let body =
-                        serde_json::to_string(message).map_err(|e| StoreError::Invalid(e.to_string()))?;
-                    transaction
-                        .execute(
-                            "INSERT INTO messages (session_id, branch_id, parent_id, body) VALUES (?1, ?2, ?3, ?4)",
-                            params![self.session, self.branch, head, body],
-                        )
-                        .map_err(|e| store.sql(e))?;
-                    let id = transaction.last_insert_rowid();
+                    let id =
+                        insert_message(&store, &transaction, &self.session, &self.branch, head, message)?;
                     head = Some(id);
                     turn_messages.push(id);
                     match message {
@@ -371,6 +364,23 @@ impl State {
                 pending_user = None;
                 turn_messages.clear();
                 turn_open = false;
+            }
+            // Steering enters the turn's history between two batches.
+            JournalRecord::Steered { message, .. } => {
+                let id = insert_message(&store, &transaction, &self.session, &self.branch, head, message)?;
+                head = Some(id);
+                turn_messages.push(id);
+                update_session(
+                    &transaction,
+                    &self.session,
+                    &self.branch,
+                    head,
+                    1,
+                    Usage::default(),
+                    None,
+                    now,
+                )
+                .map_err(|e| store.sql(e))?;
             }
             // A summary request is model usage like a round's: the session's
             // totals (and so its cost) include it. Inside a turn, its spend
@@ -479,6 +489,25 @@ fn update_session(
 }
 
 /// What `spend` holds beyond `counted`, field by field.
+/// Puts one message of the branch after `head`; its row id.
+fn insert_message(
+    store: &Store,
+    transaction: &rusqlite::Transaction<'_>,
+    session: &str,
+    branch: &str,
+    head: Option<i64>,
+    message: &Message,
+) -> Result<i64, StoreError> {
+    let body = serde_json::to_string(message).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    transaction
+        .execute(
+            "INSERT INTO messages (session_id, branch_id, parent_id, body) VALUES (?1, ?2, ?3, ?4)",
+            params![session, branch, head, body],
+        )
+        .map_err(|e| store.sql(e))?;
+    Ok(transaction.last_insert_rowid())
+}
+
 fn uncounted(spend: &Spend, counted: Usage) -> Usage {
     let total = spend.total().usage;
     let mut rest = Usage::default();

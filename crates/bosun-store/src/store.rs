@@ -442,7 +442,7 @@ pub(crate) fn records_for(messages: &[Message]) -> Vec<JournalRecord> {
             user @ Message::User { .. } => {
                 close(&mut records, turn, last_was_answer);
                 turn += 1;
-                records.push(JournalRecord::TurnStarted { turn, message: user.clone() });
+                records.push(JournalRecord::TurnStarted { turn, message: user.clone(), queued: Vec::new() });
                 index += 1;
             }
             assistant @ Message::Assistant { .. } => {

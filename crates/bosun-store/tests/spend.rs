@@ -84,7 +84,7 @@ async fn usage_spent_outside_history_is_counted_once() {
     spend.main = Spent::new(Usage::new(25, 2), None);
     let records = [
         JournalRecord::SessionStarted { authority, system: None },
-        JournalRecord::TurnStarted { turn: 1, message: Message::user("hi") },
+        JournalRecord::TurnStarted { turn: 1, message: Message::user("hi"), queued: vec![] },
         JournalRecord::Committed {
             turn: 1,
             messages: vec![Message::Assistant {

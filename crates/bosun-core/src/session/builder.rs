@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, WorkspaceIdentity};
 use crate::error::BuildError;
 use crate::history::{call_ids, validate_history};
+use crate::inbox::{Pending, Shared, Slot};
 use crate::journal::{Journal, JournalRecord};
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message};
@@ -386,7 +387,14 @@ impl SessionBuilder {
             };
             journal.append(&record).await?;
         }
-        Ok(self.into_session(resolved, system, history, Ledger::default(), &BTreeMap::new()))
+        Ok(self.into_session(
+            resolved,
+            system,
+            history,
+            Ledger::default(),
+            &BTreeMap::new(),
+            Pending::default(),
+        ))
     }
 
     /// Resumes the session recorded in `journal`: replays it strictly, checks
@@ -418,6 +426,7 @@ impl SessionBuilder {
             replayed.messages,
             ledger,
             &replayed.provider_call_ids,
+            replayed.pending,
         );
         session.compaction = compaction;
         session.seed_estimator();
@@ -431,6 +440,7 @@ impl SessionBuilder {
         history: Vec<Message>,
         ledger: Ledger,
         provider_call_ids: &BTreeMap<CallId, String>,
+        pending: Pending,
     ) -> Session {
         let call_ids = CallIdRegistry::resumed(call_ids(&history), provider_call_ids);
         if let Some(scope) = &self.delegate_scope {
@@ -480,7 +490,7 @@ impl SessionBuilder {
             grants: Grants::default(),
             limits: self.limits,
             execution: self.execution,
-            journal: self.journal.map(std::sync::Mutex::new),
+            shared: Shared::new(Slot::new(self.journal, pending)),
             authority: resolved.snapshot,
             call_ids,
             ledger,

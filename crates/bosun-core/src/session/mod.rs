@@ -10,6 +10,7 @@ mod context;
 mod hooking;
 mod ids;
 mod invoke;
+mod record;
 mod turn;
 mod updates;
 
@@ -26,7 +27,8 @@ pub use invoke::CANCELLED;
 
 use crate::authority::{AuthoritySnapshot, ToolAuthority};
 use crate::error::BuildError;
-use crate::journal::{Journal, JournalError};
+use crate::inbox::{Inbox, Queued};
+use crate::journal::JournalError;
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, ContentPart, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
@@ -126,10 +128,10 @@ pub struct Session {
     pub(crate) grants: Grants,
     pub(crate) limits: Limits,
     pub(crate) execution: ToolExecution,
-    /// In a mutex only so the session is `Sync` (and a turn's future
-    /// `Send`, as a sub-agent's must be): it is reached through `get_mut`,
-    /// never locked.
-    pub(crate) journal: Option<std::sync::Mutex<Box<dyn Journal>>>,
+    /// The journal and the queue of messages sent while a turn runs,
+    /// behind one lock shared with the session's [`Inbox`]es: every record
+    /// is written holding it.
+    pub(crate) shared: crate::inbox::Shared,
     pub(crate) authority: AuthoritySnapshot,
     pub(crate) call_ids: ids::CallIdRegistry,
     /// Turns, the open turn and the interrupted prompt, as replay keeps them:
@@ -231,6 +233,17 @@ impl Session {
     /// Starts building a session on `model`.
     pub fn builder(model: impl Model + 'static) -> SessionBuilder {
         SessionBuilder::new(Arc::new(model))
+    }
+
+    /// A handle that queues messages while a turn runs: steering for the
+    /// running turn's next safe point, follow-ups for after it.
+    pub fn inbox(&self) -> Inbox {
+        Inbox::new(self.shared.clone())
+    }
+
+    /// The messages waiting in the queue, oldest first.
+    pub async fn queued(&self) -> Vec<Queued> {
+        self.shared.slot.lock().await.pending.list()
     }
 
     /// Starts building a session on a shared model.

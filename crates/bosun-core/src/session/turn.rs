@@ -21,7 +21,7 @@ use super::{Session, TurnOptions, TurnOutcome, UserInput};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
 use crate::hooks::{HookSet, MAX_STOP_CONTINUATIONS};
-use crate::journal::{JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome};
+use crate::journal::{Delivery, JournalRecord, TurnRecordOutcome};
 use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
     GenerationOptions, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart,
@@ -132,19 +132,60 @@ impl Session {
         if let Some(lost) = &self.journal_lost {
             return Err(rolled_back(TurnErrorKind::JournalLost(lost.clone())));
         }
-        let mut content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
+        let content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
         let generation = self.options.layered(&options.generation);
         self.check_turn_capabilities(&generation).map_err(rolled_back)?;
+        self.turns_from(content, Vec::new(), &generation, &options.cancel, sink).await
+    }
+
+    /// Runs what the queue holds as turns (steering left waiting by a turn
+    /// that ended early, then follow-ups), as [`Session::run_with`] runs
+    /// them after a turn; `None` when nothing waits.
+    pub async fn run_queued(
+        &mut self,
+        options: TurnOptions,
+        sink: &mut dyn EventSink,
+    ) -> Option<Result<TurnOutcome, TurnError>> {
+        let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
+        if let Some(lost) = &self.journal_lost {
+            return Some(Err(rolled_back(TurnErrorKind::JournalLost(lost.clone()))));
+        }
+        let generation = self.options.layered(&options.generation);
+        if let Err(kind) = self.check_turn_capabilities(&generation) {
+            return Some(Err(rolled_back(kind)));
+        }
+        let (queued, content) = self.shared.slot.lock().await.pending.claim_next()?;
+        Some(self.turns_from(content, queued, &generation, &options.cancel, sink).await)
+    }
+
+    /// A turn from `content`, then the turns a `Stop` hook asks for, then
+    /// one for each message queued meanwhile; the last one's outcome.
+    async fn turns_from(
+        &mut self,
+        mut content: Vec<ContentPart>,
+        mut queued: Vec<(u64, Delivery)>,
+        generation: &GenerationOptions,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> Result<TurnOutcome, TurnError> {
         let mut continued = 0;
         loop {
             let (outcome, go_on) =
-                self.one_turn(content, &generation, &options.cancel, continued, sink).await?;
+                self.one_turn(content, &queued, generation, cancel, continued, sink).await?;
             match go_on {
                 Some(prompt) if continued < MAX_STOP_CONTINUATIONS => {
                     continued += 1;
                     content = vec![ContentPart::text(prompt)];
+                    queued = Vec::new();
                 }
-                _ => return Ok(outcome),
+                _ => match self.shared.slot.lock().await.pending.claim_next() {
+                    Some((next_queued, next)) => {
+                        continued = 0;
+                        content = next;
+                        queued = next_queued;
+                    }
+                    None => return Ok(outcome),
+                },
             }
         }
     }
@@ -152,7 +193,8 @@ impl Session {
     /// One turn; with the prompt a `Stop` hook gave to go on, if one did.
     async fn one_turn(
         &mut self,
-        mut content: Vec<ContentPart>,
+        content: Vec<ContentPart>,
+        queued: &[(u64, Delivery)],
         generation: &GenerationOptions,
         caller: &CancellationToken,
         continued: u32,
@@ -173,7 +215,11 @@ impl Session {
             go_on: None,
         };
         // From here on every path emits `turn_end` (if the sink still works).
-        emitter.emit(Event::TurnStart { turn: state.turn }).map_err(|e| rolled_back(e.into()))?;
+        if let Err(error) = emitter.emit(Event::TurnStart { turn: state.turn }) {
+            self.unclaim(queued).await;
+            return Err(rolled_back(error.into()));
+        }
+        let mut content = content;
         // A turn a `Stop` hook started is not a prompt the person submitted.
         let prompted = if continued == 0 {
             self.prompt_hooks(state.turn, &mut content, &state.cancel.clone(), &mut emitter).await
@@ -182,15 +228,32 @@ impl Session {
         };
         let rounds = match prompted {
             Ok(()) => {
-                let record =
-                    JournalRecord::TurnStarted { turn: state.turn, message: Message::User { content } };
+                let record = JournalRecord::TurnStarted {
+                    turn: state.turn,
+                    message: Message::User { content },
+                    queued: queued.iter().map(|(id, _)| *id).collect(),
+                };
                 match self.record(record).await {
-                    Ok(()) => self.timed_rounds(&mut state, generation, &mut emitter).await,
+                    Ok(()) => {
+                        let delivered = queued.iter().try_for_each(|(id, delivery)| {
+                            emitter.emit(Event::MessageDelivered {
+                                turn: state.turn,
+                                id: *id,
+                                delivery: *delivery,
+                            })
+                        });
+                        match delivered {
+                            Ok(()) => self.timed_rounds(&mut state, generation, &mut emitter).await,
+                            Err(error) => Err(error.into()),
+                        }
+                    }
                     Err(kind) => Err(kind),
                 }
             }
             Err(kind) => Err(kind),
         };
+        // Claimed messages whose turn never started wait again.
+        self.unclaim(queued).await;
         match rounds {
             Ok(outcome) => Ok((outcome, state.go_on.take())),
             Err(kind) => Err(self.fail(&state, kind, &mut emitter).await),
@@ -244,6 +307,7 @@ impl Session {
     ) -> Result<TurnOutcome, TurnErrorKind> {
         for round in 1..=self.limits.max_rounds {
             if round > 1 {
+                self.deliver_steering(state, emitter).await?;
                 self.check_budget(state)?;
             }
             // Between rounds, never inside a batch.
@@ -522,33 +586,6 @@ impl Session {
         // the model's response was built with.
         content.shrink_to_fit();
         Message::Assistant { content, usage: response.usage, stop_reason: response.stop_reason }
-    }
-
-    /// The one writer of the turn's records. Checks `record` against the
-    /// ledger, writes it (awaited: durable before the loop goes on,
-    /// invariant 15), then applies it to history exactly as replay would.
-    /// A record that cannot be written is not applied and loses the journal.
-    pub(crate) async fn record(&mut self, record: JournalRecord) -> Result<(), TurnErrorKind> {
-        if let Some(lost) = &self.journal_lost {
-            return Err(TurnErrorKind::JournalLost(lost.clone()));
-        }
-        let written = match self.ledger.check(&record) {
-            Err(problem) => Err(JournalError::new(
-                JournalErrorKind::OutOfOrder,
-                format!("refused an out-of-order record: {problem}"),
-            )),
-            Ok(()) => match self.journal.as_mut().map(|journal| journal.get_mut()) {
-                Some(Ok(journal)) => journal.append(&record).await,
-                Some(Err(_)) => Err(JournalError::new(JournalErrorKind::Other, "the journal was poisoned")),
-                None => Ok(()),
-            },
-        };
-        if let Err(error) = written {
-            self.journal_lost = Some(error.clone());
-            return Err(error.into());
-        }
-        self.ledger.apply(&mut self.history, record);
-        Ok(())
     }
 
     /// Commits messages (invariant 11: one complete batch at a time).
