@@ -8,10 +8,11 @@ use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bosun_core::permission::ApprovalFuture;
-use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, GrantScope, Reason};
+use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, Reason};
 
 use crate::output::Palette;
 use crate::sanitize;
+use bosun_tui::wording::{quote_argv, session_grant};
 
 /// Whether there is a person to ask: a controlling terminal to prompt on,
 /// and stderr on a terminal (so they see what is going on).
@@ -161,41 +162,6 @@ fn shell_lines(command: &str) -> String {
     if out.is_empty() { "$ ".to_owned() } else { out }
 }
 
-/// An argv as one POSIX shell line: words outside a small safe set are
-/// single-quoted (`'` as `'\''`). Not yet sanitised.
-fn quote_argv(argv: &[serde_json::Value]) -> String {
-    let quote = |word: &str| {
-        let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-        if !word.is_empty() && word.chars().all(safe) {
-            word.to_owned()
-        } else {
-            format!("'{}'", word.replace('\'', r"'\''"))
-        }
-    };
-    argv.iter()
-        .map(|item| match item {
-            serde_json::Value::String(word) => quote(word),
-            other => quote(&other.to_string()),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// What `[a]` grants, and the label that says so.
-fn session_grant(tool: &str, protected: bool) -> (GrantScope, String) {
-    // A tool-wide grant never covers a protected path (`.git/`, …): offer
-    // this exact call only.
-    if protected {
-        let label = "approve this exact call for the rest of the session (it touches a protected path)";
-        (GrantScope::SameCall, label.to_owned())
-    } else if tool == "shell" {
-        (GrantScope::SameCall, "approve this exact command for the rest of the session".to_owned())
-    } else {
-        let label = format!("approve all later `{}` calls in this session", sanitize::line(tool));
-        (GrantScope::Tool, label)
-    }
-}
-
 fn ask(palette: Palette, request: &ApprovalRequest) -> std::io::Result<ApprovalDecision> {
     let (scope, label) = session_grant(&request.tool, request.protected);
     let heading =
@@ -318,18 +284,5 @@ mod tests {
             "*** Begin Patch\n\x1b[32m+x\x1b[0m\n\x1b[31m-y\x1b[0m\n ctx\n"
         );
         assert_eq!(describe(Palette::PLAIN, "edit_file", &edit), "edit p\n- a\\x1b[2J\n+ b\n");
-    }
-
-    #[test]
-    fn the_session_grant_says_its_scope() {
-        let (scope, label) = session_grant("shell", false);
-        assert_eq!(scope, GrantScope::SameCall);
-        assert_eq!(label, "approve this exact command for the rest of the session");
-        let (scope, label) = session_grant("edit_file", false);
-        assert_eq!(scope, GrantScope::Tool);
-        assert_eq!(label, "approve all later `edit_file` calls in this session");
-        let (scope, label) = session_grant("edit_file", true);
-        assert_eq!(scope, GrantScope::SameCall);
-        assert!(label.starts_with("approve this exact call for the rest of the session"), "{label}");
     }
 }

@@ -15,8 +15,11 @@ pub struct Cli {
     /// Use the named profile from the configuration files.
     #[arg(long, global = true, value_name = "NAME")]
     pub profile: Option<String>,
+    /// With no subcommand, in a terminal: a conversation (see `RunOptions`).
+    #[command(flatten)]
+    pub run: RunOptions,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// What to do.

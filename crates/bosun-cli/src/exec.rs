@@ -88,7 +88,7 @@ fn read_prompt(arg: Option<String>) -> Result<String> {
 /// Lines on stderr naming what the project's config set and bosun left
 /// out, and (unless `--json` keeps stderr quiet) a context window bosun had
 /// to assume.
-fn notice_ignored(settings: &config::Settings, run: &RunOptions, stderr: Palette) {
+pub(crate) fn notice_ignored(settings: &config::Settings, run: &RunOptions, stderr: Palette) {
     if let Some(notice) = settings.project.as_ref().and_then(config::ProjectConfig::notice) {
         eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
     }
@@ -107,36 +107,40 @@ fn warn(stderr: Palette, text: &str) {
 
 /// What starting the MCP servers gives a session: the tools (theirs
 /// added), the servers as its tool source, and what answers their requests.
-type McpParts<'a> =
+pub(crate) type McpParts<'a> =
     (Vec<Arc<dyn bosun_core::Tool>>, Option<Arc<dyn bosun_core::ToolSource>>, &'a crate::mcp::Answers);
 
 /// A command's workspace and tools, the configured MCP servers started
 /// and their tools added: stop `mcp` on every way out.
-struct Started {
+pub(crate) struct Started {
     workspace: bosun_tools::Workspace,
     tools: Vec<Arc<dyn bosun_core::Tool>>,
-    mcp: Option<Arc<bosun_mcp::McpServers>>,
+    pub(crate) mcp: Option<Arc<bosun_mcp::McpServers>>,
     answers: crate::mcp::Answers,
 }
 
 impl Started {
-    async fn new(
+    pub(crate) async fn new(
         dir: &Path,
         env: &Env,
         settings: &config::Settings,
-        run: &RunOptions,
+        answers: crate::mcp::Answers,
         palettes: Palettes,
     ) -> Result<Self> {
         let (workspace, mut tools) = wire::tools(dir, env, settings)?;
-        let answers = crate::mcp::Answers::for_run(run, settings, palettes);
         let root = workspace.root_path();
         let mcp = crate::mcp::start_into(settings, env, root, &mut tools, palettes.stderr, &answers).await;
         Ok(Self { workspace, tools, mcp, answers })
     }
 
+    /// The tool named `name`, when the workspace or a server offers it.
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<dyn bosun_core::Tool>> {
+        self.tools.iter().find(|t| t.definition().name == name).cloned()
+    }
+
     /// What a session is built from: the tools, the servers as their
     /// source, what answers their requests, and the workspace.
-    fn parts(&self) -> (McpParts<'_>, bosun_tools::Workspace) {
+    pub(crate) fn parts(&self) -> (McpParts<'_>, bosun_tools::Workspace) {
         ((self.tools.clone(), crate::mcp::source(&self.mcp), &self.answers), self.workspace.clone())
     }
 }
@@ -153,7 +157,8 @@ pub async fn exec(
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
-    let started = Started::new(&dir, env, &settings, &args.run, palettes).await?;
+    let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
+    let started = Started::new(&dir, env, &settings, answers, palettes).await?;
     let (parts, workspace) = started.parts();
     let outcome = exec_with(&settings, env, &args.run, prompt, workspace, parts, palettes).await;
     // Every server is stopped on every way out, the failing ones included.
@@ -167,9 +172,25 @@ async fn exec_with(
     run: &RunOptions,
     prompt: String,
     workspace: bosun_tools::Workspace,
-    (tools, source, answers): McpParts<'_>,
+    parts: McpParts<'_>,
     palettes: Palettes,
 ) -> Result<Outcome> {
+    let approver = approver(run, palettes.tty);
+    let (mut session, id) = new_session(settings, env, workspace, parts, palettes, approver).await?;
+    let costing = config::models::session_model(settings)?.costing;
+    drive(&mut session, prompt.into(), run, &id, palettes.stderr, costing).await
+}
+
+/// A new stored session on the configured model, with the workspace's
+/// tools, hooks, sub-agents and artifacts: the session and its id.
+pub(crate) async fn new_session(
+    settings: &config::Settings,
+    env: &Env,
+    workspace: bosun_tools::Workspace,
+    (tools, source, answers): McpParts<'_>,
+    palettes: Palettes,
+    approver: Arc<dyn ApprovalHandler>,
+) -> Result<(Session, String)> {
     let (model, window) = wire::model(settings, env, &workspace).await?;
     answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
     let store = wire::store(settings, env)?;
@@ -177,7 +198,7 @@ async fn exec_with(
     let id = journal.session_id().to_owned();
     let (system, warning) = wire::system_prompt(&workspace, settings, env);
     if let Some(warning) = warning {
-        eprintln!("{}", palettes.stderr.red(&sanitize::line(&format!("warning: {warning}"))));
+        warn(palettes.stderr, &warning);
     }
     let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
     let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
@@ -185,14 +206,13 @@ async fn exec_with(
         crate::children::with_delegation(builder, &store, &id, (settings, env, &workspace), &mut |w| {
             warn(palettes.stderr, w)
         });
-    let mut session = wire::with_artifacts(builder, settings, &store, &id)
+    let session = wire::with_artifacts(builder, settings, &store, &id)
         .system_prompt(system)
         .journal(journal)
-        .shared_approver(approver(run, palettes.tty))
+        .shared_approver(approver)
         .build()
         .await?;
-    let costing = config::models::session_model(settings)?.costing;
-    drive(&mut session, prompt.into(), run, &id, palettes.stderr, costing).await
+    Ok((session, id))
 }
 
 /// `bosun resume`.
@@ -243,9 +263,11 @@ async fn on_stored(
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, run)?;
     notice_ignored(&settings, run, palettes.stderr);
-    let started = Started::new(&dir, env, &settings, run, palettes).await?;
+    let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
+    let started = Started::new(&dir, env, &settings, answers, palettes).await?;
     let (parts, workspace) = started.parts();
-    let outcome = match open_stored(&settings, env, which, run, workspace, parts, palettes).await {
+    let approver = approver(run, palettes.tty);
+    let outcome = match open_stored(&settings, env, which, workspace, parts, palettes, approver).await {
         Ok((mut session, id, words)) => match then {
             Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes).await,
             Then::Compact => compact_session(&mut session, &id, &settings, run, palettes).await,
@@ -281,22 +303,22 @@ async fn continue_turn(
 
 /// Which stored session a command names: an id, or `--last` (then the
 /// first of `words`, which clap took for the id, belongs to the prompt).
-struct Stored {
-    id: Option<String>,
-    last: bool,
-    words: Vec<String>,
+pub(crate) struct Stored {
+    pub(crate) id: Option<String>,
+    pub(crate) last: bool,
+    pub(crate) words: Vec<String>,
 }
 
 /// A stored session resumed on the configured model, its journal recording
 /// that model: the session, its id, and the words left for a prompt.
-async fn open_stored(
+pub(crate) async fn open_stored(
     settings: &config::Settings,
     env: &Env,
     which: Stored,
-    run: &RunOptions,
     workspace: bosun_tools::Workspace,
     (tools, source, answers): McpParts<'_>,
     palettes: Palettes,
+    approver: Arc<dyn ApprovalHandler>,
 ) -> Result<(Session, String, Vec<String>)> {
     let (model, window) = wire::model(settings, env, &workspace).await?;
     answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
@@ -328,7 +350,7 @@ async fn open_stored(
     };
     let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
     let session = builder
-        .shared_approver(approver(run, palettes.tty))
+        .shared_approver(approver)
         .resume(journal)
         .await
         .with_context(|| format!("cannot resume session {id}"))?;

@@ -11,6 +11,7 @@ mod exec;
 mod harden;
 mod hints;
 mod instructions;
+mod interactive;
 mod logging;
 mod mcp;
 mod mcp_conformance;
@@ -60,8 +61,16 @@ fn fatal(error: &anyhow::Error, palettes: Palettes) -> ExitCode {
 async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome> {
     let dir = cli.dir.as_deref();
     let profile = cli.profile.as_deref();
-    match cli.command {
+    let Some(command) = cli.command else {
+        return interactive::run(dir, profile, cli.run, None, env, palettes).await;
+    };
+    match command {
         Command::Exec(args) => exec::exec(dir, profile, args, env, palettes).await,
+        // No prompt, in a terminal: the conversation goes on there.
+        Command::Resume(args) if args.prompt.is_empty() && !args.run.json && interactive::has_terminal() => {
+            let which = exec::Stored { id: args.id, last: args.last, words: Vec::new() };
+            interactive::run(dir, profile, args.run, Some(which), env, palettes).await
+        }
         Command::Resume(args) => exec::resume(dir, profile, args, env, palettes).await,
         Command::Compact(args) => exec::compact(dir, profile, args, env, palettes).await,
         Command::Fork { id, at } => sessions::fork(dir, profile, &id, at, env).map(|()| Outcome::Success),

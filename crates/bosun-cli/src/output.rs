@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 use bosun_core::event::Decision;
-use bosun_core::hooks::{HookOutcome, HookPoint, HookRun};
 use bosun_core::{Event, EventSink, SinkError};
+use bosun_tui::wording::hook_line;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Env;
@@ -344,36 +344,6 @@ fn child_line(child: &str, event: &Event, depth: usize) -> Option<String> {
     Some(format!("{who} {}", what.trim_end()))
 }
 
-/// The stderr line for a hook's run, when it has something to say: a
-/// block (`false`: a decision, not a failure), or a failure, a timeout or a
-/// panic (`true`). Other outcomes are in `--json`'s `hook_run` events only.
-fn hook_line(run: &HookRun) -> Option<(bool, String)> {
-    let hook = sanitize::line(&run.hook);
-    let reason = run.reason.as_deref().map(|reason| first_line(reason).into_owned());
-    let with_reason = |text: String| match &reason {
-        Some(reason) if !reason.is_empty() => format!("{text}: {reason}"),
-        _ => text,
-    };
-    let off = if run.switched_off { " (off for the rest of the session)" } else { "" };
-    let line = match run.outcome {
-        HookOutcome::Blocked => {
-            let what = match run.point {
-                HookPoint::UserPromptSubmit => "blocked the prompt",
-                HookPoint::PreToolUse => "blocked the call",
-                HookPoint::PostToolUse => "flagged the result",
-                HookPoint::Stop | HookPoint::SubagentStop => "keeps the agent going",
-                _ => "blocked",
-            };
-            return Some((false, with_reason(format!("  hook {hook} {what}"))));
-        }
-        HookOutcome::Failed => with_reason(format!("  hook {hook} failed at {}", run.point)),
-        HookOutcome::TimedOut => format!("  hook {hook} timed out at {}{off}", run.point),
-        HookOutcome::Panicked => format!("  hook {hook} panicked at {}{off}", run.point),
-        _ => return None,
-    };
-    Some((true, line))
-}
-
 /// The line after a turn: its tokens (with the share of the prompt a
 /// provider's cache served) and what they cost, by bucket.
 fn tokens_line(spend: &bosun_core::Spend, costing: &Costing) -> String {
@@ -418,41 +388,6 @@ impl EventSink for JsonSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_hooks_block_or_failure_is_one_line_and_the_rest_is_quiet() {
-        let run = |outcome: &str, point: &str, reason: Option<&str>, off: bool| -> HookRun {
-            let mut value = serde_json::json!({
-                "point": point, "hook": "PreToolUse:Bash#1 (./check.sh)", "duration_ms": 5, "outcome": outcome,
-                "switched_off": off,
-            });
-            if let Some(reason) = reason {
-                value["reason"] = reason.into();
-            }
-            serde_json::from_value(value).unwrap()
-        };
-        let hook = "hook PreToolUse:Bash#1 (./check.sh)";
-        let blocked = hook_line(&run("blocked", "PreToolUse", Some("no rm\nsecond line"), false));
-        assert_eq!(blocked, Some((false, format!("  {hook} blocked the call: no rm"))));
-        let going = hook_line(&run("blocked", "Stop", Some("tests fail"), false));
-        assert_eq!(going, Some((false, format!("  {hook} keeps the agent going: tests fail"))));
-        let failed =
-            hook_line(&run("failed", "PreToolUse", Some("hook x exited with code 3\u{1b}[31m"), false));
-        let (is_error, line) = failed.unwrap();
-        assert!(
-            is_error && line.starts_with(&format!("  {hook} failed at PreToolUse: hook x exited")),
-            "{line}"
-        );
-        assert!(!line.contains('\u{1b}'), "sanitized: {line:?}");
-        let slow = hook_line(&run("timed_out", "Stop", Some("timed out after 1000 ms"), true));
-        assert_eq!(
-            slow,
-            Some((true, format!("  {hook} timed out at Stop (off for the rest of the session)")))
-        );
-        for quiet in ["continued", "noted", "asked", "updated_input", "ignored"] {
-            assert_eq!(hook_line(&run(quiet, "PreToolUse", Some("x"), false)), None, "{quiet}");
-        }
-    }
 
     #[test]
     fn colours_are_the_escapes_bosun_wrote_by_hand_before() {

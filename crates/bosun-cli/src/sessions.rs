@@ -45,7 +45,7 @@ fn costing_of(settings: &config::Settings, spec: &str) -> Result<config::models:
     Ok(config::models::session_model(&priced_by)?.costing)
 }
 
-fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) -> Result<String> {
+pub(crate) fn usage_line(detail: &bosun_store::SessionDetail, settings: &config::Settings) -> Result<String> {
     let usage = &detail.summary.usage;
     let tokens = format!(
         "usage: {} ({} written), {} out ({} reasoning)",

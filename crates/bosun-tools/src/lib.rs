@@ -24,6 +24,7 @@ pub mod limits;
 mod list;
 mod nearby;
 pub mod patch;
+mod preview;
 mod read;
 mod search;
 pub mod shell;
@@ -32,6 +33,7 @@ pub mod workspace;
 mod write;
 
 pub use limits::ToolLimits;
+pub use preview::preview;
 pub use shell::{ShellConfig, ShellTool};
 pub use workspace::{Workspace, WorkspaceError};
 

@@ -426,6 +426,26 @@ pub fn project_file(dir: &Path) -> Option<PathBuf> {
     None
 }
 
+/// The project root to ask about trusting, when the user never said and the
+/// project holds what trusting would enable (its `.bosun/` config, agents
+/// or skills, a `.mcp.json`, `.claude/` agents, skills or hooks): the
+/// nearest directory holding `.git`, else `dir`.
+pub fn unasked_trust(dir: &Path, env: &Env) -> Result<Option<PathBuf>> {
+    let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(dir);
+    let user = match user_file(env).filter(|p| p.is_file()) {
+        Some(path) => Some(Layer::load(&path)?),
+        None => None,
+    };
+    if trust::recorded(user.as_ref(), dir).is_some() {
+        return Ok(None);
+    }
+    // `symlink_metadata`: a planted link is asked about, never followed.
+    let holds = [".bosun", ".mcp.json", ".claude"]
+        .iter()
+        .any(|name| std::fs::symlink_metadata(root.join(name)).is_ok());
+    Ok(holds.then(|| root.to_path_buf()))
+}
+
 /// Resolves the settings for a command run in `dir`.
 /// Per-task limits: hitting one ends the task with a checkpoint, a message
 /// naming it, and exit code 1. None is set unless configured.

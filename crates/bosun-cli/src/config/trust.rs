@@ -62,6 +62,17 @@ pub fn is_trusted(user: Option<&Layer>, dir: &Path) -> bool {
         .is_some_and(|level| level == TrustLevel::Trusted)
 }
 
+/// The trust the user recorded for `dir` or its nearest listed ancestor.
+pub fn recorded(user: Option<&Layer>, dir: &Path) -> Option<TrustLevel> {
+    let user = user?;
+    dir.ancestors().find_map(|ancestor| {
+        user.projects
+            .iter()
+            .find(|(path, _)| Path::new(path) == ancestor)
+            .and_then(|(_, entry)| entry.trust_level)
+    })
+}
+
 /// Reads a project config file: no symlink at `.bosun` or the file, a
 /// regular file, at most [`MAX_PROJECT_FILE_BYTES`].
 pub fn load_project_file(path: &Path) -> Result<Layer> {

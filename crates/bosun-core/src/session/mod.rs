@@ -241,6 +241,11 @@ impl Session {
         Inbox::new(self.shared.clone())
     }
 
+    /// The model's context window in tokens, when the session knows it.
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
     /// The messages waiting in the queue, oldest first.
     pub async fn queued(&self) -> Vec<Queued> {
         self.shared.slot.lock().await.pending.list()

@@ -1,0 +1,316 @@
+//! Slash commands and `!cmd`, as the conversation answers them.
+
+use bosun_core::permission::{Permission, ProposedCall, decide};
+use bosun_core::{CallId, Message, TurnOptions};
+use bosun_tui::{FromUi, NoticeKind, PickItem, SlashCommand, ToUi};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{Conversation, Flow, first_line};
+use crate::exec::Stored;
+
+/// What `/init` asks the model to do.
+pub(super) const INIT_PROMPT: &str = "Look at this project (its layout, build and test files, README and \
+    existing docs) and write an AGENTS.md at its root for coding agents: how to build, test and lint it, \
+    where things live, and the conventions its code follows. Keep it short and factual; say only what you \
+    checked. If an AGENTS.md already exists, improve it and keep what is still true.";
+
+/// How many recent sessions `/resume` offers.
+const RECENT: usize = 20;
+
+/// The commands, for completion and `/help`.
+pub(super) fn list() -> Vec<SlashCommand> {
+    [
+        // `/help` is answered by the UI from this list and its keys.
+        ("help", "what the commands and keys do"),
+        ("model", "show the model, or `/model PROVIDER/MODEL` to go on with another"),
+        ("mode", "show the mode, or `/mode read-only|propose|write|autonomous`"),
+        ("new", "start a new session in this workspace"),
+        ("resume", "pick a recent session of this workspace (or `/resume ID`)"),
+        ("fork", "branch this session at its newest message and go on in the branch"),
+        ("compact", "summarize older turns now (history keeps them)"),
+        ("cost", "tokens and cost of this session"),
+        ("diff", "the changes this session made to the workspace"),
+        ("init", "write an AGENTS.md from a look at the project"),
+        ("quit", "leave (the session stays stored)"),
+    ]
+    .into_iter()
+    .map(|(name, help)| SlashCommand::new(name, help))
+    .collect()
+}
+
+impl Conversation<'_> {
+    pub(super) async fn command(
+        &mut self,
+        name: &str,
+        args: &str,
+        from_ui: &mut UnboundedReceiver<FromUi>,
+    ) -> Flow {
+        let done = match name {
+            "quit" | "exit" => return Flow::Exit,
+            "init" => return self.turn(Some(INIT_PROMPT.into()), from_ui).await,
+            "model" => self.model(args).await,
+            "mode" => self.mode(args),
+            "new" => self.new_session().await,
+            "resume" => self.resume(args).await,
+            "fork" => self.fork().await,
+            "compact" => self.compact().await,
+            "cost" => self.cost(),
+            "diff" => {
+                self.diff();
+                Ok(())
+            }
+            other => Err(anyhow::anyhow!("unknown command /{other}; /help lists them")),
+        };
+        if let Err(error) = done {
+            self.notice(NoticeKind::Error, format!("{error:#}"));
+        }
+        Flow::Continue
+    }
+
+    async fn model(&mut self, args: &str) -> anyhow::Result<()> {
+        if args.is_empty() {
+            let shown = format!("model: {}", crate::wire::model_label(&self.settings));
+            self.notice(NoticeKind::Info, shown);
+            return Ok(());
+        }
+        let mut run = self.run.clone();
+        run.model = Some(args.to_owned());
+        let dir = self.started.parts().1.root_path().to_path_buf();
+        let settings = crate::config::resolve(&dir, self.env, self.profile, &run)?;
+        // The same stored session, resumed on the other model.
+        let which = Stored { id: Some(self.id.clone()), last: false, words: Vec::new() };
+        let (session, id) = super::setup::session(
+            self.started,
+            &settings,
+            self.env,
+            self.palettes,
+            &self.approver,
+            Some(which),
+        )
+        .await?;
+        let mode = self.session.mode();
+        (self.settings, self.run) = (settings, run);
+        self.switch(session, id);
+        self.session.set_mode(mode);
+        self.notice(NoticeKind::Info, format!("model: {}", crate::wire::model_label(&self.settings)));
+        Ok(())
+    }
+
+    fn mode(&mut self, args: &str) -> anyhow::Result<()> {
+        if !args.is_empty() {
+            let mode = crate::config::parse_mode(args)?;
+            self.session.set_mode(mode);
+            self.send_status();
+        }
+        self.notice(NoticeKind::Info, format!("mode: {}", self.session.mode()));
+        Ok(())
+    }
+
+    async fn new_session(&mut self) -> anyhow::Result<()> {
+        let (session, id) = super::setup::session(
+            self.started,
+            &self.settings,
+            self.env,
+            self.palettes,
+            &self.approver,
+            None,
+        )
+        .await?;
+        let mode = self.session.mode();
+        self.switch(session, id);
+        self.session.set_mode(mode);
+        self.notice(NoticeKind::Info, format!("new session {}", self.id));
+        Ok(())
+    }
+
+    async fn resume(&mut self, args: &str) -> anyhow::Result<()> {
+        let id = if args.is_empty() {
+            match self.pick_recent().await? {
+                Some(id) => id,
+                None => return Ok(()),
+            }
+        } else {
+            args.to_owned()
+        };
+        let which = Stored { id: Some(id), last: false, words: Vec::new() };
+        let (session, id) = super::setup::session(
+            self.started,
+            &self.settings,
+            self.env,
+            self.palettes,
+            &self.approver,
+            Some(which),
+        )
+        .await?;
+        self.switch(session, id);
+        self.show_opening();
+        Ok(())
+    }
+
+    /// The session picker: this workspace's recent sessions, newest first.
+    async fn pick_recent(&self) -> anyhow::Result<Option<String>> {
+        let store = crate::wire::store(&self.settings, self.env)?;
+        let workspace = self.started.parts().1.identity().path.clone();
+        let mut filter = bosun_store::ListFilter::workspace(workspace);
+        filter.limit = Some(RECENT);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let items: Vec<PickItem> = store
+            .list(&filter)?
+            .into_iter()
+            .filter(|s| s.id != self.id)
+            .map(|s| {
+                let title = s.title.as_deref().map_or_else(|| "(no prompt)".to_owned(), first_line);
+                let label = format!("{title} · {} messages · {}", s.message_count, age(now - s.updated_at));
+                PickItem::new(s.id, label)
+            })
+            .collect();
+        if items.is_empty() {
+            self.notice(NoticeKind::Info, "no other session of this workspace to resume");
+            return Ok(None);
+        }
+        let (reply, answer) = oneshot::channel();
+        let title = "resume a session".to_owned();
+        if self.to_ui.send(ToUi::Picker { title, items, reply }).is_err() {
+            return Ok(None);
+        }
+        Ok(answer.await.ok().flatten())
+    }
+
+    async fn fork(&mut self) -> anyhow::Result<()> {
+        let store = crate::wire::store(&self.settings, self.env)?;
+        let at = store.show(&self.id)?.history.last().map(|(m, _)| *m);
+        let Some(at) = at else { anyhow::bail!("nothing to fork yet: the session has no messages") };
+        let branch = store.fork(&self.id, at)?;
+        let which = Stored { id: Some(self.id.clone()), last: false, words: Vec::new() };
+        let (session, id) = super::setup::session(
+            self.started,
+            &self.settings,
+            self.env,
+            self.palettes,
+            &self.approver,
+            Some(which),
+        )
+        .await?;
+        let mode = self.session.mode();
+        self.switch(session, id);
+        self.session.set_mode(mode);
+        self.notice(NoticeKind::Info, format!("forked at message {at}: branch {branch} goes on from here"));
+        Ok(())
+    }
+
+    async fn compact(&mut self) -> anyhow::Result<()> {
+        let _ = self.to_ui.send(ToUi::Busy(true));
+        let mut sink = super::UiSink { to_ui: self.to_ui.clone(), spent: std::sync::Arc::clone(&self.spent) };
+        let compacted = self.session.compact_now(TurnOptions::default(), &mut sink).await;
+        let _ = self.to_ui.send(ToUi::Busy(false));
+        match compacted? {
+            Some(_) => {
+                self.notice(NoticeKind::Info, "compacted: older turns are sent as a summary from now on")
+            }
+            None => self.notice(NoticeKind::Info, "nothing to compact yet"),
+        }
+        self.send_status();
+        Ok(())
+    }
+
+    fn cost(&self) -> anyhow::Result<()> {
+        let store = crate::wire::store(&self.settings, self.env)?;
+        let detail = store.show(&self.id)?;
+        self.notice(NoticeKind::Info, crate::sessions::usage_line(&detail, &self.settings)?);
+        Ok(())
+    }
+
+    /// The diffs of this session's edits and patches, in order; writes by
+    /// name (their result carries no diff).
+    fn diff(&self) {
+        let mut diffs = String::new();
+        let mut written = Vec::new();
+        for message in self.session.history() {
+            let Message::ToolResult { tool_name, is_error: false, .. } = message else { continue };
+            let text = message.text();
+            match tool_name.as_str() {
+                "edit_file" | "apply_patch" => {
+                    if let Some(at) = text.find("--- ") {
+                        diffs.push_str(&text[at..]);
+                        if !diffs.ends_with('\n') {
+                            diffs.push('\n');
+                        }
+                    }
+                }
+                "write_file" => written.push(first_line(&text)),
+                _ => {}
+            }
+        }
+        if diffs.is_empty() && written.is_empty() {
+            self.notice(NoticeKind::Info, "this session changed no file yet");
+            return;
+        }
+        if !diffs.is_empty() {
+            let _ = self.to_ui.send(ToUi::Diff(diffs));
+        }
+        for line in written {
+            self.notice(NoticeKind::Info, line);
+        }
+    }
+
+    /// `!cmd`: the workspace's `shell` tool, under the session's mode and
+    /// rules (a denied command does not run; one that would ask runs, since
+    /// the person typed it), its output shown. Esc stops it.
+    pub(super) async fn shell(&mut self, command: &str, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
+        let Some(tool) = self.started.tool("shell") else {
+            self.notice(NoticeKind::Error, "no shell tool in this session (disabled in the config?)");
+            return Flow::Continue;
+        };
+        let arguments = serde_json::json!({ "command": command });
+        let effects = tool.effects(&arguments);
+        let call = ProposedCall::new("shell", tool.category(), &arguments, &effects);
+        let decided = decide(self.session.mode(), &self.settings.rules, &call);
+        if decided.permission == Permission::Deny {
+            self.notice(NoticeKind::Error, format!("not run: {}", decided.reason));
+            return Flow::Continue;
+        }
+        let cancel = CancellationToken::new();
+        let context = bosun_core::ToolContext::detached(CallId::new_v7(), cancel.clone());
+        let _ = self.to_ui.send(ToUi::Busy(true));
+        let run = tool.execute(arguments, context);
+        tokio::pin!(run);
+        let mut exit = false;
+        let output = loop {
+            tokio::select! {
+                output = &mut run => break output,
+                message = from_ui.recv() => match message {
+                    Some(FromUi::Cancel) => cancel.cancel(),
+                    Some(FromUi::Exit) | None => { cancel.cancel(); exit = true; }
+                    _ => {}
+                },
+            }
+        };
+        let _ = self.to_ui.send(ToUi::Busy(false));
+        let kind = if output.is_error { NoticeKind::Error } else { NoticeKind::Info };
+        let text: String = output
+            .content
+            .iter()
+            .filter_map(|part| match part {
+                bosun_core::ContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.notice(kind, format!("$ {command}\n{}", text.trim_end()));
+        if exit { Flow::Exit } else { Flow::Continue }
+    }
+}
+
+/// A duration in milliseconds, as "5 min ago".
+fn age(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match secs {
+        0..60 => "just now".to_owned(),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86_400),
+    }
+}

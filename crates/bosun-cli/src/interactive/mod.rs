@@ -1,0 +1,460 @@
+//! `bosun` with no subcommand, in a terminal: a conversation in the
+//! workspace. The terminal UI (`bosun-tui`) draws and reads keys; this
+//! module is its client of the session, as `exec` is: it builds or resumes
+//! the session, runs turns with the UI as their event sink and approver,
+//! passes steering and follow-ups to the session's inbox while a turn runs,
+//! and answers slash commands. No agent logic lives here or in the UI.
+
+mod commands;
+mod setup;
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Result, bail};
+use bosun_core::permission::ApprovalFuture;
+use bosun_core::{
+    ApprovalDecision, ApprovalHandler, ApprovalRequest, Event, EventSink, Inbox, Reason, Session, SinkError,
+    TurnOptions, UserInput,
+};
+use bosun_tui::{FromUi, NoticeKind, QueuedKind, Status, ToUi};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::RunOptions;
+use crate::config::{self, Env};
+use crate::exec::{Outcome, Started, Stored};
+use crate::output::Palettes;
+
+/// The line printed when there is no terminal to converse on.
+const NO_TERMINAL: &str =
+    "no terminal to converse on: run one task with `bosun exec \"TASK\"` (or pipe it: `bosun exec -`)";
+
+/// Whether stdin and stdout are both a terminal.
+pub fn has_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// `bosun` (and `bosun resume` with no prompt) in a terminal: a new
+/// conversation, or the stored session `resume` names.
+pub async fn run(
+    dir: Option<&Path>,
+    profile: Option<&str>,
+    run: RunOptions,
+    resume: Option<Stored>,
+    env: &Env,
+    palettes: Palettes,
+) -> Result<Outcome> {
+    if !has_terminal() {
+        bail!(NO_TERMINAL);
+    }
+    let dir = crate::exec::workdir(dir)?;
+    setup::ask_trust(&dir, env)?;
+    let settings = config::resolve(&dir, env, profile, &run)?;
+    crate::exec::notice_ignored(&settings, &run, palettes.stderr);
+    let answers = crate::mcp::Answers::none();
+    let started = Started::new(&dir, env, &settings, answers, palettes).await?;
+    let outcome = converse(&started, settings, run, resume, env, profile, palettes).await;
+    crate::mcp::stop(started.mcp.clone()).await;
+    outcome
+}
+
+async fn converse(
+    started: &Started,
+    settings: config::Settings,
+    run: RunOptions,
+    resume: Option<Stored>,
+    env: &Env,
+    profile: Option<&str>,
+    palettes: Palettes,
+) -> Result<Outcome> {
+    let (to_ui, to_ui_rx) = unbounded_channel();
+    let (from_ui_tx, from_ui) = unbounded_channel();
+    let approver: Arc<dyn ApprovalHandler> =
+        Arc::new(UiApprover { to_ui: to_ui.clone(), workspace: started.parts().1 });
+    let mut conversation =
+        Conversation::open(started, settings, run, env, profile, palettes, to_ui.clone(), approver, resume)
+            .await?;
+    let options = setup::ui_options(&conversation, env);
+    let ui = tokio::spawn(bosun_tui::run(options, to_ui_rx, from_ui_tx));
+    conversation.show_opening();
+    let result = conversation.serve(from_ui).await;
+    let _ = to_ui.send(ToUi::Exit);
+    let ui_result = ui.await;
+    // The UI has restored the terminal: plain lines from here on.
+    let id = conversation.id.clone();
+    eprintln!("session {id}; continue it with `bosun resume {id}`");
+    result?;
+    match ui_result {
+        Ok(Ok(())) => Ok(Outcome::Success),
+        Ok(Err(error)) => Err(anyhow::Error::new(error).context("the terminal failed")),
+        Err(error) => Err(anyhow::anyhow!("the terminal UI stopped: {error}")),
+    }
+}
+
+/// What the session spent as the status line shows it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Spent {
+    tokens: u64,
+    cost_micros: Option<u64>,
+    /// Any turn ran with no known cost: the total is unknown then.
+    unpriced: bool,
+    context: Option<u64>,
+}
+
+/// The session a conversation is on, and what it needs to rebuild one.
+struct Conversation<'a> {
+    started: &'a Started,
+    settings: config::Settings,
+    run: RunOptions,
+    env: &'a Env,
+    profile: Option<&'a str>,
+    palettes: Palettes,
+    to_ui: UnboundedSender<ToUi>,
+    approver: Arc<dyn ApprovalHandler>,
+    session: Session,
+    id: String,
+    inbox: Inbox,
+    spent: Arc<Mutex<Spent>>,
+    /// Forwards the inbox's queue to the UI; replaced with the session.
+    queue_watch: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Conversation<'_> {
+    fn drop(&mut self) {
+        self.queue_watch.abort();
+    }
+}
+
+/// What serving one message from the UI leads to.
+enum Flow {
+    Continue,
+    Exit,
+}
+
+impl<'a> Conversation<'a> {
+    #[allow(clippy::too_many_arguments)]
+    async fn open(
+        started: &'a Started,
+        settings: config::Settings,
+        run: RunOptions,
+        env: &'a Env,
+        profile: Option<&'a str>,
+        palettes: Palettes,
+        to_ui: UnboundedSender<ToUi>,
+        approver: Arc<dyn ApprovalHandler>,
+        resume: Option<Stored>,
+    ) -> Result<Self> {
+        let (session, id) = setup::session(started, &settings, env, palettes, &approver, resume).await?;
+        let inbox = session.inbox();
+        let queue_watch = watch_queue(inbox.clone(), to_ui.clone());
+        Ok(Self {
+            started,
+            settings,
+            run,
+            env,
+            profile,
+            palettes,
+            to_ui,
+            approver,
+            session,
+            id,
+            inbox,
+            spent: Arc::default(),
+            queue_watch,
+        })
+    }
+
+    /// Puts the conversation on `session` (a new one, another stored one,
+    /// or this one on another model).
+    fn switch(&mut self, session: Session, id: String) {
+        self.queue_watch.abort();
+        self.inbox = session.inbox();
+        self.queue_watch = watch_queue(self.inbox.clone(), self.to_ui.clone());
+        self.session = session;
+        if id != self.id {
+            *self.spent.lock().unwrap_or_else(PoisonError::into_inner) = Spent::default();
+        }
+        self.id = id;
+        self.send_status();
+    }
+
+    fn notice(&self, kind: NoticeKind, text: impl Into<String>) {
+        let _ = self.to_ui.send(ToUi::Notice { text: text.into(), kind });
+    }
+
+    fn status(&self) -> Status {
+        let spent = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut status =
+            Status::new(crate::wire::model_label(&self.settings), self.session.mode().to_string(), &self.id);
+        status.tokens = spent.tokens;
+        status.cost_micros = if spent.unpriced { None } else { spent.cost_micros };
+        status.context_used = spent.context.zip(self.session.context_window());
+        status
+    }
+
+    fn send_status(&self) {
+        let _ = self.to_ui.send(ToUi::Status(self.status()));
+    }
+
+    /// What a resumed session shows first: its messages so far, in short.
+    fn show_opening(&self) {
+        let history = self.session.history();
+        if history.is_empty() {
+            return;
+        }
+        self.notice(NoticeKind::Info, format!("resumed session {} ({} messages)", self.id, history.len()));
+        for message in history.iter().rev().take(6).rev() {
+            let line = match message {
+                bosun_core::Message::User { .. } => format!("› {}", first_line(&message.text())),
+                bosun_core::Message::Assistant { .. } if !message.text().is_empty() => {
+                    first_line(&message.text())
+                }
+                _ => continue,
+            };
+            self.notice(NoticeKind::Info, line);
+        }
+        if let Some(prompt) = self.session.interrupted_prompt() {
+            self.notice(
+                NoticeKind::Warning,
+                format!(
+                    "the last turn was interrupted before it changed anything: {}",
+                    first_line(&prompt.text())
+                ),
+            );
+        }
+    }
+
+    /// Serves the UI until it asks to exit or goes away.
+    async fn serve(&mut self, mut from_ui: UnboundedReceiver<FromUi>) -> Result<()> {
+        self.send_status();
+        while let Some(message) = from_ui.recv().await {
+            let flow = match message {
+                FromUi::Submit(text) | FromUi::Steer(text) | FromUi::FollowUp(text) => {
+                    if text.trim().is_empty() {
+                        self.run_queued(&mut from_ui).await
+                    } else {
+                        let prompt = setup::attach(&self.started.parts().1, &text, &mut |w| {
+                            self.notice(NoticeKind::Warning, w)
+                        });
+                        self.turn(Some(prompt.into()), &mut from_ui).await
+                    }
+                }
+                FromUi::Unqueue(id) => {
+                    spawn_withdraw(self.inbox.clone(), id, self.to_ui.clone());
+                    Flow::Continue
+                }
+                FromUi::Cancel => Flow::Continue,
+                FromUi::Shell(command) => self.shell(&command, &mut from_ui).await,
+                FromUi::Command { name, args } => self.command(&name, &args, &mut from_ui).await,
+                FromUi::Exit => Flow::Exit,
+                _ => Flow::Continue,
+            };
+            if matches!(flow, Flow::Exit) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Delivers what the queue holds (Enter on an empty editor).
+    async fn run_queued(&mut self, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
+        if self.session.queued().await.is_empty() {
+            return Flow::Continue;
+        }
+        self.turn(None, from_ui).await
+    }
+
+    /// Runs a turn (`prompt`, or the queue's next message when `None`),
+    /// serving the UI meanwhile: steering and follow-ups go to the inbox,
+    /// Esc and Ctrl+C cancel, an exit cancels and then exits.
+    async fn turn(&mut self, prompt: Option<UserInput>, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
+        let cancel = CancellationToken::new();
+        let _ = self.to_ui.send(ToUi::Busy(true));
+        let mut sink = UiSink { to_ui: self.to_ui.clone(), spent: Arc::clone(&self.spent) };
+        let options = TurnOptions::cancel_on(cancel.clone());
+        let inbox = self.inbox.clone();
+        let to_ui = self.to_ui.clone();
+        let session = &mut self.session;
+        let result = {
+            let turn = async {
+                match prompt {
+                    Some(prompt) => Some(session.run_with(prompt, options, &mut sink).await),
+                    None => session.run_queued(options, &mut sink).await,
+                }
+            };
+            tokio::pin!(turn);
+            let mut exit = false;
+            loop {
+                tokio::select! {
+                    result = &mut turn => break (result, exit),
+                    message = from_ui.recv() => match message {
+                        // The inbox waits on the journal's lock, which the
+                        // turn may hold: never await it here, or the turn
+                        // would not be polled to let go of it.
+                        Some(FromUi::Steer(text)) => spawn_queue(inbox.clone(), QueuedKind::Steer, text, to_ui.clone()),
+                        Some(FromUi::FollowUp(text) | FromUi::Submit(text)) => {
+                            spawn_queue(inbox.clone(), QueuedKind::FollowUp, text, to_ui.clone())
+                        }
+                        Some(FromUi::Unqueue(id)) => spawn_withdraw(inbox.clone(), id, to_ui.clone()),
+                        Some(FromUi::Cancel) => cancel.cancel(),
+                        Some(FromUi::Exit) | None => {
+                            cancel.cancel();
+                            exit = true;
+                        }
+                        Some(FromUi::Shell(_) | FromUi::Command { .. }) => {
+                            let busy = "a turn is running: wait for it, or Esc to stop it";
+                            let _ = to_ui.send(ToUi::Notice { text: busy.into(), kind: NoticeKind::Warning });
+                        }
+                        Some(_) => {}
+                    },
+                }
+            }
+        };
+        let _ = self.to_ui.send(ToUi::Busy(false));
+        self.send_status();
+        let (result, exit) = result;
+        match result {
+            Some(Err(error)) if error.is_cancelled() => {
+                self.notice(NoticeKind::Warning, "cancelled: the session keeps what was done; type to go on");
+            }
+            Some(Err(error)) if !error.to_string().is_empty() && sink_missed(&error) => {
+                self.notice(NoticeKind::Error, format!("the turn failed: {error}"));
+            }
+            _ => {}
+        }
+        if exit { Flow::Exit } else { Flow::Continue }
+    }
+}
+
+/// Whether a failed turn's error was not already shown by an `error` event
+/// (the UI shows those; a journal or sink failure may have none).
+fn sink_missed(error: &bosun_core::TurnError) -> bool {
+    matches!(error.kind, bosun_core::TurnErrorKind::Sink(_) | bosun_core::TurnErrorKind::JournalLost(_))
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let mut shown: String = line.chars().take(100).collect();
+    if line.chars().count() > 100 || text.lines().filter(|l| !l.trim().is_empty()).count() > 1 {
+        shown.push('…');
+    }
+    shown
+}
+
+/// Sends the inbox's queue to the UI whenever it changes.
+fn watch_queue(inbox: Inbox, to_ui: UnboundedSender<ToUi>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut changes = inbox.changes();
+        loop {
+            let queued = inbox
+                .pending()
+                .await
+                .into_iter()
+                .map(|q| {
+                    let kind = match q.delivery {
+                        bosun_core::Delivery::Steer => QueuedKind::Steer,
+                        bosun_core::Delivery::FollowUp => QueuedKind::FollowUp,
+                    };
+                    bosun_tui::Queued::new(q.id, kind, q.message.text())
+                })
+                .collect();
+            if to_ui.send(ToUi::Queue(queued)).is_err() || changes.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+fn spawn_queue(inbox: Inbox, kind: QueuedKind, text: String, to_ui: UnboundedSender<ToUi>) {
+    tokio::spawn(async move {
+        let queued = match kind {
+            QueuedKind::Steer => inbox.steer(text).await,
+            _ => inbox.follow_up(text).await,
+        };
+        if let Err(error) = queued {
+            let _ =
+                to_ui.send(ToUi::Notice { text: format!("not queued: {error}"), kind: NoticeKind::Error });
+        }
+    });
+}
+
+fn spawn_withdraw(inbox: Inbox, id: u64, to_ui: UnboundedSender<ToUi>) {
+    tokio::spawn(async move {
+        match inbox.withdraw(id).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                let late = "too late to take it back: it was already delivered";
+                let _ = to_ui.send(ToUi::Notice { text: late.into(), kind: NoticeKind::Warning });
+            }
+            Err(error) => {
+                let _ = to_ui
+                    .send(ToUi::Notice { text: format!("not taken back: {error}"), kind: NoticeKind::Error });
+            }
+        }
+    });
+}
+
+/// The UI as a turn's event sink; counts what the session spends.
+struct UiSink {
+    to_ui: UnboundedSender<ToUi>,
+    spent: Arc<Mutex<Spent>>,
+}
+
+impl EventSink for UiSink {
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        {
+            let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+            match &event {
+                Event::ModelRoundEnd { usage, .. } => {
+                    spent.context = Some(usage.input + usage.cache_read + usage.cache_write + usage.output);
+                }
+                Event::TurnEnd { usage, cost_micros, .. } => {
+                    spent.tokens += bosun_core::turn_tokens(usage);
+                    match cost_micros {
+                        Some(cost) => spent.cost_micros = Some(spent.cost_micros.unwrap_or(0) + cost),
+                        None => spent.unpriced |= !bosun_core::Usage::is_zero(usage),
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A UI gone is a person gone: the turn stops (invariant 14).
+        self.to_ui.send(ToUi::Event(event)).map_err(|_| SinkError::new("the terminal UI is gone"))
+    }
+}
+
+/// Asks in the UI's approval modal, with a diff of a file change when the
+/// workspace can tell it.
+struct UiApprover {
+    to_ui: UnboundedSender<ToUi>,
+    workspace: bosun_tools::Workspace,
+}
+
+impl std::fmt::Debug for UiApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UiApprover").finish_non_exhaustive()
+    }
+}
+
+impl ApprovalHandler for UiApprover {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async move {
+            let workspace = self.workspace.clone();
+            let (tool, arguments) = (request.tool.clone(), request.arguments.clone());
+            let diff =
+                tokio::task::spawn_blocking(move || bosun_tools::preview(&workspace, &tool, &arguments))
+                    .await
+                    .ok()
+                    .flatten();
+            let (reply, answer) = oneshot::channel();
+            let denied = |text: &str| ApprovalDecision::Deny { reason: Reason::lossy(text, "denied") };
+            if self.to_ui.send(ToUi::Approval { request: request.clone(), diff, reply }).is_err() {
+                return denied("the terminal UI is gone, so nobody could approve this call");
+            }
+            answer.await.unwrap_or_else(|_| denied("the approval was not answered"))
+        })
+    }
+}

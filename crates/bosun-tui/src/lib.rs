@@ -1,0 +1,149 @@
+//! bosun-tui: the interactive terminal UI of the `bosun` command. A client
+//! of a session's event stream: the CLI sends [`ToUi`] (every
+//! [`bosun_core::Event`], approvals to answer, status, the steering queue)
+//! and gets [`FromUi`] back (messages, steering, cancel, commands). [`run`]
+//! drives the real terminal; [`App`] holds all the state and [`render`]
+//! draws it, a pure function, so both are tested without a terminal.
+//!
+//! The conversation goes into the terminal's own scrollback (finished
+//! blocks, printed above a small inline viewport), so it survives the exit;
+//! the viewport holds only what is still moving and the input.
+//!
+//! Not here: agent logic, configuration, sessions, files. Every untrusted
+//! text (model output, tool arguments and results, diffs, labels) goes
+//! through [`sanitize`] before it is styled (invariant 20).
+#![deny(missing_docs)]
+
+mod app;
+mod diff;
+mod events;
+mod highlight;
+mod history;
+mod input;
+mod keys;
+mod markdown;
+mod modal;
+mod protocol;
+mod render;
+pub mod sanitize;
+mod status;
+mod terminal;
+mod text;
+mod theme;
+pub mod wording;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures_util::StreamExt;
+use ratatui::widgets::{Paragraph, Widget};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+pub use app::App;
+pub use keys::KEYS;
+pub use protocol::{FromUi, NoticeKind, Options, PickItem, Queued, QueuedKind, SlashCommand, Status, ToUi};
+pub use render::render;
+
+/// How often a spinner moves while something runs.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs the UI on the real terminal until Exit (either side). Enters raw
+/// mode, bracketed paste and an inline viewport; a panic hook restores the
+/// terminal before the panic message, and every way out restores it too.
+/// Idle, it waits on the terminal and the channel with no timer.
+pub async fn run(
+    mut options: Options,
+    mut to_ui: UnboundedReceiver<ToUi>,
+    from_ui: UnboundedSender<FromUi>,
+) -> std::io::Result<()> {
+    if options.dark.is_none() {
+        options.dark = theme::guess_dark(std::env::var("COLORFGBG").ok().as_deref());
+    }
+    let _guard = terminal::Guard::enter()?;
+    let (cols, rows) = crossterm::terminal::size()?;
+    let mut term = terminal::inline(terminal::viewport_height(rows))?;
+    let mut app = App::new(options);
+    app.resize(cols, rows);
+    let mut events = EventStream::new();
+    let result = drive(&mut app, &mut term, &mut events, &mut to_ui, &from_ui).await;
+    app.finish_output();
+    let flushed = flush(&mut app, &mut term).and_then(|()| terminal::leave(&mut term));
+    result.and(flushed)
+}
+
+async fn drive(
+    app: &mut App,
+    term: &mut terminal::Term,
+    events: &mut EventStream,
+    to_ui: &mut UnboundedReceiver<ToUi>,
+    from_ui: &UnboundedSender<FromUi>,
+) -> std::io::Result<()> {
+    loop {
+        flush(app, term)?;
+        term.draw(|frame| render(app, frame))?;
+        if app.exited() {
+            return Ok(());
+        }
+        let ticking = app.animating();
+        tokio::select! {
+            event = events.next() => match event {
+                None => return Ok(()),
+                Some(Err(error)) => return Err(error),
+                Some(Ok(event)) => {
+                    let sent = on_terminal(app, term, event)?;
+                    for message in sent {
+                        if from_ui.send(message).is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
+            },
+            message = to_ui.recv() => {
+                let Some(message) = message else { return Ok(()) };
+                app.tick(Instant::now());
+                app.handle(message);
+                // Take what else is waiting before drawing: a burst of
+                // deltas is one frame, not one each.
+                while !app.exited() {
+                    let Ok(message) = to_ui.try_recv() else { break };
+                    app.handle(message);
+                }
+            }
+            () = tokio::time::sleep(TICK), if ticking => app.tick(Instant::now()),
+        }
+    }
+}
+
+fn on_terminal(app: &mut App, term: &mut terminal::Term, event: TermEvent) -> std::io::Result<Vec<FromUi>> {
+    Ok(match event {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => app.key_at(key, Instant::now()),
+        TermEvent::Paste(text) => {
+            app.paste(text);
+            Vec::new()
+        }
+        TermEvent::Resize(cols, rows) => {
+            app.resize(cols, rows);
+            let height = terminal::viewport_height(rows);
+            if term.get_frame().area().height != height {
+                term.clear()?;
+                *term = terminal::inline(height)?;
+            }
+            Vec::new()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Prints the finished lines above the viewport.
+fn flush(app: &mut App, term: &mut terminal::Term) -> std::io::Result<()> {
+    let lines = app.take_scrollback();
+    for chunk in lines.chunks(usize::from(u16::MAX)) {
+        let height = chunk.len() as u16;
+        let chunk = chunk.to_vec();
+        term.insert_before(height, |buf| Paragraph::new(chunk).render(buf.area, buf))?;
+    }
+    Ok(())
+}
