@@ -164,7 +164,26 @@ impl<'a> Conversation<'a> {
             inbox,
             spent: Arc::default(),
             queue_watch,
-        })
+        }
+        .with_stored_spend())
+    }
+
+    fn with_stored_spend(self) -> Self {
+        self.load_stored_spend();
+        self
+    }
+
+    /// Starts the status line's counts from what the store holds of the
+    /// session (a resumed one has spent already).
+    fn load_stored_spend(&self) {
+        let stored = crate::wire::store(&self.settings, self.env).and_then(|s| Ok(s.show(&self.id)?.summary));
+        if let Ok(summary) = stored {
+            let total = summary.spend.total();
+            let tokens = bosun_core::turn_tokens(&summary.usage);
+            let unpriced = total.cost_micros.is_none() && tokens > 0;
+            let spent = Spent { tokens, cost_micros: total.cost_micros, unpriced, context: None };
+            *self.spent.lock().unwrap_or_else(PoisonError::into_inner) = spent;
+        }
     }
 
     /// Puts the conversation on `session` (a new one, another stored one,
@@ -174,10 +193,8 @@ impl<'a> Conversation<'a> {
         self.inbox = session.inbox();
         self.queue_watch = watch_queue(self.inbox.clone(), self.to_ui.clone());
         self.session = session;
-        if id != self.id {
-            *self.spent.lock().unwrap_or_else(PoisonError::into_inner) = Spent::default();
-        }
         self.id = id;
+        self.load_stored_spend();
         self.send_status();
     }
 
