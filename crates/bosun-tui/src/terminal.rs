@@ -100,10 +100,15 @@ pub(crate) fn inline(height: u16) -> std::io::Result<Term> {
 /// prompt then appears, right under the conversation.
 pub(crate) fn leave(term: &mut Term) -> std::io::Result<()> {
     let area = term.get_frame().area();
-    term.clear()?;
-    term.set_cursor_position((0, area.y))?;
-    term.show_cursor()?;
-    Ok(())
+    // Not `Terminal::clear`: it asks the terminal where the cursor is, and
+    // the answer goes to the event stream's reader while a read is pending
+    // (an exit asked for by the CLI, not by a key), so it times out.
+    execute!(
+        term.backend_mut(),
+        cursor::MoveTo(0, area.y),
+        terminal::Clear(terminal::ClearType::FromCursorDown),
+        cursor::Show
+    )
 }
 
 #[cfg(test)]

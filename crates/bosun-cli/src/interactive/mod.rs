@@ -78,11 +78,13 @@ async fn converse(
         Conversation::open(started, settings, run, env, profile, palettes, to_ui.clone(), approver, resume)
             .await?;
     let options = setup::ui_options(&conversation, env);
+    let signals = exit_on_signals(from_ui_tx.clone());
     let ui = tokio::spawn(bosun_tui::run(options, to_ui_rx, from_ui_tx));
     conversation.show_opening();
     let result = conversation.serve(from_ui).await;
     let _ = to_ui.send(ToUi::Exit);
     let ui_result = ui.await;
+    signals.abort();
     // The UI has restored the terminal: plain lines from here on.
     let id = conversation.id.clone();
     eprintln!("session {id}; continue it with `bosun resume {id}`");
@@ -92,6 +94,24 @@ async fn converse(
         Ok(Err(error)) => Err(anyhow::Error::new(error).context("the terminal failed")),
         Err(error) => Err(anyhow::anyhow!("the terminal UI stopped: {error}")),
     }
+}
+
+/// SIGTERM and SIGHUP end the conversation as Ctrl+D does: the running
+/// turn is cancelled to a checkpoint and the terminal is restored, rather
+/// than the process dying in raw mode.
+fn exit_on_signals(from_ui: UnboundedSender<FromUi>) -> tokio::task::JoinHandle<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    tokio::spawn(async move {
+        let (Ok(mut term), Ok(mut hangup)) = (signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = hangup.recv() => {}
+        }
+        let _ = from_ui.send(FromUi::Exit);
+    })
 }
 
 /// What the session spent as the status line shows it.
