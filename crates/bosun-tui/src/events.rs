@@ -125,6 +125,19 @@ impl App {
                 );
                 self.note(line);
             }
+            Event::MessageDelivered { id, delivery, .. } => {
+                self.finish_output();
+                let text = self.queue.iter().find(|q| q.id == id).map(|q| first_line(&q.text));
+                let how = match delivery {
+                    bosun_core::Delivery::Steer => "steering",
+                    bosun_core::Delivery::FollowUp => "follow-up",
+                };
+                let line = match text {
+                    Some(text) => format!("› {text} ({how}, delivered)"),
+                    None => format!("› queued message {id} delivered ({how})"),
+                };
+                self.note(line);
+            }
             Event::ToolEnd { call_id, name, is_error, output } => {
                 self.tool_end(call_id, &name, is_error, &output)
             }

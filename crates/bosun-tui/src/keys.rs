@@ -198,6 +198,11 @@ impl App {
     /// running turn, else starts one. `/help` is answered here.
     fn submit(&mut self, busy_kind: QueuedKind) -> Vec<FromUi> {
         if self.editor.text().trim().is_empty() {
+            // Idle with messages left queued (a cancelled turn keeps them):
+            // an empty Enter delivers them.
+            if self.busy.is_none() && busy_kind == QueuedKind::Steer && !self.queue.is_empty() {
+                return vec![FromUi::Submit(String::new())];
+            }
             return Vec::new();
         }
         let text = self.editor.take();

@@ -27,10 +27,24 @@ fn enter_and_tab_while_busy_steer_and_follow_up() {
 
     // Idle, Enter submits and Tab sends nothing.
     app.handle(ToUi::Busy(false));
+    app.handle(ToUi::Queue(Vec::new()));
     type_text(&mut app, "next task");
     assert_eq!(app.key(key(KeyCode::Tab)), []);
     assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Submit("next task".into())]);
     assert_eq!(app.key(key(KeyCode::Enter)), [], "nothing to send");
+    // With messages left queued, an empty Enter delivers them.
+    app.handle(ToUi::Queue(vec![Queued::new(8, QueuedKind::FollowUp, "then the docs")]));
+    assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Submit(String::new())]);
+}
+
+#[test]
+fn a_delivered_message_is_shown_where_it_entered_the_conversation() {
+    let mut app = app();
+    app.handle(ToUi::Busy(true));
+    app.handle(ToUi::Queue(vec![Queued::new(3, QueuedKind::Steer, "mind the tests\x1b[2J")]));
+    event(&mut app, Event::MessageDelivered { turn: 1, id: 3, delivery: bosun_core::Delivery::Steer });
+    let shown = lines_text(&app.take_scrollback());
+    assert!(shown.contains("› mind the tests\\x1b[2J (steering, delivered)"), "{shown}");
 }
 
 #[test]
