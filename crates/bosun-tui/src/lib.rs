@@ -24,6 +24,7 @@ mod keys;
 mod markdown;
 mod modal;
 mod protocol;
+mod reader;
 mod render;
 pub mod sanitize;
 mod status;
@@ -37,8 +38,7 @@ mod tests;
 
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
-use futures_util::StreamExt;
+use crossterm::event::{Event as TermEvent, KeyEventKind};
 use ratatui::widgets::{Paragraph, Widget};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
@@ -67,8 +67,9 @@ pub async fn run(
     let mut term = terminal::inline(terminal::viewport_height(rows))?;
     let mut app = App::new(options);
     app.resize(cols, rows);
-    let mut events = EventStream::new();
+    let mut events = reader::Reader::start();
     let result = drive(&mut app, &mut term, &mut events, &mut to_ui, &from_ui).await;
+    drop(events);
     app.finish_output();
     let flushed = flush(&mut app, &mut term).and_then(|()| terminal::leave(&mut term));
     result.and(flushed)
@@ -77,7 +78,7 @@ pub async fn run(
 async fn drive(
     app: &mut App,
     term: &mut terminal::Term,
-    events: &mut EventStream,
+    events: &mut reader::Reader,
     to_ui: &mut UnboundedReceiver<ToUi>,
     from_ui: &UnboundedSender<FromUi>,
 ) -> std::io::Result<()> {
@@ -128,6 +129,9 @@ fn on_terminal(app: &mut App, term: &mut terminal::Term, event: TermEvent) -> st
             app.resize(cols, rows);
             let height = terminal::viewport_height(rows);
             if term.get_frame().area().height != height {
+                // Both ask the terminal where the cursor is; the reader
+                // thread lets go of crossterm's reader between its polls,
+                // so the answer is read (see `reader.rs`).
                 term.clear()?;
                 *term = terminal::inline(height)?;
             }

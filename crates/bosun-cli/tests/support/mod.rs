@@ -474,3 +474,300 @@ pub fn session_from_stderr(stderr: &str) -> String {
     let line = stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).expect("a `session ID` line");
     line.trim().to_owned()
 }
+
+// ---------------------------------------------------------------- an emulated terminal
+
+/// What the emulator behind a [`Pty`] knows: the screen (a `vt100`
+/// parser the size of the pseudo-terminal), every row it has shown since
+/// the start (in first-seen order, each text once: rows that scrolled away
+/// or were redrawn are still there to find), and query bytes held back
+/// until they are complete.
+pub struct Emulator {
+    parser: vt100::Parser,
+    shown: Vec<String>,
+    seen: std::collections::HashSet<String>,
+    held: Vec<u8>,
+}
+
+/// The queries a full-screen program asks its terminal and waits on (the
+/// UI's crossterm asks the cursor position for its inline viewport, and
+/// the primary device attributes after the keyboard-protocol query, which
+/// this terminal does not answer: it speaks the legacy protocol).
+const CURSOR_QUERY: &[u8] = b"\x1b[6n";
+const ATTRIBUTES_QUERY: &[u8] = b"\x1b[c";
+
+impl Emulator {
+    fn new(rows: u16, cols: u16) -> Self {
+        Self {
+            parser: vt100::Parser::new(rows, cols, 0),
+            shown: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Feeds `bytes` to the screen and returns what the terminal answers
+    /// to the queries among them, each answered at its place in the stream.
+    fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut data = std::mem::take(&mut self.held);
+        data.extend_from_slice(bytes);
+        let mut answers = Vec::new();
+        let mut rest = &data[..];
+        loop {
+            let next = [CURSOR_QUERY, ATTRIBUTES_QUERY]
+                .into_iter()
+                .filter_map(|q| rest.windows(q.len()).position(|w| w == q).map(|at| (at, q)))
+                .min_by_key(|(at, _)| *at);
+            let Some((at, query)) = next else { break };
+            self.parser.process(&rest[..at]);
+            if query == CURSOR_QUERY {
+                let (row, col) = self.parser.screen().cursor_position();
+                answers.extend_from_slice(format!("\x1b[{};{}R", row + 1, col + 1).as_bytes());
+            } else {
+                answers.extend_from_slice(b"\x1b[?62;22c");
+            }
+            rest = &rest[at + query.len()..];
+        }
+        // A query split across reads: hold its start back.
+        let keep = [CURSOR_QUERY, ATTRIBUTES_QUERY]
+            .into_iter()
+            .flat_map(|q| (1..q.len()).filter(move |&n| rest.ends_with(&q[..n])))
+            .max()
+            .unwrap_or(0);
+        self.parser.process(&rest[..rest.len() - keep]);
+        self.held = rest[rest.len() - keep..].to_vec();
+        self.record();
+        answers
+    }
+
+    fn record(&mut self) {
+        let cols = self.parser.screen().size().1;
+        let rows: Vec<String> = self.parser.screen().rows(0, cols).map(|r| r.trim_end().to_owned()).collect();
+        for row in rows {
+            if !row.is_empty() && self.seen.insert(row.clone()) {
+                self.shown.push(row);
+            }
+        }
+    }
+
+    /// What the screen shows now, row by row.
+    pub fn contents(&self) -> String {
+        self.parser.screen().contents()
+    }
+
+    /// Every row shown since the start, first-seen order.
+    pub fn shown(&self) -> &[String] {
+        &self.shown
+    }
+
+    /// Whether some row ever showed `text`.
+    pub fn ever_showed(&self, text: &str) -> bool {
+        self.shown.iter().any(|row| row.contains(text))
+    }
+
+    pub fn screen(&self) -> &vt100::Screen {
+        self.parser.screen()
+    }
+}
+
+/// A child on a fresh pseudo-terminal of a set size (stdin, stdout and
+/// stderr all on it, its controlling terminal), with a terminal emulator
+/// on the master side that draws what it prints and answers its queries.
+/// Waits wake on every read and fail, showing the screen, at the deadline.
+pub struct Pty {
+    running: Running,
+    master: File,
+    emulator: Arc<Mutex<Emulator>>,
+}
+
+/// How a [`Pty`]'s child ended.
+pub struct PtyExit {
+    pub status: ExitStatus,
+    /// Every byte the terminal received.
+    pub raw: Vec<u8>,
+    /// The screen at the end.
+    pub contents: String,
+    /// Every row ever shown.
+    pub shown: Vec<String>,
+    /// The terminal's settings after the exit.
+    pub termios: rustix::termios::Termios,
+    pub bracketed_paste: bool,
+    pub cursor_hidden: bool,
+}
+
+impl Pty {
+    /// Spawns `cmd` (with `TERM=xterm-256color`) on a `rows` × `cols`
+    /// pseudo-terminal, through util-linux `setsid --ctty`.
+    pub fn spawn(mut cmd: Command, rows: u16, cols: u16) -> Self {
+        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+        cmd.env("TERM", "xterm-256color");
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        let size = rustix::termios::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        rustix::termios::tcsetwinsize(&master, size).unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let open_slave = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+                .open(name.to_str().unwrap())
+                .unwrap()
+        };
+        let mut setsid = Command::new("setsid");
+        setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                setsid.env(key, value);
+            }
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            setsid.current_dir(dir);
+        }
+        setsid.stdin(open_slave()).stdout(open_slave()).stderr(open_slave());
+        let child = setsid.spawn().expect("setsid (util-linux) runs");
+        // Only the child holds the terminal now, so the master reads EIO
+        // when it exits.
+        drop(setsid);
+        let master = File::from(master);
+        let emulator = Arc::new(Mutex::new(Emulator::new(rows, cols)));
+        let collected = Arc::new(Collected::default());
+        collected.state().open += 1;
+        let (this, screen) = (Arc::clone(&collected), Arc::clone(&emulator));
+        let (mut source, mut answer) = (master.try_clone().unwrap(), master.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = source.read(&mut buf) {
+                let answers =
+                    screen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).feed(&buf[..n]);
+                if !answers.is_empty() {
+                    let _ = answer.write_all(&answers);
+                }
+                let mut state = this.state();
+                state.bytes[ERR].extend_from_slice(&buf[..n]);
+                state.reads += 1;
+                drop(state);
+                this.changed.notify_all();
+            }
+            this.state().open -= 1;
+            this.changed.notify_all();
+        });
+        let running = Running {
+            child,
+            collected,
+            terminal: Some(master.try_clone().unwrap()),
+            deadline: Instant::now() + NO_HANG,
+        };
+        Self { running, master, emulator }
+    }
+
+    fn emulator(&self) -> std::sync::MutexGuard<'_, Emulator> {
+        self.emulator.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What the screen shows now.
+    pub fn contents(&self) -> String {
+        self.emulator().contents()
+    }
+
+    /// Every row shown so far.
+    pub fn shown(&self) -> Vec<String> {
+        self.emulator().shown().to_vec()
+    }
+
+    /// Every byte the terminal received so far.
+    pub fn raw(&self) -> Vec<u8> {
+        self.running.stderr_bytes()
+    }
+
+    /// The terminal's settings now (the slave's, read through the master).
+    pub fn termios(&self) -> rustix::termios::Termios {
+        rustix::termios::tcgetattr(&self.master).unwrap()
+    }
+
+    /// Resizes the terminal (the child gets SIGWINCH) and the emulator's
+    /// screen with it.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.emulator().parser.screen_mut().set_size(rows, cols);
+        let size = rustix::termios::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        rustix::termios::tcsetwinsize(&self.master, size).unwrap();
+    }
+
+    /// The child's pid.
+    pub fn id(&self) -> u32 {
+        self.running.child.id()
+    }
+
+    /// Waits until `ready` holds for the emulator, checked on every read;
+    /// fails, showing the screen, if the child exits first or the deadline
+    /// passes.
+    pub fn wait_until(&mut self, what: &str, ready: impl Fn(&Emulator) -> bool) {
+        loop {
+            let seen = self.running.collected.reads();
+            if ready(&self.emulator()) {
+                return;
+            }
+            match self.running.collected.wait(self.running.deadline, |state| state.reads != seen) {
+                Ok(()) => {}
+                Err(unmet) => {
+                    let why = match unmet {
+                        Unmet::Closed => format!("exited ({})", self.running.child.wait().unwrap()),
+                        Unmet::TimedOut => {
+                            let _ = self.running.child.kill();
+                            "timed out".to_owned()
+                        }
+                    };
+                    let raw = self.raw();
+                    let tail = String::from_utf8_lossy(&raw[raw.len().saturating_sub(800)..]).into_owned();
+                    let emulator = self.emulator();
+                    panic!(
+                        "{why} before {what}\nscreen:\n{}\nrows shown:\n{}\nthe last bytes: {tail:?}",
+                        emulator.contents(),
+                        emulator.shown().join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits until the screen shows `text` now.
+    pub fn wait_on_screen(&mut self, text: &str) {
+        self.wait_until(&format!("{text:?} on the screen"), |e| e.contents().contains(text));
+    }
+
+    /// Waits until some row has shown `text` (it may have scrolled away or
+    /// been redrawn since).
+    pub fn wait_shown(&mut self, text: &str) {
+        self.wait_until(&format!("{text:?} shown"), |e| e.ever_showed(text));
+    }
+
+    /// Writes `bytes` to the terminal, as keys typed.
+    pub fn keys(&mut self, bytes: &[u8]) {
+        self.master.write_all(bytes).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Types `text`, then Enter (a carriage return, as a terminal in raw
+    /// mode sends it).
+    pub fn type_line(&mut self, text: &str) {
+        self.keys(format!("{text}\r").as_bytes());
+    }
+
+    /// Waits for the exit (the terminal closed), within the deadline.
+    pub fn finish(self) -> PtyExit {
+        let Self { running, master, emulator } = self;
+        let (status, _, raw) = running.finish_bytes();
+        let termios = rustix::termios::tcgetattr(&master).unwrap();
+        let emulator = emulator.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        PtyExit {
+            status,
+            raw,
+            contents: emulator.contents(),
+            shown: emulator.shown().to_vec(),
+            termios,
+            bracketed_paste: emulator.screen().bracketed_paste(),
+            cursor_hidden: emulator.screen().hide_cursor(),
+        }
+    }
+}
