@@ -355,7 +355,12 @@ impl<'a> Conversation<'a> {
         let (result, exit) = result;
         match result {
             Some(Err(error)) if error.is_cancelled() => {
-                self.notice(NoticeKind::Warning, "cancelled: the session keeps what was done; type to go on");
+                let said = if self.session.interrupted_prompt().is_some() {
+                    "cancelled before anything was done: the turn left no trace (Up brings your message back)"
+                } else {
+                    "cancelled: the session keeps what was done; type to go on"
+                };
+                self.notice(NoticeKind::Warning, said);
             }
             Some(Err(error)) if !error.to_string().is_empty() && sink_missed(&error) => {
                 self.notice(NoticeKind::Error, format!("the turn failed: {error}"));
