@@ -12,7 +12,7 @@ use std::time::Duration;
 use anstyle::{AnsiColor, Style};
 use bosun_core::event::Decision;
 use bosun_core::{Event, EventSink, SinkError};
-use bosun_tui::wording::hook_line;
+use bosun_tui::wording::{hook_line, key_argument};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Env;
@@ -109,28 +109,6 @@ impl std::error::Error for OutputFailed {}
 
 fn broken(error: std::io::Error) -> SinkError {
     SinkError::new(OutputFailed(error))
-}
-
-/// The argument worth showing for a call, sanitised as one line: its first
-/// line, and ` …` when more follow.
-fn key_argument(name: &str, arguments: &serde_json::Value) -> String {
-    let field = match name {
-        "shell" => "command",
-        "search" => "pattern",
-        "apply_patch" => return String::new(),
-        _ => "path",
-    };
-    match arguments.get(field) {
-        Some(serde_json::Value::String(text)) => {
-            let text = text.strip_suffix('\n').unwrap_or(text);
-            match text.split_once('\n') {
-                Some((first, _)) => format!("{} …", sanitize::line(first)),
-                None => sanitize::line(text).into_owned(),
-            }
-        }
-        Some(other) => sanitize::line(&other.to_string()).into_owned(),
-        None => String::new(),
-    }
 }
 
 /// The first line of `text`, sanitised.

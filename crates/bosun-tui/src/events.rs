@@ -12,39 +12,12 @@ use ratatui::text::{Line, Span};
 
 use crate::app::{App, Running};
 use crate::text::{clean, clean_line, lines, truncate};
-use crate::wording::hook_line;
+use crate::wording::{hook_line, key_argument};
 
 /// Lines of a failed shell call's output shown.
 const SHELL_TAIL: usize = 8;
 /// Lines of a tool's diff shown in the scrollback.
 const DIFF_LINES: usize = 200;
-
-/// The argument worth showing for a call, one line, sanitised: its first
-/// line and ` …` when more follow.
-pub(crate) fn key_argument(name: &str, arguments: &serde_json::Value) -> String {
-    let field = match name {
-        "shell" => "command",
-        "search" => "pattern",
-        "apply_patch" => return String::new(),
-        _ => "path",
-    };
-    match arguments.get(field) {
-        Some(serde_json::Value::String(text)) => {
-            let text = text.strip_suffix('\n').unwrap_or(text);
-            match text.split_once('\n') {
-                Some((first, _)) => format!("{} …", clean_line(first)),
-                None => clean_line(text),
-            }
-        }
-        Some(serde_json::Value::Array(argv)) => {
-            let words: Vec<String> =
-                argv.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect();
-            clean_line(&words.join(" "))
-        }
-        Some(other) => clean_line(&other.to_string()),
-        None => String::new(),
-    }
-}
 
 /// A duration as people read it: `0.4s`, `12s`, `2m05s`.
 pub(crate) fn seconds(elapsed: Duration) -> String {

@@ -42,6 +42,33 @@ pub fn quote_argv(argv: &[serde_json::Value]) -> String {
         .join(" ")
 }
 
+/// The argument worth showing for a call, one line, sanitised: its first
+/// line and ` …` when more follow.
+pub fn key_argument(name: &str, arguments: &serde_json::Value) -> String {
+    let field = match name {
+        "shell" => "command",
+        "search" => "pattern",
+        "apply_patch" => return String::new(),
+        _ => "path",
+    };
+    match arguments.get(field) {
+        Some(serde_json::Value::String(text)) => {
+            let text = text.strip_suffix('\n').unwrap_or(text);
+            match text.split_once('\n') {
+                Some((first, _)) => format!("{} …", crate::text::clean_line(first)),
+                None => crate::text::clean_line(text),
+            }
+        }
+        Some(serde_json::Value::Array(argv)) => {
+            let words: Vec<String> =
+                argv.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect();
+            crate::text::clean_line(&words.join(" "))
+        }
+        Some(other) => crate::text::clean_line(&other.to_string()),
+        None => String::new(),
+    }
+}
+
 /// The line for a hook's run, when it has something to say: a block
 /// (`false`: a decision, not a failure), or a failure, a timeout or a panic
 /// (`true`). Other outcomes are in `--json`'s `hook_run` events only.

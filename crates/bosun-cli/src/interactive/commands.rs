@@ -69,6 +69,28 @@ impl Conversation<'_> {
         Flow::Continue
     }
 
+    /// This session, as `resume` names it.
+    fn current(&self) -> Stored {
+        Stored { id: Some(self.id.clone()), last: false, words: Vec::new() }
+    }
+
+    /// Goes on in another session (`which`; a new one when `None`), or this
+    /// one rebuilt, built with `settings`; the mode chosen with `/mode` stays.
+    async fn reopen(
+        &mut self,
+        settings: &crate::config::Settings,
+        which: Option<Stored>,
+    ) -> anyhow::Result<()> {
+        let (session, id) =
+            super::setup::session(self.started, settings, self.env, self.palettes, &self.approver, which)
+                .await?;
+        let mode = self.session.mode();
+        self.switch(session, id);
+        self.session.set_mode(mode);
+        self.send_status();
+        Ok(())
+    }
+
     async fn model(&mut self, args: &str) -> anyhow::Result<()> {
         if args.is_empty() {
             let shown = format!("model: {}", crate::wire::model_label(&self.settings));
@@ -80,20 +102,9 @@ impl Conversation<'_> {
         let dir = self.started.parts().1.root_path().to_path_buf();
         let settings = crate::config::resolve(&dir, self.env, self.profile, &run)?;
         // The same stored session, resumed on the other model.
-        let which = Stored { id: Some(self.id.clone()), last: false, words: Vec::new() };
-        let (session, id) = super::setup::session(
-            self.started,
-            &settings,
-            self.env,
-            self.palettes,
-            &self.approver,
-            Some(which),
-        )
-        .await?;
-        let mode = self.session.mode();
+        self.reopen(&settings, Some(self.current())).await?;
         (self.settings, self.run) = (settings, run);
-        self.switch(session, id);
-        self.session.set_mode(mode);
+        self.send_status();
         self.notice(NoticeKind::Info, format!("model: {}", crate::wire::model_label(&self.settings)));
         Ok(())
     }
@@ -109,18 +120,7 @@ impl Conversation<'_> {
     }
 
     async fn new_session(&mut self) -> anyhow::Result<()> {
-        let (session, id) = super::setup::session(
-            self.started,
-            &self.settings,
-            self.env,
-            self.palettes,
-            &self.approver,
-            None,
-        )
-        .await?;
-        let mode = self.session.mode();
-        self.switch(session, id);
-        self.session.set_mode(mode);
+        self.reopen(&self.settings.clone(), None).await?;
         self.notice(NoticeKind::Info, format!("new session {}", self.id));
         Ok(())
     }
@@ -135,16 +135,7 @@ impl Conversation<'_> {
             args.to_owned()
         };
         let which = Stored { id: Some(id), last: false, words: Vec::new() };
-        let (session, id) = super::setup::session(
-            self.started,
-            &self.settings,
-            self.env,
-            self.palettes,
-            &self.approver,
-            Some(which),
-        )
-        .await?;
-        self.switch(session, id);
+        self.reopen(&self.settings.clone(), Some(which)).await?;
         self.show_opening();
         Ok(())
     }
@@ -185,19 +176,7 @@ impl Conversation<'_> {
         let at = store.show(&self.id)?.history.last().map(|(m, _)| *m);
         let Some(at) = at else { anyhow::bail!("nothing to fork yet: the session has no messages") };
         let branch = store.fork(&self.id, at)?;
-        let which = Stored { id: Some(self.id.clone()), last: false, words: Vec::new() };
-        let (session, id) = super::setup::session(
-            self.started,
-            &self.settings,
-            self.env,
-            self.palettes,
-            &self.approver,
-            Some(which),
-        )
-        .await?;
-        let mode = self.session.mode();
-        self.switch(session, id);
-        self.session.set_mode(mode);
+        self.reopen(&self.settings.clone(), Some(self.current())).await?;
         self.notice(NoticeKind::Info, format!("forked at message {at}: branch {branch} goes on from here"));
         Ok(())
     }
