@@ -449,3 +449,43 @@ fn a_resized_terminal_keeps_the_conversation_going() {
     assert!(!String::from_utf8_lossy(&exit.raw).contains("the terminal failed"), "{}", exit.contents);
     session_of(&exit);
 }
+
+#[test]
+fn slash_model_goes_on_in_the_same_session_on_another_model_keeping_the_mode() {
+    let (first, later) = ("name a colour", "and another one");
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": first, "turnIndex": 0}, "response": {"content": "Teal."}}),
+        json!({"match": {"userMessage": later, "turnIndex": 1}, "response": {"content": "Ochre."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &[]), ROWS, COLS);
+    wait_ready(&mut pty);
+    pty.type_line(first);
+    pty.wait_shown("Teal.");
+    wait_ready(&mut pty);
+    pty.type_line("/mode write");
+    pty.wait_shown("mode: write");
+    // The session is this process's (its lease): going on in it on another
+    // model lets go of it first.
+    pty.type_line("/model openai/gpt-other");
+    pty.wait_shown("model: openai/gpt-other");
+    pty.wait_on_screen("openai/gpt-other · write");
+    pty.type_line(later);
+    pty.wait_shown("Ochre.");
+    let requests = requests(&mock);
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(requests[1]["body"]["model"], "gpt-other", "{:#?}", requests[1]);
+    let sent = messages(&requests[1]);
+    assert!(position(&sent, "assistant", "Teal.").is_some(), "the earlier turn went along: {sent:#?}");
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+    let id = session_of(&exit);
+    let shown = run({
+        let mut cmd = sandbox.bosun();
+        cmd.args(["sessions", "list"]);
+        cmd
+    });
+    assert_eq!(shown.stdout.matches(&id[..8]).count(), 1, "one session: {}", shown.stdout);
+}

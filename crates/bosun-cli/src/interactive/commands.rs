@@ -81,10 +81,42 @@ impl Conversation<'_> {
         settings: &crate::config::Settings,
         which: Option<Stored>,
     ) -> anyhow::Result<()> {
-        let (session, id) =
-            super::setup::session(self.started, settings, self.env, self.palettes, &self.approver, which)
-                .await?;
         let mode = self.session.mode();
+        // The same stored session: this process holds its lease through the
+        // session (and its inbox), so let go of it first.
+        let same = which.as_ref().and_then(|w| w.id.as_deref()) == Some(self.id.as_str());
+        if same {
+            self.park().await?;
+        }
+        let opened =
+            super::setup::session(self.started, settings, self.env, self.palettes, &self.approver, which)
+                .await;
+        let (session, id) = match opened {
+            Ok(opened) => opened,
+            Err(error) if same => {
+                // Back to the session as it was, on the settings it ran with.
+                let back = super::setup::session(
+                    self.started,
+                    &self.settings,
+                    self.env,
+                    self.palettes,
+                    &self.approver,
+                    Some(self.current()),
+                )
+                .await;
+                return match back {
+                    Ok((session, id)) => {
+                        self.switch(session, id);
+                        self.session.set_mode(mode);
+                        Err(error)
+                    }
+                    Err(again) => {
+                        Err(error.context(format!("and reopening it as it was failed too: {again:#}")))
+                    }
+                };
+            }
+            Err(error) => return Err(error),
+        };
         self.switch(session, id);
         self.session.set_mode(mode);
         self.send_status();

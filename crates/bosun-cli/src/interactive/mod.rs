@@ -114,6 +114,26 @@ fn exit_on_signals(from_ui: UnboundedSender<FromUi>) -> tokio::task::JoinHandle<
     })
 }
 
+/// The model of a parked conversation, between letting go of a session and
+/// opening the next: it answers every request with an error.
+#[derive(Debug)]
+struct Parked;
+
+impl bosun_core::Model for Parked {
+    fn capabilities(&self) -> bosun_core::Capabilities {
+        bosun_core::Capabilities::all()
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _: bosun_core::ModelRequest<'a>,
+        _: CancellationToken,
+    ) -> bosun_core::ModelStream<'a> {
+        let error = bosun_core::ModelError::InvalidRequest("no session is open: use /resume or /new".into());
+        Box::pin(futures_util::stream::once(async move { Err(error) }))
+    }
+}
+
 /// What the session spent as the status line shows it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Spent {
@@ -136,7 +156,6 @@ struct Conversation<'a> {
     approver: Arc<dyn ApprovalHandler>,
     session: Session,
     id: String,
-    inbox: Inbox,
     spent: Arc<Mutex<Spent>>,
     /// Forwards the inbox's queue to the UI; replaced with the session.
     queue_watch: tokio::task::JoinHandle<()>,
@@ -168,8 +187,7 @@ impl<'a> Conversation<'a> {
         resume: Option<Stored>,
     ) -> Result<Self> {
         let (session, id) = setup::session(started, &settings, env, palettes, &approver, resume).await?;
-        let inbox = session.inbox();
-        let queue_watch = watch_queue(inbox.clone(), to_ui.clone());
+        let queue_watch = watch_queue(session.inbox(), to_ui.clone());
         Ok(Self {
             started,
             settings,
@@ -181,7 +199,6 @@ impl<'a> Conversation<'a> {
             approver,
             session,
             id,
-            inbox,
             spent: Arc::default(),
             queue_watch,
         }
@@ -206,12 +223,23 @@ impl<'a> Conversation<'a> {
         }
     }
 
+    /// Lets go of the session (its journal and lease): a session on a model
+    /// that answers nothing stands in until [`Conversation::switch`].
+    async fn park(&mut self) -> Result<()> {
+        self.queue_watch.abort();
+        // The watcher holds an inbox, and so the journal: wait until it is
+        // gone.
+        let _ = (&mut self.queue_watch).await;
+        let parked = Session::builder(Parked).build().await?;
+        drop(std::mem::replace(&mut self.session, parked));
+        Ok(())
+    }
+
     /// Puts the conversation on `session` (a new one, another stored one,
     /// or this one on another model).
     fn switch(&mut self, session: Session, id: String) {
         self.queue_watch.abort();
-        self.inbox = session.inbox();
-        self.queue_watch = watch_queue(self.inbox.clone(), self.to_ui.clone());
+        self.queue_watch = watch_queue(session.inbox(), self.to_ui.clone());
         self.session = session;
         self.id = id;
         self.load_stored_spend();
@@ -280,7 +308,7 @@ impl<'a> Conversation<'a> {
                     }
                 }
                 FromUi::Unqueue(id) => {
-                    spawn_withdraw(self.inbox.clone(), id, self.to_ui.clone());
+                    spawn_withdraw(self.session.inbox(), id, self.to_ui.clone());
                     Flow::Continue
                 }
                 FromUi::Cancel => Flow::Continue,
@@ -312,7 +340,7 @@ impl<'a> Conversation<'a> {
         let _ = self.to_ui.send(ToUi::Busy(true));
         let mut sink = UiSink { to_ui: self.to_ui.clone(), spent: Arc::clone(&self.spent) };
         let options = TurnOptions::cancel_on(cancel.clone());
-        let inbox = self.inbox.clone();
+        let inbox = self.session.inbox();
         let to_ui = self.to_ui.clone();
         let session = &mut self.session;
         let result = {
