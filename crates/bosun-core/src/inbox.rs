@@ -138,12 +138,13 @@ impl Pending {
 
     /// Every waiting message, oldest first.
     pub(crate) fn list(&self) -> Vec<Queued> {
-        let queued = |(id, (delivery, message)): (&u64, &(Delivery, Message))| Queued {
-            id: *id,
-            delivery: *delivery,
-            message: message.clone(),
-        };
-        self.items.iter().map(queued).collect()
+        self.items.keys().filter_map(|id| self.get(*id)).collect()
+    }
+
+    /// The message `id`, while it waits.
+    pub(crate) fn get(&self, id: u64) -> Option<Queued> {
+        let (delivery, message) = self.items.get(&id)?;
+        Some(Queued { id, delivery: *delivery, message: message.clone() })
     }
 
     /// The steering waiting, oldest first.
@@ -284,9 +285,7 @@ impl Inbox {
         if slot.pending.claimed.contains(&id) {
             return Ok(None);
         }
-        let Some(queued) = slot.pending.list().into_iter().find(|q| q.id == id) else {
-            return Ok(None);
-        };
+        let Some(queued) = slot.pending.get(id) else { return Ok(None) };
         if let Some(lost) = &slot.lost {
             return Err(lost.clone().into());
         }

@@ -185,26 +185,8 @@ impl Running {
     /// `spawn_in_terminal`, with stdout on the terminal too when
     /// `stdout_on_terminal` (then `stdout()` is empty).
     pub fn spawn_on_terminal(cmd: Command, stdout_on_terminal: bool) -> Self {
-        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-        grantpt(&master).unwrap();
-        unlockpt(&master).unwrap();
-        let name = ptsname(&master, Vec::new()).unwrap();
-        let open_slave = || {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
-                .open(name.to_str().unwrap())
-                .unwrap()
-        };
-        let mut setsid = Command::new("setsid");
-        setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
-        for (key, value) in cmd.get_envs() {
-            if let Some(value) = value {
-                setsid.env(key, value);
-            }
-        }
+        let (master, open_slave) = open_pty(None);
+        let mut setsid = on_controlling_terminal(&cmd);
         setsid.stdin(open_slave()).stderr(open_slave());
         if stdout_on_terminal {
             setsid.stdout(open_slave());
@@ -595,33 +577,49 @@ pub struct PtyExit {
     pub cursor_hidden: bool,
 }
 
+/// A fresh pseudo-terminal, `rows` × `cols` when given: its master, and
+/// what opens its slave (without making it this process's terminal).
+fn open_pty(size: Option<(u16, u16)>) -> (rustix::fd::OwnedFd, impl Fn() -> File) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    if let Some((rows, cols)) = size {
+        let size = rustix::termios::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        rustix::termios::tcsetwinsize(&master, size).unwrap();
+    }
+    let name = ptsname(&master, Vec::new()).unwrap().into_string().unwrap();
+    let open_slave = move || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+            .open(&name)
+            .unwrap()
+    };
+    (master, open_slave)
+}
+
+/// `cmd` (program, arguments, environment) run by util-linux `setsid
+/// --ctty`, so the terminal on its stdin becomes its controlling one.
+fn on_controlling_terminal(cmd: &Command) -> Command {
+    let mut setsid = Command::new("setsid");
+    setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            setsid.env(key, value);
+        }
+    }
+    setsid
+}
+
 impl Pty {
     /// Spawns `cmd` (with `TERM=xterm-256color`) on a `rows` × `cols`
     /// pseudo-terminal, through util-linux `setsid --ctty`.
     pub fn spawn(mut cmd: Command, rows: u16, cols: u16) -> Self {
-        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         cmd.env("TERM", "xterm-256color");
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-        grantpt(&master).unwrap();
-        unlockpt(&master).unwrap();
-        let size = rustix::termios::Winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
-        rustix::termios::tcsetwinsize(&master, size).unwrap();
-        let name = ptsname(&master, Vec::new()).unwrap();
-        let open_slave = || {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
-                .open(name.to_str().unwrap())
-                .unwrap()
-        };
-        let mut setsid = Command::new("setsid");
-        setsid.arg("--ctty").arg(cmd.get_program()).args(cmd.get_args()).env_clear();
-        for (key, value) in cmd.get_envs() {
-            if let Some(value) = value {
-                setsid.env(key, value);
-            }
-        }
+        let (master, open_slave) = open_pty(Some((rows, cols)));
+        let mut setsid = on_controlling_terminal(&cmd);
         if let Some(dir) = cmd.get_current_dir() {
             setsid.current_dir(dir);
         }
