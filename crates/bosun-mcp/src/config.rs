@@ -227,6 +227,23 @@ pub struct ServerConfig {
     /// requests to the [`Sampler`](crate::Sampler). Off by default: a
     /// server's prompt would spend the user's tokens.
     pub sampling: bool,
+    /// How a stdio server runs in the session's OS sandbox. Only the user's
+    /// own configuration should loosen it.
+    pub sandbox: ServerSandbox,
+}
+
+/// How one stdio server runs in the session's OS sandbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerSandbox {
+    /// The session's policy (network off unless it says otherwise).
+    #[default]
+    Policy,
+    /// The session's policy with the network on (a server that calls an
+    /// API).
+    Network,
+    /// Outside the sandbox.
+    Off,
 }
 
 impl ServerConfig {
@@ -250,6 +267,7 @@ impl ServerConfig {
             trust_annotations: false,
             allow_new_tools: false,
             sampling: false,
+            sandbox: ServerSandbox::Policy,
         }
     }
 

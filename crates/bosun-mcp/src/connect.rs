@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::OAuth;
 use crate::auth_http::OAuthHttp;
 use crate::client::{Handler, Shared};
-use crate::config::{HttpTransport, ServerConfig, StdioTransport, Transport};
+use crate::config::{HttpTransport, ServerConfig, ServerSandbox, StdioTransport, Transport};
 use crate::elicit::Elicitor;
 use crate::env::{ParentEnv, child_env};
 use crate::error::ServerError;
@@ -31,6 +31,7 @@ use crate::events::{Events, ServerEvent};
 use crate::process::{Exit, ServerProcess};
 use crate::server::{Parts, Server};
 use crate::stdout::{StrayOutput, WatchedStdout};
+use bosun_sandbox::CallAccess;
 
 /// What every server's start shares.
 pub(crate) struct Context {
@@ -39,6 +40,8 @@ pub(crate) struct Context {
     pub(crate) elicitor: Arc<dyn Elicitor>,
     pub(crate) sampler: Arc<dyn crate::sampling::Sampler>,
     pub(crate) events: Events,
+    /// Where stdio servers run; unconfined when `None`.
+    pub(crate) sandbox: Option<Arc<bosun_sandbox::Sandbox>>,
 }
 
 /// Starts `config`'s server and lists its tools.
@@ -71,13 +74,23 @@ async fn start_stdio(
     }
     let mut command = Command::new(&stdio.command);
     command.args(&stdio.args).env_clear().envs(child_env(&context.parent_env, stdio)).current_dir(&cwd);
+    let sandboxed = match (&context.sandbox, config.sandbox) {
+        (Some(sandbox), ServerSandbox::Policy) => sandbox.prepare(&mut command, CallAccess::Policy),
+        (Some(sandbox), ServerSandbox::Network) => sandbox.prepare(&mut command, CallAccess::Network),
+        (None, _) | (Some(_), ServerSandbox::Off) => Ok(bosun_sandbox::unconfined(&mut command)),
+    }
+    .map_err(|error| ServerError::Spawn {
+        server: config.name.clone(),
+        command: stdio.command.clone(),
+        source: std::io::Error::other(error),
+    })?;
     let events = context.events.clone();
     let server = config.name.clone();
     let on_stderr = move |bytes: &[u8]| {
         let text = String::from_utf8_lossy(bytes).into_owned();
         events.emit(ServerEvent::Stderr { server: server.clone(), text });
     };
-    let (process, stdout, stdin) = ServerProcess::spawn(command, on_stderr).map_err(|source| {
+    let (process, stdout, stdin) = ServerProcess::spawn(command, sandboxed, on_stderr).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             ServerError::CommandNotFound { server: config.name.clone(), command: stdio.command.clone() }
         } else {

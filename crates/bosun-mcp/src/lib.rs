@@ -74,7 +74,7 @@ pub use auth::{
     Authorization, AuthorizationResponse, AuthorizeFuture, Authorizer, MAX_AUTHORIZATIONS, OAuthConfig,
 };
 pub use auth_store::remove_token_file;
-pub use config::{HttpTransport, Secret, ServerConfig, StdioTransport, Transport};
+pub use config::{HttpTransport, Secret, ServerConfig, ServerSandbox, StdioTransport, Transport};
 pub use elicit::{
     AcceptDefaults, DECLINED, DeclineAll, ElicitFuture, ElicitationKind, ElicitationRequest,
     ElicitationResponse, Elicitor, schema_defaults,

@@ -1,6 +1,9 @@
 //! A stdio server's process: the leader of its own process group, sent
-//! `SIGKILL` by the kernel when bosun dies (parent-death signal), killed with
-//! its whole group on drop and at the end of the shutdown sequence. Its
+//! `SIGKILL` by the kernel when bosun dies (parent-death signal, set by
+//! `bosun-sandbox` whether or not it confines the server), killed with its
+//! whole group on drop and at the end of the shutdown sequence. Confined,
+//! the server is PID 1 of its own namespace, so what it starts (even a
+//! process that `setsid`s away) ends with it. Its
 //! stderr is kept as a bounded tail for error messages.
 //!
 //! As in `bosun-tools`' shell, the group is only signalled while its leader
@@ -9,7 +12,8 @@
 //! is therefore watched with `waitid(WNOWAIT)`, and only the last step of a
 //! shutdown reaps.
 //!
-//! Not covered: a process that leaves the group (`setsid`) escapes the kill.
+//! Not covered, unconfined (`--sandbox off`): a process that leaves the
+//! group (`setsid`) escapes the kill.
 
 use std::fmt;
 use std::io;
@@ -106,6 +110,8 @@ pub(crate) struct ServerProcess {
     exit_watch: Option<JoinHandle<()>>,
     stderr: StderrTail,
     stderr_reader: Option<JoinHandle<()>>,
+    /// The server's temporary folder lives as long as the server.
+    _sandboxed: bosun_sandbox::SandboxedCall,
 }
 
 impl fmt::Debug for ServerProcess {
@@ -115,11 +121,13 @@ impl fmt::Debug for ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns `command` with piped stdio as the leader of a new process
-    /// group that dies with bosun. Returns the process and its stdout and
-    /// stdin for the transport. `on_stderr` sees each chunk of stderr.
+    /// Spawns `command` (already readied by the sandbox, which makes it die
+    /// with bosun) with piped stdio as the leader of a new process group.
+    /// Returns the process and its stdout and stdin for the transport.
+    /// `on_stderr` sees each chunk of stderr.
     pub(crate) fn spawn(
         mut command: Command,
+        sandboxed: bosun_sandbox::SandboxedCall,
         on_stderr: impl Fn(&[u8]) + Send + 'static,
     ) -> io::Result<(Self, ChildStdout, ChildStdin)> {
         command
@@ -128,7 +136,6 @@ impl ServerProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        die_with_parent(&mut command);
         let mut child = command.spawn()?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
         let (exit_tx, exit) = watch::channel(None);
@@ -167,7 +174,8 @@ impl ServerProcess {
         });
         let stdout = child.stdout.take();
         let stdin = child.stdin.take();
-        let mut process = Self { child, pgid, exit, exit_watch, stderr, stderr_reader };
+        let mut process =
+            Self { child, pgid, exit, exit_watch, stderr, stderr_reader, _sandboxed: sandboxed };
         match (pgid, stdout, stdin) {
             (Some(_), Some(stdout), Some(stdin)) => Ok((process, stdout, stdin)),
             _ => {
@@ -277,32 +285,6 @@ impl Drop for ServerProcess {
     }
 }
 
-/// Makes the kernel send `SIGKILL` to the child when bosun dies, so a crash
-/// leaves no server behind.
-///
-/// The signal follows the *thread* that spawned the child: children are
-/// spawned from the runtime's threads, which live as long as the runtime
-/// that owns the servers. A parent that died before the child set the
-/// signal is caught by comparing the parent pid afterwards.
-#[allow(unsafe_code)]
-fn die_with_parent(command: &mut Command) {
-    let parent = rustix::process::getpid();
-    let in_child = move || -> io::Result<()> {
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-        if rustix::process::getppid() != Some(parent) {
-            return Err(rustix::io::Errno::SRCH.into());
-        }
-        Ok(())
-    };
-    // SAFETY: the closure runs in the forked child before exec, where only
-    // async-signal-safe work is allowed. It makes two system calls (prctl,
-    // getppid), touches no lock, and allocates nothing: its errors are raw OS
-    // error codes.
-    unsafe {
-        command.pre_exec(in_child);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,7 +313,8 @@ mod tests {
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "reaped");
     }
 
-    fn process_or_panic(command: Command) -> (ServerProcess, ChildStdout, ChildStdin) {
-        ServerProcess::spawn(command, |_| {}).unwrap()
+    fn process_or_panic(mut command: Command) -> (ServerProcess, ChildStdout, ChildStdin) {
+        let sandboxed = bosun_sandbox::unconfined(&mut command);
+        ServerProcess::spawn(command, sandboxed, |_| {}).unwrap()
     }
 }

@@ -37,6 +37,9 @@ pub struct StartOptions {
     /// Answers the sampling requests of servers whose config enables
     /// sampling; refuses by default.
     pub sampler: Arc<dyn Sampler>,
+    /// The OS sandbox stdio servers run in (`bosun-sandbox`); unconfined
+    /// (dying with bosun all the same) when `None`.
+    pub sandbox: Option<Arc<bosun_sandbox::Sandbox>>,
 }
 
 impl StartOptions {
@@ -48,7 +51,14 @@ impl StartOptions {
             on_event: None,
             elicitor: Arc::new(DeclineAll),
             sampler: Arc::new(RefuseSampling),
+            sandbox: None,
         }
+    }
+
+    /// Runs stdio servers inside `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: Arc<bosun_sandbox::Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// Sends every [`ServerEvent`] to `hook`.
@@ -163,6 +173,7 @@ impl McpServers {
             elicitor: options.elicitor,
             sampler: options.sampler,
             events: events.clone(),
+            sandbox: options.sandbox,
         });
         let mut failures = Vec::new();
         let mut unique = Vec::new();

@@ -24,7 +24,7 @@ mod sandbox;
 mod seccomp;
 
 pub use policy::{DEFAULT_DENY_READ_IN_HOME, SandboxMode, SandboxPolicy};
-pub use sandbox::{CallAccess, Sandbox, SandboxedCall, Support};
+pub use sandbox::{CallAccess, Sandbox, SandboxedCall, Support, unconfined};
 
 /// Why a sandbox could not be built or a command not readied.
 #[derive(Debug, thiserror::Error)]

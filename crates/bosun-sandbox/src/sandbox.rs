@@ -181,8 +181,7 @@ impl Sandbox {
         access: CallAccess,
     ) -> Result<SandboxedCall, SandboxError> {
         let Some(kernel) = &self.kernel else {
-            install(command, Arc::new(unconfined_plan()));
-            return Ok(SandboxedCall::unconfined());
+            return Ok(unconfined(command));
         };
         let network = self.policy.network || access == CallAccess::Network;
         let call_dir = tempfile::Builder::new()
@@ -292,8 +291,15 @@ impl Sandbox {
     }
 }
 
-fn unconfined_plan() -> ChildPlan {
-    ChildPlan { parent: parent_pid(), namespaces: None, landlock: None, seccomp: Vec::new() }
+/// Readies `command` to run outside any sandbox, dying with bosun (the
+/// parent-death signal) all the same: for `--sandbox off` and a call the
+/// person let out.
+pub fn unconfined(command: &mut tokio::process::Command) -> SandboxedCall {
+    install(
+        command,
+        Arc::new(ChildPlan { parent: parent_pid(), namespaces: None, landlock: None, seccomp: Vec::new() }),
+    );
+    SandboxedCall::default()
 }
 
 fn parent_pid() -> libc::pid_t {
@@ -376,7 +382,7 @@ fn install(command: &mut tokio::process::Command, plan: Arc<ChildPlan>) {
 
 /// One command run in the sandbox: its temporary folder (removed on drop)
 /// and what [`SandboxedCall::finish`] checks afterwards.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct SandboxedCall {
     call_dir: Option<TempDir>,
     missing_protected: Vec<PathBuf>,
@@ -384,10 +390,6 @@ pub struct SandboxedCall {
 }
 
 impl SandboxedCall {
-    fn unconfined() -> Self {
-        Self { call_dir: None, missing_protected: Vec::new(), refusals: None }
-    }
-
     /// Whether the command ran confined.
     pub fn confined(&self) -> bool {
         self.call_dir.is_some()

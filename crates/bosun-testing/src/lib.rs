@@ -19,6 +19,7 @@
 pub mod aimock;
 mod approver;
 pub mod conformance;
+pub mod escape;
 pub mod gguf;
 pub mod mcp;
 mod model;

@@ -12,6 +12,10 @@ pub struct CallEffects {
     pub writes: Vec<String>,
     /// The command line the call runs, parsed; `None` for tools that run none.
     pub command: Option<CommandLine>,
+    /// Why the call asks for more than the OS sandbox gives (the network, or
+    /// no sandbox at all): such a call asks in every mode, no rule or grant
+    /// allows it, and a deny rule still refuses it.
+    pub escalation: Option<String>,
 }
 
 impl CallEffects {
@@ -22,12 +26,18 @@ impl CallEffects {
 
     /// A call that writes these paths.
     pub fn writes(paths: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        Self { writes: paths.into_iter().map(Into::into).collect(), command: None }
+        Self { writes: paths.into_iter().map(Into::into).collect(), ..Self::default() }
     }
 
     /// A call that runs this command line.
     pub fn command(line: CommandLine) -> Self {
-        Self { writes: Vec::new(), command: Some(line) }
+        Self { command: Some(line), ..Self::default() }
+    }
+
+    /// The same call, asking to leave the sandbox's defaults for `why`.
+    pub fn with_escalation(mut self, why: impl Into<String>) -> Self {
+        self.escalation = Some(why.into());
+        self
     }
 
     /// Whether the call changes files: it names paths it writes, or its

@@ -298,6 +298,15 @@ pub fn decide(mode: Mode, rules: &[PermissionRule], call: &ProposedCall<'_>) -> 
     if let Some(why) = unsure {
         return decided(Permission::Ask, why);
     }
+    // Leaving the OS sandbox is the person's call, every time: no mode, rule
+    // or grant answers for them (`protected` keeps grants from covering it).
+    if let Some(why) = &call.effects.escalation {
+        return Decided {
+            permission: Permission::Ask,
+            reason: format!("{why}, which always asks"),
+            protected: true,
+        };
+    }
     for rule in covering.iter().filter(|r| r.permission == Permission::Ask) {
         match rule_hits(rule, call, line) {
             Hit::Yes => return decided(Permission::Ask, format!("{} matches", rule.describe())),

@@ -217,6 +217,8 @@ pub struct CommandHook {
     root: PathBuf,
     path: String,
     home: Option<String>,
+    /// The shell's sandbox: a hook's command is confined like a call's.
+    sandbox: Option<std::sync::Arc<bosun_sandbox::Sandbox>>,
 }
 
 impl CommandHook {
@@ -235,6 +237,7 @@ impl CommandHook {
             root: root.to_path_buf(),
             path: shell.path().to_owned(),
             home: shell.home().map(str::to_owned),
+            sandbox: shell.sandbox().cloned(),
         }
     }
 
@@ -289,7 +292,21 @@ impl SessionHooks for CommandHook {
             let mut stdin = serde_json::to_vec(&json)
                 .map_err(|error| HookError::new(format!("hook {}: its input: {error}", self.name)))?;
             stdin.push(b'\n');
-            let ran = process::run(self.command(), stdin).await.map_err(|error| {
+            let mut command = self.command();
+            // Dropped after the run: the call's temporary folder goes with it.
+            let sandboxed = match &self.sandbox {
+                Some(sandbox) => {
+                    sandbox.prepare(&mut command, bosun_sandbox::CallAccess::Policy).map_err(|error| {
+                        HookError::new(format!("hook {} could not be started: {error}", self.name))
+                    })?
+                }
+                None => bosun_sandbox::unconfined(&mut command),
+            };
+            let ran = process::run(command, stdin).await;
+            for note in sandboxed.finish() {
+                tracing::warn!(hook = %self.name, "{note}");
+            }
+            let ran = ran.map_err(|error| {
                 HookError::new(format!("hook {} could not be started: {error}", self.name))
             })?;
             decide::decide(&self.name, self.spec.point, &ran)

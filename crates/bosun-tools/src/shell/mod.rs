@@ -10,8 +10,14 @@
 //! backgrounded outlives the call. Combined output is capped, keeping head and
 //! tail, and returned in every case with the exit code on the first line.
 //!
-//! Approval of a command is not a sandbox: a process that leaves the group
-//! (`setsid`) escapes the kill, and the command sees the whole file system.
+//! With a [`Sandbox`] (`ShellConfig::with_sandbox`), every command runs
+//! inside it (`bosun-sandbox`): writes confined, secrets hidden, network off,
+//! and nothing it starts outlives the call, even a process that left the
+//! group. A call may ask to run with the network on or outside the sandbox
+//! (`"sandbox": "network"` or `"off"`); such a call always asks the person
+//! ([`CallEffects::escalation`]). Without a sandbox, approval is the only
+//! boundary: a process that leaves the group (`setsid`) escapes the kill,
+//! and the command sees the whole file system.
 
 mod analyze;
 mod capture;
@@ -19,7 +25,10 @@ pub(crate) mod group;
 mod run;
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
+
+use bosun_sandbox::{CallAccess, Sandbox};
 
 use bosun_core::{
     CallEffects, CancellationPolicy, CommandLine, Tool, ToolCategory, ToolContext, ToolDefinition,
@@ -47,7 +56,21 @@ pub struct ShellConfig {
     path: String,
     home: Option<String>,
     limits: ToolLimits,
+    sandbox: Option<SharedSandbox>,
 }
+
+/// A sandbox shared by the shell and the hooks; equal when it is the same
+/// one.
+#[derive(Clone, Debug)]
+struct SharedSandbox(Arc<Sandbox>);
+
+impl PartialEq for SharedSandbox {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedSandbox {}
 
 impl ShellConfig {
     /// A configuration running in `root`, with PATH set to
@@ -56,7 +79,13 @@ impl ShellConfig {
     /// workspace tools resolve against); a root that does not exist makes
     /// every call fail to start.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), path: sanitize_path(""), home: None, limits: ToolLimits::default() }
+        Self {
+            root: root.into(),
+            path: sanitize_path(""),
+            home: None,
+            limits: ToolLimits::default(),
+            sandbox: None,
+        }
     }
 
     /// Like [`ShellConfig::new`], with PATH and HOME captured from this
@@ -87,6 +116,23 @@ impl ShellConfig {
     pub fn with_limits(mut self, limits: ToolLimits) -> Self {
         self.limits = limits;
         self
+    }
+
+    /// Runs every command (and every command hook built from this
+    /// configuration) inside `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
+        self.sandbox = Some(SharedSandbox(sandbox));
+        self
+    }
+
+    /// The sandbox commands run in, if any.
+    pub fn sandbox(&self) -> Option<&Arc<Sandbox>> {
+        self.sandbox.as_ref().map(|shared| &shared.0)
+    }
+
+    /// The sandbox, when it confines (not `off`).
+    fn confining(&self) -> Option<&Arc<Sandbox>> {
+        self.sandbox().filter(|sandbox| sandbox.confines())
     }
 
     /// The directory commands run in.
@@ -152,9 +198,17 @@ impl ShellTool {
              environment holds only PATH, HOME and a UTF-8 locale. Output over {} bytes is cut in the \
              middle, keeping the start and the end. Times out after {} unless `timeout_ms` is given (at \
              most 20 minutes); on timeout the command and everything it started are killed and the output \
-             so far is returned.",
+             so far is returned.{}",
             config.max_output(),
             run::seconds(config.default_timeout()),
+            if config.confining().is_some() {
+                " Commands run in a sandbox: they write only inside the workspace (not .git, .bosun and other \
+                 protected paths) and the call's own /tmp, cannot read the user's secrets, and have no network. \
+                 Set `sandbox` to \"network\" for a call that needs the network, or \"off\" to run it outside \
+                 the sandbox; either asks the person first."
+            } else {
+                ""
+            },
         );
         let parameters = json!({
             "type": "object",
@@ -171,6 +225,12 @@ impl ShellTool {
                     "minimum": 1,
                     "maximum": MAX_TIMEOUT_MS,
                     "description": "Milliseconds before the command is killed."
+                },
+                "sandbox": {
+                    "type": "string",
+                    "enum": ["network", "off"],
+                    "description": "Only when the sandbox refused something this call needs: \"network\" runs it \
+                                    with the network on, \"off\" outside the sandbox. Always asks the person."
                 }
             },
             "required": ["command"],
@@ -228,18 +288,23 @@ impl Tool for ShellTool {
     /// directly (wrappers in either are seen through); arguments that are
     /// not valid are an opaque line, never "no command".
     fn effects(&self, arguments: &Value) -> CallEffects {
-        CallEffects::command(match Arguments::parse(arguments) {
-            Ok(Arguments { invocation: Invocation::Script(script), .. }) => analyze::script(&script),
+        let parsed = Arguments::parse(arguments);
+        let effects = CallEffects::command(match &parsed {
+            Ok(Arguments { invocation: Invocation::Script(script), .. }) => analyze::script(script),
             Ok(Arguments { invocation: Invocation::Argv(program, rest), .. }) => {
-                analyze::argv(&[vec![program], rest].concat())
+                analyze::argv(&[vec![program.clone()], rest.clone()].concat())
             }
             Err(error) => CommandLine::opaque(format!("invalid arguments: {error}")),
-        })
+        });
+        match (&parsed, self.config.confining()) {
+            (Ok(Arguments { escape: Some(escape), .. }), Some(_)) => effects.with_escalation(escape.why()),
+            _ => effects,
+        }
     }
 
     fn execute<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let Arguments { invocation, timeout } = match Arguments::parse(&arguments) {
+            let Arguments { invocation, timeout, escape } = match Arguments::parse(&arguments) {
                 Ok(arguments) => arguments,
                 Err(error) => return ToolOutput::error(error.to_string()),
             };
@@ -247,7 +312,18 @@ impl Tool for ShellTool {
                 return ToolOutput::error("not started: cancelled");
             }
             let timeout = timeout.unwrap_or_else(|| self.config.default_timeout());
-            run::run(self.command(invocation), timeout, self.config.max_output(), &context.cancel).await
+            let mut command = self.command(invocation);
+            let sandboxed = match (self.config.sandbox(), escape) {
+                (Some(_), Some(Escape::Off)) => Ok(bosun_sandbox::unconfined(&mut command)),
+                (Some(sandbox), Some(Escape::Network)) => sandbox.prepare(&mut command, CallAccess::Network),
+                (Some(sandbox), None) => sandbox.prepare(&mut command, CallAccess::Policy),
+                (None, _) => Ok(bosun_sandbox::SandboxedCall::default()),
+            };
+            let sandboxed = match sandboxed {
+                Ok(sandboxed) => sandboxed,
+                Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
+            };
+            run::run(command, timeout, self.config.max_output(), &context.cancel, sandboxed).await
         })
     }
 }
@@ -261,10 +337,29 @@ enum Invocation {
     Argv(String, Vec<String>),
 }
 
+/// A call's request to leave the sandbox's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Escape {
+    /// The sandbox with the network on.
+    Network,
+    /// No sandbox.
+    Off,
+}
+
+impl Escape {
+    fn why(self) -> String {
+        match self {
+            Self::Network => "the call asks to run with the network on".to_owned(),
+            Self::Off => "the call asks to run outside the sandbox".to_owned(),
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 struct Arguments {
     invocation: Invocation,
     timeout: Option<Duration>,
+    escape: Option<Escape>,
 }
 
 /// Arguments the schema should have refused.
@@ -274,14 +369,18 @@ enum ArgumentsError {
     Command,
     #[error("`timeout_ms` must be an integer from 1 to {MAX_TIMEOUT_MS}")]
     Timeout,
-    #[error("unknown argument `{0}`; expected `command` and optionally `timeout_ms`")]
+    #[error("`sandbox` must be \"network\" or \"off\"")]
+    Sandbox,
+    #[error("unknown argument `{0}`; expected `command` and optionally `timeout_ms` and `sandbox`")]
     Unknown(String),
 }
 
 impl Arguments {
     fn parse(arguments: &Value) -> Result<Self, ArgumentsError> {
         let object = arguments.as_object().ok_or(ArgumentsError::Command)?;
-        if let Some(unknown) = object.keys().find(|key| !matches!(key.as_str(), "command" | "timeout_ms")) {
+        if let Some(unknown) =
+            object.keys().find(|key| !matches!(key.as_str(), "command" | "timeout_ms" | "sandbox"))
+        {
             return Err(ArgumentsError::Unknown(unknown.clone()));
         }
         let invocation = match object.get("command") {
@@ -303,7 +402,13 @@ impl Arguments {
                 Some(Duration::from_millis(millis.ok_or(ArgumentsError::Timeout)?))
             }
         };
-        Ok(Self { invocation, timeout })
+        let escape = match object.get("sandbox") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(value)) if value == "network" => Some(Escape::Network),
+            Some(Value::String(value)) if value == "off" => Some(Escape::Off),
+            Some(_) => return Err(ArgumentsError::Sandbox),
+        };
+        Ok(Self { invocation, timeout, escape })
     }
 }
 

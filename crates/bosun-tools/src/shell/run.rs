@@ -14,6 +14,8 @@ use tokio::net::unix::pipe::Receiver;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
+use bosun_sandbox::SandboxedCall;
+
 use super::capture::Capture;
 use super::group::ProcessGroup;
 
@@ -37,6 +39,7 @@ pub(super) async fn run(
     timeout: Duration,
     max_output: usize,
     cancel: &CancellationToken,
+    sandboxed: SandboxedCall,
 ) -> ToolOutput {
     let (mut group, output) = match ProcessGroup::spawn(&mut command) {
         Ok(spawned) => spawned,
@@ -81,6 +84,14 @@ pub(super) async fn run(
     }
     if held_open {
         text.push_str("\n[stopped reading: the output is held open by a process outside the group]");
+    }
+    if is_error && let Some(note) = sandboxed.explain(&output) {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    for note in sandboxed.finish() {
+        text.push('\n');
+        text.push_str(&note);
     }
     ToolOutput::new(vec![bosun_core::ContentPart::text(text)], is_error)
 }

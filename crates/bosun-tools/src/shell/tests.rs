@@ -63,13 +63,14 @@ fn the_schema_stays_inside_the_vocabulary_and_accepts_both_forms() {
 fn arguments_parse_both_forms_and_the_timeout() {
     assert_eq!(
         Arguments::parse(&json!({"command": "echo hi"})),
-        Ok(Arguments { invocation: Invocation::Script("echo hi".into()), timeout: None })
+        Ok(Arguments { invocation: Invocation::Script("echo hi".into()), timeout: None, escape: None })
     );
     assert_eq!(
         Arguments::parse(&json!({"command": ["printf", "%s", "a b"], "timeout_ms": 1500.0})),
         Ok(Arguments {
             invocation: Invocation::Argv("printf".into(), vec!["%s".into(), "a b".into()]),
             timeout: Some(Duration::from_millis(1500)),
+            escape: None
         })
     );
     assert_eq!(Arguments::parse(&json!({"command": []})), Err(ArgumentsError::Command));
