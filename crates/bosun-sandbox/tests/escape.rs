@@ -31,7 +31,7 @@ async fn run(mut command: Command) -> String {
 }
 
 #[tokio::test]
-async fn escape_suite_holds_in_the_workspace_write_sandbox() {
+async fn invariant_18_escape_suite_holds_in_the_workspace_write_sandbox() {
     let scene = EscapeScene::new().unwrap();
     let sandbox = Sandbox::new(policy(&scene, SandboxMode::WorkspaceWrite)).unwrap();
     assert!(sandbox.support().landlock_abi.is_some_and(|abi| abi >= 3), "{:?}", sandbox.support());
@@ -49,7 +49,7 @@ async fn escape_suite_holds_in_the_workspace_write_sandbox() {
 }
 
 #[tokio::test]
-async fn escape_suite_holds_in_the_read_only_sandbox() {
+async fn invariant_18_escape_suite_holds_in_the_read_only_sandbox() {
     let scene = EscapeScene::new().unwrap();
     let sandbox = Sandbox::new(policy(&scene, SandboxMode::ReadOnly)).unwrap();
     let mut command = command_with(&scene, &format!("{}\necho new > made-here\n", scene.script()));
@@ -68,7 +68,7 @@ fn command_with(scene: &EscapeScene, script: &str) -> Command {
 }
 
 #[tokio::test]
-async fn escape_suite_finds_the_effects_of_an_unconfined_run() {
+async fn invariant_18_escape_suite_finds_the_effects_of_an_unconfined_run() {
     let scene = EscapeScene::new().unwrap();
     let mut command = command(&scene);
     let _call = bosun_sandbox::unconfined(&mut command);
