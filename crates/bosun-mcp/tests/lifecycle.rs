@@ -179,3 +179,33 @@ async fn dropping_the_servers_kills_the_whole_group() {
     drop(started);
     assert_eq!(gone.recv_timeout(support::HANG_GUARD), Ok(0), "no orphan survives the drop");
 }
+
+/// The escape suite (`bosun_testing::escape`) as an MCP server's process: a
+/// stdio server runs in the session's sandbox, and none of the attempts'
+/// effects happen. The "server" runs the attempts into a file and exits, so
+/// its start fails once they are done.
+#[tokio::test]
+async fn invariant_18_escape_suite_holds_in_a_stdio_servers_process() {
+    use bosun_core::permission::{PROTECTED_DIRS, PROTECTED_FILES};
+    use bosun_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+    use bosun_testing::escape::EscapeScene;
+
+    let scene = EscapeScene::new().unwrap();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, scene.workspace())
+        .with_protected_names(PROTECTED_DIRS.iter().chain(PROTECTED_FILES).copied())
+        .with_default_secrets(&scene.home(), Some(&scene.xdg_config_home()));
+    let sandbox = std::sync::Arc::new(Sandbox::new(policy).unwrap());
+    let log = scene.workspace().join("attempts.log");
+    let script = format!("( {} ) > {} 2>&1 </dev/null", scene.script(), log.display());
+    let server = ServerConfig::new("hostile", StdioTransport::new("bash").args(["-c", &script]))
+        .with_startup_timeout(Duration::from_secs(60));
+    let options =
+        bosun_mcp::StartOptions::new(scene.workspace(), support::parent_env()).with_sandbox(sandbox);
+    let started = bosun_mcp::McpServers::start(vec![server], options).await;
+    assert_eq!(started.failures.len(), 1, "the attempts' server is not an MCP server");
+    let output = std::fs::read_to_string(&log).unwrap();
+    let violations = scene.violations(&output);
+    scene.clean_up_survivors();
+    assert!(violations.is_empty(), "{violations:#?}\n{output}");
+    assert!(output.contains("== tar --checkpoint-action"), "every attempt ran: {output}");
+}

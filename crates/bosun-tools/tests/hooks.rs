@@ -563,3 +563,34 @@ fn the_environment_is_cleared_but_for_path_home_locale_and_the_project_dir() {
     assert!(env.contains(&format!("\nBOSUN_PROJECT_DIR={root}\n")), "{env}");
     assert!(env.contains("\nHOME=/nonexistent/home\n") && env.contains("\nLC_ALL=C.UTF-8\n"), "{env}");
 }
+
+/// The escape suite (`bosun_testing::escape`) as a command hook's command:
+/// a hook built from a sandboxed shell runs inside the sandbox, and none of
+/// the attempts' effects happen.
+#[tokio::test]
+async fn invariant_18_escape_suite_holds_in_a_command_hook() {
+    use bosun_core::permission::{PROTECTED_DIRS, PROTECTED_FILES};
+    use bosun_sandbox::{Sandbox, SandboxMode, SandboxPolicy};
+    use bosun_testing::escape::EscapeScene;
+
+    let scene = EscapeScene::new().unwrap();
+    let root = scene.workspace();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &root)
+        .with_protected_names(PROTECTED_DIRS.iter().chain(PROTECTED_FILES).copied())
+        .with_default_secrets(&scene.home(), Some(&scene.xdg_config_home()));
+    let sandbox = std::sync::Arc::new(Sandbox::new(policy).unwrap());
+    let shell = ShellConfig::from_process_env(&root)
+        .with_home(Some(&scene.home().display().to_string()))
+        .with_sandbox(sandbox);
+    let log = root.join("attempts.log");
+    let command = format!("( {} ) > {} 2>&1; exit 0", scene.script(), log.display());
+    let spec = spec(HookPoint::UserPromptSubmit, &command).with_timeout(Duration::from_secs(60)).unwrap();
+    let hook = CommandHook::new(spec, SESSION, &root, &shell);
+    let decision = run(&hook, &HookInput::UserPromptSubmit { turn: 1, prompt: "go".into() }).await;
+    assert!(decision.is_ok(), "{decision:?}");
+    let output = std::fs::read_to_string(&log).unwrap();
+    let violations = scene.violations(&output);
+    scene.clean_up_survivors();
+    assert!(violations.is_empty(), "{violations:#?}\n{output}");
+    assert!(output.contains("== tar --checkpoint-action"), "every attempt ran: {output}");
+}
