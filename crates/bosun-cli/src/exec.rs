@@ -1,9 +1,16 @@
 //! Running turns: `bosun exec` and `bosun resume` build a session, drive one
 //! turn with the chosen output, and map the result to an exit code.
+//!
+//! From the moment the MCP servers start until the command returns, Ctrl-C,
+//! SIGTERM and SIGHUP are bosun's to handle ([`Signals`]), so that no child
+//! outlives it: the first one cancels what runs (the turn is wound down to
+//! its checkpoint and the shell's process group killed, or the servers'
+//! start-up is abandoned, which kills their groups), the servers are
+//! stopped, and bosun exits with 128 + the signal (130, 143, 129).
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use bosun_core::{ApprovalHandler, EventSink, Session, StopReason, TurnOptions, UserInput};
@@ -22,18 +29,124 @@ pub enum Outcome {
     Success,
     /// The turn failed (model error, limit reached, …).
     TurnFailed,
-    /// Ctrl-C.
-    Interrupted,
+    /// Stopped by a signal: the turn cancelled (resumable), every child
+    /// stopped.
+    Interrupted(Stop),
 }
 
 impl Outcome {
-    /// The process exit code: 0, 1 or 130.
+    /// The process exit code: 0, 1, or 128 + the signal (130 for Ctrl-C,
+    /// 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the
+    /// signal killed.
     pub fn code(self) -> u8 {
         match self {
             Self::Success => 0,
             Self::TurnFailed => 1,
-            Self::Interrupted => 130,
+            Self::Interrupted(stop) => 128 + stop.number(),
         }
+    }
+}
+
+/// The signal that stopped a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGINT: Ctrl-C.
+    Interrupt,
+    /// SIGTERM: a supervisor, `kill`, a shutdown.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    HangUp,
+}
+
+impl Stop {
+    fn number(self) -> u8 {
+        match self {
+            Self::Interrupt => 2,
+            Self::Terminate => 15,
+            Self::HangUp => 1,
+        }
+    }
+
+    /// What happened, for the line saying so.
+    fn said(self) -> &'static str {
+        match self {
+            Self::Interrupt => "interrupted",
+            Self::Terminate => "interrupted by SIGTERM",
+            Self::HangUp => "interrupted by SIGHUP",
+        }
+    }
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP, watched for the rest of a command. Once
+/// watched, none of them kills bosun (which would leave a running tool's
+/// process group behind): the first cancels [`Signals::token`] and is kept
+/// for the exit code; later ones are ignored while bosun winds down.
+pub(crate) struct Signals {
+    cancel: CancellationToken,
+    received: Arc<OnceLock<Stop>>,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl Signals {
+    pub(crate) fn watch() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| signal(kind).context("cannot watch for signals");
+        let mut interrupt = listen(SignalKind::interrupt())?;
+        let mut terminate = listen(SignalKind::terminate())?;
+        let mut hangup = listen(SignalKind::hangup())?;
+        let cancel = CancellationToken::new();
+        let received = Arc::new(OnceLock::new());
+        let (on_signal, first) = (cancel.clone(), Arc::clone(&received));
+        let watcher = tokio::spawn(async move {
+            let stop = tokio::select! {
+                _ = interrupt.recv() => Stop::Interrupt,
+                _ = terminate.recv() => Stop::Terminate,
+                _ = hangup.recv() => Stop::HangUp,
+            };
+            let _ = first.set(stop);
+            on_signal.cancel();
+        });
+        Ok(Self { cancel, received, watcher })
+    }
+
+    /// Cancelled by the first signal: a turn's cancellation.
+    pub(crate) fn token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// `work`, unless a signal comes first: then `None`, and `work` is
+    /// dropped with what it started (a starting MCP server's process group
+    /// is killed by its drop).
+    pub(crate) async fn unless_stopped<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            done = work => Some(done),
+        }
+    }
+
+    /// The outcome of a command a signal stopped.
+    pub(crate) fn stopped(&self) -> Outcome {
+        Outcome::Interrupted(self.stop())
+    }
+
+    fn stop(&self) -> Stop {
+        self.received.get().copied().unwrap_or(Stop::Interrupt)
+    }
+
+    /// The outcome of a command a signal stopped before any turn ran,
+    /// saying so unless the output is JSON.
+    fn stopped_before_a_turn(&self, json: bool) -> Outcome {
+        if !json {
+            eprintln!("\n{}; no turn ran", self.stop().said());
+        }
+        self.stopped()
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        self.watcher.abort();
     }
 }
 
@@ -158,9 +271,14 @@ pub async fn exec(
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
-    let started = Started::new(&dir, env, &settings, answers, palettes).await?;
-    let (parts, workspace) = started.parts();
-    let outcome = exec_with(&settings, env, &args.run, prompt, workspace, parts, palettes).await;
+    // Not before: reading the prompt from stdin should still die by Ctrl-C.
+    let signals = Signals::watch()?;
+    let starting = Started::new(&dir, env, &settings, answers, palettes);
+    let Some(started) = signals.unless_stopped(starting).await else {
+        return Ok(signals.stopped_before_a_turn(args.run.json));
+    };
+    let started = started?;
+    let outcome = exec_with(&settings, env, &args.run, prompt, started.parts(), palettes, &signals).await;
     // Every server is stopped on every way out, the failing ones included.
     crate::mcp::stop(started.mcp).await;
     outcome
@@ -171,14 +289,18 @@ async fn exec_with(
     env: &Env,
     run: &RunOptions,
     prompt: String,
-    workspace: bosun_tools::Workspace,
-    parts: McpParts<'_>,
+    (parts, workspace): (McpParts<'_>, bosun_tools::Workspace),
     palettes: Palettes,
+    signals: &Signals,
 ) -> Result<Outcome> {
     let approver = approver(run, palettes.tty);
-    let (mut session, id) = new_session(settings, env, workspace, parts, palettes, approver).await?;
+    let building = new_session(settings, env, workspace, parts, palettes, approver);
+    let Some(built) = signals.unless_stopped(building).await else {
+        return Ok(signals.stopped_before_a_turn(run.json));
+    };
+    let (mut session, id) = built?;
     let costing = config::models::session_model(settings)?.costing;
-    drive(&mut session, prompt.into(), run, &id, palettes.stderr, costing).await
+    drive(&mut session, prompt.into(), run, &id, (palettes.stderr, costing), signals).await
 }
 
 /// A new stored session on the configured model, with the workspace's
@@ -264,15 +386,22 @@ async fn on_stored(
     let settings = config::resolve(&dir, env, profile, run)?;
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
-    let started = Started::new(&dir, env, &settings, answers, palettes).await?;
+    let signals = Signals::watch()?;
+    let starting = Started::new(&dir, env, &settings, answers, palettes);
+    let Some(started) = signals.unless_stopped(starting).await else {
+        return Ok(signals.stopped_before_a_turn(run.json));
+    };
+    let started = started?;
     let (parts, workspace) = started.parts();
     let approver = approver(run, palettes.tty);
-    let outcome = match open_stored(&settings, env, which, workspace, parts, palettes, approver).await {
-        Ok((mut session, id, words)) => match then {
-            Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes).await,
-            Then::Compact => compact_session(&mut session, &id, &settings, run, palettes).await,
+    let opening = open_stored(&settings, env, which, workspace, parts, palettes, approver);
+    let outcome = match signals.unless_stopped(opening).await {
+        None => Ok(signals.stopped_before_a_turn(run.json)),
+        Some(Ok((mut session, id, words))) => match then {
+            Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes, &signals).await,
+            Then::Compact => compact_session(&mut session, &id, &settings, run, palettes, &signals).await,
         },
-        Err(error) => Err(error),
+        Some(Err(error)) => Err(error),
     };
     crate::mcp::stop(started.mcp).await;
     outcome
@@ -285,6 +414,7 @@ async fn continue_turn(
     settings: &config::Settings,
     run: &RunOptions,
     palettes: Palettes,
+    signals: &Signals,
 ) -> Result<Outcome> {
     let prompt: UserInput = if !words.is_empty() {
         words.join(" ").into()
@@ -298,7 +428,7 @@ async fn continue_turn(
         eprintln!("{}", palettes.stderr.dim(&resumed));
     }
     let costing = config::models::session_model(settings)?.costing;
-    drive(session, prompt, run, id, palettes.stderr, costing).await
+    drive(session, prompt, run, id, (palettes.stderr, costing), signals).await
 }
 
 /// Which stored session a command names: an id, or `--last` (then the
@@ -364,9 +494,9 @@ async fn compact_session(
     settings: &config::Settings,
     run: &RunOptions,
     palettes: Palettes,
+    signals: &Signals,
 ) -> Result<Outcome> {
     let costing = config::models::session_model(settings)?.costing;
-    let (cancel, watcher) = interrupt_on_ctrl_c();
     let mut human;
     let mut json;
     let sink: &mut dyn EventSink = if run.json {
@@ -376,8 +506,7 @@ async fn compact_session(
         human = HumanSink::new(palettes.stderr);
         &mut human
     };
-    let result = session.compact_now(TurnOptions::cancel_on(cancel), sink).await;
-    watcher.abort();
+    let result = session.compact_now(TurnOptions::cancel_on(signals.token()), sink).await;
     match result {
         Ok(Some(outcome)) => {
             if !run.json {
@@ -401,8 +530,8 @@ async fn compact_session(
             Ok(Outcome::Success)
         }
         Err(error) if error.is_cancelled() => {
-            eprintln!("\ninterrupted; session {id} is unchanged");
-            Ok(Outcome::Interrupted)
+            eprintln!("\n{}; session {id} is unchanged", signals.stop().said());
+            Ok(signals.stopped())
         }
         Err(error) => {
             Err(anyhow::Error::new(error).context(format!("cannot compact session {id} (it is unchanged)")))
@@ -410,30 +539,16 @@ async fn compact_session(
     }
 }
 
-/// A token that fires on Ctrl-C, and the task watching for it (abort it
-/// when done).
-fn interrupt_on_ctrl_c() -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
-    (cancel, watcher)
-}
-
-/// Runs one turn with Ctrl-C wired to cancellation; human output goes to
-/// stderr coloured with `stderr`, its tokens line priced by `costing`.
+/// Runs one turn, cancelled by the first of `signals`; human output goes
+/// to stderr coloured with `stderr`, its tokens line priced by `costing`.
 async fn drive(
     session: &mut Session,
     prompt: UserInput,
     run: &RunOptions,
     id: &str,
-    stderr: Palette,
-    costing: config::models::Costing,
+    (stderr, costing): (Palette, config::models::Costing),
+    signals: &Signals,
 ) -> Result<Outcome> {
-    let (cancel, watcher) = interrupt_on_ctrl_c();
     let mut human;
     let mut json;
     let sink: &mut dyn EventSink = if run.json {
@@ -443,8 +558,7 @@ async fn drive(
         human = HumanSink::new(stderr).with_costing(costing);
         &mut human
     };
-    let result = session.run_with(prompt, TurnOptions::cancel_on(cancel), sink).await;
-    watcher.abort();
+    let result = session.run_with(prompt, TurnOptions::cancel_on(signals.token()), sink).await;
     match result {
         Ok(outcome) => {
             if let Some(path) = &run.output {
@@ -462,9 +576,10 @@ async fn drive(
         }
         Err(error) if error.is_cancelled() => {
             if !run.json {
-                eprintln!("\ninterrupted; continue with `bosun resume {id}` (or `bosun resume --last`)");
+                let said = signals.stop().said();
+                eprintln!("\n{said}; continue with `bosun resume {id}` (or `bosun resume --last`)");
             }
-            Ok(Outcome::Interrupted)
+            Ok(signals.stopped())
         }
         Err(_) => {
             // The error itself was shown by its `error` event; this says

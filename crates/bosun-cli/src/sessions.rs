@@ -289,12 +289,15 @@ pub fn run(
             None => store.export(&id, &mut out)?,
         },
         SessionsCommand::Import { file } => {
+            // All or nothing: a refusal names the line and why, and
+            // nothing of the file is in the store.
+            let refused = || format!("cannot import {}; nothing was imported", file.display());
             let id = if file.as_os_str() == "-" {
-                store.import(&mut std::io::stdin().lock())?
+                store.import(&mut std::io::stdin().lock()).with_context(refused)?
             } else {
                 let reader =
                     std::fs::File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
-                store.import(&mut BufReader::new(reader))?
+                store.import(&mut BufReader::new(reader)).with_context(refused)?
             };
             writeln!(out, "{id}")?;
         }

@@ -6,8 +6,10 @@
 //! A tool call reaching the server and its result the next request, in
 //! `exec` and `resume`; a call refused without a terminal (MCP tools are
 //! `external`, so propose and write modes ask); a server that cannot start;
-//! a server killed mid-call; Ctrl-C mid-call; `bosun mcp add|list|remove|
-//! tools`; an untrusted project's `.mcp.json`.
+//! a server killed mid-call; Ctrl-C mid-call; SIGTERM and SIGHUP mid
+//! `shell` call and Ctrl-C while the servers start (no child left, exit
+//! 128 + the signal); `bosun mcp add|list|remove|tools`; an untrusted
+//! project's `.mcp.json`.
 //!
 //! Each everything server is started with a tag argument unique to its
 //! sandbox after `stdio` (which the server ignores), so a test finds its own
@@ -398,6 +400,91 @@ fn ctrl_c_during_an_mcp_call_leaves_no_server_process() {
     // to reap.
     wait_until("the server process is still there", || !Path::new(&format!("/proc/{server}")).exists());
     wait_until("a process of the server is still there", || processes_with_arg(&tag(&sandbox)).is_empty());
+}
+
+// ---------------------------------------------------------------- signals
+
+/// The `shell` call of the signal test: says it started, then writes on
+/// until killed. The comment makes the command line unique to `sandbox`.
+fn endless_loop(sandbox: &Sandbox) -> String {
+    format!("echo started > f; while :; do date >> out; sleep 0.1; done # {}", tag(sandbox))
+}
+
+/// SIGTERM and SIGHUP during `exec` end it as Ctrl-C does: the turn is
+/// cancelled (the shell's process group killed), the MCP servers stopped,
+/// and bosun exits with 128 + the signal's number, leaving no child.
+#[test]
+fn sigterm_or_sighup_mid_shell_call_leaves_no_child_and_exits_128_plus_the_signal() {
+    use rustix::process::Signal;
+    let Some(entry) = everything() else { return };
+    for (sent, code) in [(Signal::TERM, 143), (Signal::HUP, 129)] {
+        let sandbox = everything_sandbox(&entry);
+        let command = endless_loop(&sandbox);
+        let list = vec![json!({"match": {"userMessage": "loop", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": command}}]}})];
+        let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+        let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+        cmd.args(["--json", "--dangerously-approve-all", "run the loop"]);
+        let running = Running::spawn(cmd, None);
+        let bosun = running.child.id();
+        wait_until("the loop to start", || sandbox.ws().join("f").exists());
+        wait_until("the loop to write", || sandbox.ws().join("out").exists());
+        // (Its forks carry its command line until they exec.)
+        assert!(!processes_with_arg(&command).is_empty(), "the loop runs");
+        let server = server_of(&sandbox, bosun);
+        signal(bosun, sent);
+        let out = running.finish();
+        out.expect_code(code);
+        let events = json_events(&out.stdout);
+        let last = events.last().unwrap();
+        assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("cancelled")), "{last}");
+        assert_eq!(mock.journal().len(), 1, "no request after the signal");
+        wait_until("the loop outlived bosun", || processes_with_arg(&command).is_empty());
+        wait_until("the server outlived bosun", || !Path::new(&format!("/proc/{server}")).exists());
+        // Nothing writes any more: bosun and the loop are gone, so a second
+        // read after both are known gone sees what the first saw.
+        let written = std::fs::read(sandbox.ws().join("out")).unwrap();
+        wait_until("a process of the server is still there", || {
+            processes_with_arg(&tag(&sandbox)).is_empty()
+        });
+        assert_eq!(std::fs::read(sandbox.ws().join("out")).unwrap(), written, "the loop still writes");
+    }
+}
+
+/// Ctrl-C while the MCP servers start: the ones started so far are stopped
+/// and bosun exits 130 (not killed by the signal). The server here never
+/// answers `initialize`, so only the signal ends its start.
+#[test]
+fn ctrl_c_while_mcp_servers_start_stops_them_and_exits_130() {
+    let sandbox = task_sandbox();
+    let tag = tag(&sandbox);
+    write_user_config(
+        &sandbox,
+        &format!(
+            "[mcp_servers.mute]\ncommand = \"sh\"\nargs = [\"-c\", \"while read -r line; do :; done\", {}]\n\
+             startup_timeout_ms = 600000\n",
+            quoted(&tag)
+        ),
+    );
+    // No model request is made before the servers are up: nothing listens.
+    let mut cmd = sandbox.bosun();
+    cmd.env("OPENAI_API_KEY", "test").args([
+        "exec",
+        "--model",
+        "openai/gpt-test",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "a task",
+    ]);
+    let running = Running::spawn(cmd, None);
+    let bosun = running.child.id();
+    wait_until("the server to start", || !processes_with_arg(&tag).is_empty());
+    signal(bosun, rustix::process::Signal::INT);
+    let out = running.finish();
+    out.expect_code(130);
+    assert!(out.stderr.contains("mcp: starting mute"), "{}", out.stderr);
+    assert!(out.stderr.contains("interrupted"), "{}", out.stderr);
+    wait_until("the server outlived bosun", || processes_with_arg(&tag).is_empty());
 }
 
 // ---------------------------------------------------------------- `bosun mcp`

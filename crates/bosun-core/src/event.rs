@@ -29,6 +29,7 @@
 //! | `hook_run` | `point` (`SessionStart`, `UserPromptSubmit`, `PreToolUse`, `PostToolUse`, `PreCompact`, `Stop`, `SubagentStop`, `BeforeModel`, `AfterModel`), `hook`, `duration_ms`, `outcome` (`continued` / `noted` / `blocked` / `asked` / `updated_input` / `ignored` / `failed` / `timed_out` / `panicked`), `reason`? (the reason, note or error, bounded), `switched_off`? (an advisory hook turned off by this failure) |
 //! | `subagent` | `call_id` (the parent's `delegate_tasks` call), `child` (the child session's id), `event` (the child's event, in this same form) |
 //! | `message_delivered` | `turn`, `id` (the queue's id, from `Inbox::steer` / `Inbox::follow_up`), `delivery` (`steer` / `follow_up`) |
+//! | `message_withdrawn` | `turn`, `id` (the queue's id), `hook`, `reason` (bounded): a `UserPromptSubmit` hook blocked a steering message at the safe point; it never entered history |
 //! | `tools_changed` | `withdrawn`, `restored`, `added` (tool names; `added` changed the authority), `notices` (each list left out when empty) |
 
 use serde::{Deserialize, Serialize};
@@ -230,6 +231,20 @@ pub enum Event {
         /// Steering or a follow-up.
         delivery: crate::journal::Delivery,
     },
+    /// A queued steering message was not delivered: at the safe point a
+    /// `UserPromptSubmit` hook blocked it, as it would block a turn's
+    /// prompt. It never entered history and no longer waits (journaled as
+    /// the hook's `hook_ran`, then `unqueued`). The turn goes on.
+    MessageWithdrawn {
+        /// The running turn.
+        turn: u64,
+        /// Its queue id.
+        id: u64,
+        /// The hook that blocked it.
+        hook: String,
+        /// The hook's reason (bounded).
+        reason: String,
+    },
     /// Something failed; the turn ends right after.
     Error {
         /// A stable, machine-readable kind (`model`, `protocol`, `limit`, …).
@@ -377,6 +392,7 @@ mod wire_tag_freeze {
             Event::HookRun { .. } => "hook_run",
             Event::Subagent { .. } => "subagent",
             Event::MessageDelivered { .. } => "message_delivered",
+            Event::MessageWithdrawn { .. } => "message_withdrawn",
         }
     }
 
@@ -389,6 +405,10 @@ mod wire_tag_freeze {
             (
                 Event::MessageDelivered { turn: 2, id: 3, delivery: crate::journal::Delivery::FollowUp },
                 json!({"type": "message_delivered", "turn": 2, "id": 3, "delivery": "follow_up"}),
+            ),
+            (
+                Event::MessageWithdrawn { turn: 2, id: 4, hook: "guard".into(), reason: "no secrets".into() },
+                json!({"type": "message_withdrawn", "turn": 2, "id": 4, "hook": "guard", "reason": "no secrets"}),
             ),
             (
                 Event::ModelRoundStart { turn: 1, round: 2 },

@@ -1,7 +1,10 @@
 //! Messages a person sends while the agent works: steering, delivered at the
 //! running turn's next safe point (after the current tool batch commits,
 //! before the next model round; never inside a batch), and follow-ups,
-//! delivered as turns of their own after the running one ends.
+//! delivered as turns of their own after the running one ends. Either way a
+//! message passes the session's `UserPromptSubmit` hooks before it enters
+//! history: a follow-up as its turn's prompt, steering at the safe point
+//! (where a message a hook blocks is withdrawn, `unqueued`).
 //!
 //! An [`Inbox`] is a handle on a session's queue that works while a turn
 //! runs (the turn borrows the session mutably; the handle does not). A
@@ -251,7 +254,9 @@ impl Inbox {
 
     /// Queues a steering message for the running turn's next safe point
     /// (or the next turn, when this one ends first). Resolves with its id
-    /// once it is durable.
+    /// once it is durable. At the safe point the `UserPromptSubmit` hooks
+    /// see it first: one may block it (it is then withdrawn, with a
+    /// `message_withdrawn` event) or add a note to it.
     pub async fn steer(&self, input: impl Into<UserInput>) -> Result<u64, InboxError> {
         self.queue(Delivery::Steer, input.into()).await
     }

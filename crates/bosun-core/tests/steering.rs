@@ -2,12 +2,14 @@
 //! reaches the next model request after the running batch commits, never
 //! inside it; a follow-up is a turn of its own after the running turn; both
 //! are durable once accepted (invariant 15), a crash or a cancelled turn
-//! keeps them, and one taken back is never delivered.
+//! keeps them, and one taken back is never delivered. Steering passes the
+//! `UserPromptSubmit` hooks at the safe point, as a turn's prompt does.
 
 mod common;
 
 use std::sync::Arc;
 
+use bosun_core::hooks::{HookDecision, HookFuture, HookInput, HookOutcome, HookPoint, SessionHooks};
 use bosun_core::{
     Delivery, Event, InMemoryJournal, JournalRecord, Message, Session, ToolCategory, ToolOutput, TurnOptions,
     replay,
@@ -276,5 +278,95 @@ async fn replay_refuses_a_delivery_of_a_message_never_queued() -> TestResult {
     records.insert(at, JournalRecord::Steered { turn: 1, id: 7, message: Message::user("forged") });
     let error = replay(&records).err().ok_or("a forged delivery replayed")?;
     assert!(error.to_string().contains("queued message 7 is not waiting"), "{error}");
+    Ok(())
+}
+
+/// A `UserPromptSubmit` hook that blocks a prompt containing a word and
+/// notes every other.
+struct WordGuard(&'static str);
+
+impl SessionHooks for WordGuard {
+    fn name(&self) -> &str {
+        "guard"
+    }
+    fn wants(&self, point: HookPoint) -> bool {
+        point == HookPoint::UserPromptSubmit
+    }
+    fn run<'a>(&'a self, input: &'a HookInput) -> HookFuture<'a> {
+        let decision = match input {
+            HookInput::UserPromptSubmit { prompt, .. } if prompt.contains(self.0) => {
+                HookDecision::Block(format!("`{}` is not allowed", self.0))
+            }
+            _ => HookDecision::Note("checked by the guard".into()),
+        };
+        Box::pin(std::future::ready(Ok(decision)))
+    }
+}
+
+#[tokio::test]
+async fn steering_passes_the_prompt_hooks_and_a_blocked_message_never_reaches_the_model() -> TestResult {
+    let gate = Gate::new();
+    let journal = InMemoryJournal::new();
+    let model = ScriptedModel::new().tool_call("wait", json!({})).answer("done");
+    let mut session = Session::builder(model.clone())
+        .tool(gate.tool("wait"))
+        .hook(Arc::new(WordGuard("secret")))
+        .journal(journal.clone())
+        .build()
+        .await?;
+    let inbox = session.inbox();
+    let mut events = Vec::new();
+    let steer = async {
+        gate.started.notified().await;
+        let blocked = inbox.steer("paste the secret token here").await?;
+        let passing = inbox.steer("use tabs").await?;
+        gate.release.notify_one();
+        Ok::<_, bosun_core::InboxError>((blocked, passing))
+    };
+    let (outcome, ids) = tokio::join!(session.run("format the file", &mut events), steer);
+    let ((blocked, passing), outcome) = (ids?, outcome?);
+    assert_eq!(outcome.answer, "done");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let note = "[hook guard] checked by the guard";
+    let second = &requests[1].messages;
+    assert!(second.iter().all(|m| !m.text().contains("secret")), "the blocked message was sent: {second:?}");
+    // The passing one arrives with the hook's note, as a turn's prompt does.
+    assert_eq!(user_texts(second), [format!("format the file{note}"), format!("use tabs{note}")]);
+    assert!(events.contains(&Event::MessageDelivered { turn: 1, id: passing, delivery: Delivery::Steer }));
+    assert!(events.contains(&Event::MessageWithdrawn {
+        turn: 1,
+        id: blocked,
+        hook: "guard".into(),
+        reason: "`secret` is not allowed".into(),
+    }));
+    assert!(!events.iter().any(|e| matches!(e, Event::MessageDelivered { id, .. } if *id == blocked)));
+    assert!(session.queued().await.is_empty(), "withdrawn, not left waiting");
+
+    // The journal says why: the hook's run, then the withdrawal.
+    let records = journal.records();
+    let ran = records
+        .iter()
+        .position(|r| {
+            matches!(r, JournalRecord::HookRan { run, .. }
+                if run.point == HookPoint::UserPromptSubmit && run.outcome == HookOutcome::Blocked)
+        })
+        .ok_or("no blocked hook run")?;
+    let withdrawn = records
+        .iter()
+        .position(|r| matches!(r, JournalRecord::Unqueued { id } if *id == blocked))
+        .ok_or("no withdrawal")?;
+    assert!(ran < withdrawn);
+    // Replayed, the same history and the same (empty) queue.
+    let replayed = replay(&records)?;
+    assert_eq!(replayed.messages, session.history());
+    assert!(replayed.queued.is_empty());
+    let resumed = Session::builder(ScriptedModel::new())
+        .tool(gate.tool("wait"))
+        .hook(Arc::new(WordGuard("secret")))
+        .resume(journal.clone())
+        .await?;
+    assert_eq!(resumed.history(), session.history());
     Ok(())
 }

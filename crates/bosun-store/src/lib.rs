@@ -12,6 +12,7 @@
 mod artifacts;
 mod error;
 mod export;
+mod import;
 mod journal;
 mod lease;
 mod paths;

@@ -2,7 +2,9 @@
 //! run journaled as `hook_ran` and emitted as `hook_run`, in the order the
 //! runs ended, before the caller acts on the verdict. What a hook changes
 //! (a note in the prompt, a refused call, text added to a result) is in the
-//! records it changes, so replay never runs a hook again.
+//! records it changes, so replay never runs a hook again. `UserPromptSubmit`
+//! sees every message a person puts into history: a turn's prompt, and a
+//! steering message at the safe point (a blocked one is withdrawn there).
 
 use tokio_util::sync::CancellationToken;
 
@@ -75,15 +77,11 @@ impl Session {
             }
         }
         let mut notes = Vec::new();
-        if self.hooks_want(HookPoint::UserPromptSubmit) {
-            let prompt = crate::message::concat_text(content);
-            let input = HookInput::UserPromptSubmit { turn, prompt };
-            let verdict = self.run_hooks(input, cancel, emitter).await?;
-            if let Some((hook, reason)) = verdict.block {
-                // SessionStart's notes wait for the first prompt that starts a turn.
-                return Err(TurnErrorKind::HookBlocked { hook, reason, prompt: true });
-            }
-            notes.extend(verdict.notes_text());
+        if let Err((hook, reason)) =
+            self.user_prompt_hooks(turn, content, &mut notes, cancel, emitter).await?
+        {
+            // SessionStart's notes wait for the first prompt that starts a turn.
+            return Err(TurnErrorKind::HookBlocked { hook, reason, prompt: true });
         }
         if let Some(start) = self.start_notes.take() {
             notes.insert(0, start);
@@ -92,6 +90,50 @@ impl Session {
             content.push(ContentPart::text(notes.join("\n")));
         }
         Ok(())
+    }
+
+    /// `UserPromptSubmit` on a steering message at the safe point: a person's
+    /// message entering history, so the same hooks see it as see a turn's
+    /// prompt, and their notes join it the same way. `Ok(Err((hook,
+    /// reason)))` when a hook blocked it.
+    pub(crate) async fn steering_hooks(
+        &mut self,
+        turn: u64,
+        content: &mut Vec<ContentPart>,
+        cancel: &CancellationToken,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Result<(), (String, String)>, TurnErrorKind> {
+        let mut notes = Vec::new();
+        if let Err(blocked) = self.user_prompt_hooks(turn, content, &mut notes, cancel, emitter).await? {
+            return Ok(Err(blocked));
+        }
+        if !notes.is_empty() {
+            content.push(ContentPart::text(notes.join("\n")));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Runs `UserPromptSubmit` on `content`, when a hook wants it: its notes
+    /// added to `notes`, or the first block's hook and reason.
+    async fn user_prompt_hooks(
+        &mut self,
+        turn: u64,
+        content: &[ContentPart],
+        notes: &mut Vec<String>,
+        cancel: &CancellationToken,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<Result<(), (String, String)>, TurnErrorKind> {
+        if !self.hooks_want(HookPoint::UserPromptSubmit) {
+            return Ok(Ok(()));
+        }
+        let prompt = crate::message::concat_text(content);
+        let input = HookInput::UserPromptSubmit { turn, prompt };
+        let verdict = self.run_hooks(input, cancel, emitter).await?;
+        if let Some(blocked) = verdict.block {
+            return Ok(Err(blocked));
+        }
+        notes.extend(verdict.notes_text());
+        Ok(Ok(()))
     }
 
     /// The `Stop` hooks (a child's `SubagentStop`) after a completed turn:

@@ -1,8 +1,9 @@
 //! Writing the journal: [`Session::record`], the one place the turn loop
 //! writes it (write first, then apply the record to history with the ledger
-//! replay uses, invariant 15), and the deliveries of queued messages, whose
-//! checks against the queue hold the journal's lock until the record is
-//! written.
+//! replay uses, invariant 15), and the deliveries of steering at a safe
+//! point: each message past the `UserPromptSubmit` hooks (withdrawn when
+//! one blocks it), then checked against the queue under the journal's lock
+//! held until its record is written.
 
 use super::Session;
 use super::turn::{Emitter, TurnState};
@@ -10,6 +11,7 @@ use crate::error::TurnErrorKind;
 use crate::event::Event;
 use crate::inbox::Slot;
 use crate::journal::{Delivery, JournalError, JournalErrorKind, JournalRecord};
+use crate::message::Message;
 
 impl Session {
     /// The one writer of the turn's records. Checks `record` against the
@@ -58,17 +60,44 @@ impl Session {
     }
 
     /// Delivers the steering waiting, at a safe point: a batch committed,
-    /// the next model round not yet asked for.
+    /// the next model round not yet asked for. Each message first passes
+    /// the `UserPromptSubmit` hooks, as a turn's prompt does: one they block
+    /// is withdrawn (`unqueued`, after the hook's `hook_ran`, so replay
+    /// agrees it never entered history) and the turn goes on; their notes
+    /// join one they pass. The hooks run without the journal's lock (they
+    /// journal their runs, and the inbox must not wait on a slow hook);
+    /// the message is delivered only if it still waits once the lock is
+    /// taken again, so one taken back meanwhile is never delivered.
     pub(super) async fn deliver_steering(
         &mut self,
         state: &TurnState,
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        let shared = self.shared.slot.clone();
-        let mut slot = shared.lock().await;
-        for (id, message) in slot.pending.steering() {
-            self.record_in(&mut slot, JournalRecord::Steered { turn: state.turn, id, message }).await?;
-            emitter.emit(Event::MessageDelivered { turn: state.turn, id, delivery: Delivery::Steer })?;
+        let waiting = self.shared.slot.lock().await.pending.steering();
+        for (id, message) in waiting {
+            let Message::User { mut content } = message else { continue };
+            let checked = self.steering_hooks(state.turn, &mut content, &state.cancel, emitter).await?;
+            let shared = self.shared.slot.clone();
+            let mut slot = shared.lock().await;
+            if slot.pending.get(id).is_none() {
+                continue;
+            }
+            match checked {
+                Ok(()) => {
+                    let message = Message::User { content };
+                    self.record_in(&mut slot, JournalRecord::Steered { turn: state.turn, id, message })
+                        .await?;
+                    emitter.emit(Event::MessageDelivered {
+                        turn: state.turn,
+                        id,
+                        delivery: Delivery::Steer,
+                    })?;
+                }
+                Err((hook, reason)) => {
+                    self.record_in(&mut slot, JournalRecord::Unqueued { id }).await?;
+                    emitter.emit(Event::MessageWithdrawn { turn: state.turn, id, hook, reason })?;
+                }
+            }
         }
         Ok(())
     }
