@@ -1,7 +1,12 @@
-//! The command line, as clap parses it.
+//! The command line, as clap parses it. The options of a run (`--mode`,
+//! `--model`, `--sandbox`, …) are taken before the subcommand as well as
+//! after it ([`Cli::settle`]): one written before `exec` applies to it, and
+//! one before a command that runs no task is an error naming it, never
+//! dropped.
 
 use std::path::PathBuf;
 
+use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// bosun: a coding agent that reads, searches, edits and runs commands in a
@@ -51,11 +56,18 @@ pub enum Command {
     /// (recorded in your own config). Untrusted projects may only narrow.
     Trust {
         /// The project directory (default: the repository root of the current directory).
+        // Its own id: as `dir`, clap filled it from the global `-C DIR`.
+        #[arg(id = "project", value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Trust `/`, your home directory or a directory holding it, which
+        /// trusts every project below.
+        #[arg(long)]
+        force: bool,
     },
     /// Stop trusting a project (recorded as untrusted in your own config).
     Untrust {
         /// The project directory (default: the repository root of the current directory).
+        #[arg(id = "project", value_name = "DIR")]
         dir: Option<PathBuf>,
     },
     /// Download, list and remove local models.
@@ -168,6 +180,177 @@ pub struct RunOptions {
     /// End the task once it has cost this many dollars (a priced model only).
     #[arg(long, value_name = "DOLLARS")]
     pub max_cost: Option<f64>,
+    /// What the OS sandbox lets commands write (over `[sandbox] mode`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
+}
+
+/// The sandbox modes.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SandboxArg {
+    /// Commands write nothing.
+    ReadOnly,
+    /// Commands write the workspace and `writable_roots` (the default).
+    WorkspaceWrite,
+    /// No sandbox.
+    Off,
+}
+
+impl RunOptions {
+    /// The flags set here, by name.
+    fn given(&self) -> Vec<&'static str> {
+        // Taken apart whole, so a new option is not forgotten here.
+        let Self {
+            model,
+            base_url,
+            mode,
+            json,
+            output,
+            dangerously_approve_all,
+            no_project_docs,
+            max_rounds,
+            max_tokens,
+            max_time,
+            max_cost,
+            sandbox,
+        } = self;
+        [
+            ("--model", model.is_some()),
+            ("--base-url", base_url.is_some()),
+            ("--mode", mode.is_some()),
+            ("--json", *json),
+            ("--output", output.is_some()),
+            ("--dangerously-approve-all", *dangerously_approve_all),
+            ("--no-project-docs", *no_project_docs),
+            ("--max-rounds", max_rounds.is_some()),
+            ("--max-tokens", max_tokens.is_some()),
+            ("--max-time", max_time.is_some()),
+            ("--max-cost", max_cost.is_some()),
+            ("--sandbox", sandbox.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+
+    /// `earlier` (written before the subcommand) merged into these; one
+    /// option given on both sides with different values is an error.
+    fn merge_earlier(&mut self, earlier: Self, command: &str) -> Result<()> {
+        fn one<T: PartialEq>(
+            name: &str,
+            command: &str,
+            here: &mut Option<T>,
+            earlier: Option<T>,
+        ) -> Result<()> {
+            let Some(earlier) = earlier else { return Ok(()) };
+            if here.is_none() {
+                *here = Some(earlier);
+            } else if here.as_ref() != Some(&earlier) {
+                bail!(
+                    "{name} is given both before and after `{command}` with different values; give it once"
+                );
+            }
+            Ok(())
+        }
+        let Self {
+            model,
+            base_url,
+            mode,
+            json,
+            output,
+            dangerously_approve_all,
+            no_project_docs,
+            max_rounds,
+            max_tokens,
+            max_time,
+            max_cost,
+            sandbox,
+        } = earlier;
+        one("--model", command, &mut self.model, model)?;
+        one("--base-url", command, &mut self.base_url, base_url)?;
+        one("--mode", command, &mut self.mode, mode)?;
+        one("--output", command, &mut self.output, output)?;
+        one("--max-rounds", command, &mut self.max_rounds, max_rounds)?;
+        one("--max-tokens", command, &mut self.max_tokens, max_tokens)?;
+        one("--max-time", command, &mut self.max_time, max_time)?;
+        one("--max-cost", command, &mut self.max_cost, max_cost)?;
+        one("--sandbox", command, &mut self.sandbox, sandbox)?;
+        self.json |= json;
+        self.dangerously_approve_all |= dangerously_approve_all;
+        self.no_project_docs |= no_project_docs;
+        Ok(())
+    }
+}
+
+/// The options that change the resolved settings, which `config show` shows.
+const SETTINGS_OPTIONS: [&str; 9] = [
+    "--model",
+    "--base-url",
+    "--mode",
+    "--no-project-docs",
+    "--max-rounds",
+    "--max-tokens",
+    "--max-time",
+    "--max-cost",
+    "--sandbox",
+];
+
+impl Cli {
+    /// Hands the run options written before the subcommand to it: merged
+    /// into a command that runs a task, kept by `config show` when they
+    /// change settings, and otherwise an error naming the option.
+    pub fn settle(mut self) -> Result<Self> {
+        let earlier = std::mem::take(&mut self.run);
+        let (run, command) = match &mut self.command {
+            None => {
+                self.run = earlier;
+                return Ok(self);
+            }
+            Some(Command::Exec(args)) => (&mut args.run, "exec"),
+            Some(Command::Resume(args)) => (&mut args.run, "resume"),
+            Some(Command::Compact(args)) => (&mut args.run, "compact"),
+            Some(Command::Config(ConfigCommand::Show)) => {
+                if let Some(name) = earlier.given().into_iter().find(|name| !SETTINGS_OPTIONS.contains(name))
+                {
+                    bail!("{name} does not apply to `bosun config show`, which runs no task");
+                }
+                // `config show` reads them from here.
+                self.run = earlier;
+                return Ok(self);
+            }
+            Some(other) => {
+                if let Some(name) = earlier.given().first() {
+                    bail!(
+                        "{name} does not apply to `bosun {}`: it is an option of the commands that run a task \
+                         (bosun, exec, resume, compact)",
+                        other.name()
+                    );
+                }
+                return Ok(self);
+            }
+        };
+        run.merge_earlier(earlier, command)?;
+        Ok(self)
+    }
+}
+
+impl Command {
+    /// The subcommand's name, for messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Exec(_) => "exec",
+            Self::Resume(_) => "resume",
+            Self::Compact(_) => "compact",
+            Self::Fork { .. } => "fork",
+            Self::Sessions(_) => "sessions",
+            Self::Config(_) => "config",
+            Self::Trust { .. } => "trust",
+            Self::Untrust { .. } => "untrust",
+            Self::Models(_) => "models",
+            Self::Mcp(_) => "mcp",
+            Self::Completions { .. } => "completions",
+        }
+    }
 }
 
 /// `bosun exec`.
@@ -295,4 +478,93 @@ pub enum ModelsCommand {
         /// The model, its `hf:` reference, or the file name of another .gguf in the models directory.
         name: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settled(args: &[&str]) -> Result<Cli> {
+        Cli::try_parse_from(args)?.settle()
+    }
+
+    fn exec_run(cli: Cli) -> RunOptions {
+        match cli.command {
+            Some(Command::Exec(args)) => args.run,
+            other => panic!("not exec: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn run_options_apply_wherever_they_are_written() {
+        let before = exec_run(settled(&["bosun", "--mode", "read-only", "--json", "exec", "task"]).unwrap());
+        assert_eq!((before.mode, before.json), (Some(ModeArg::ReadOnly), true));
+        let after = exec_run(settled(&["bosun", "exec", "--mode", "read-only", "task"]).unwrap());
+        assert_eq!(after.mode, Some(ModeArg::ReadOnly));
+        let both = exec_run(
+            settled(&[
+                "bosun",
+                "--sandbox",
+                "read-only",
+                "exec",
+                "--max-rounds",
+                "3",
+                "--mode",
+                "write",
+                "t",
+            ])
+            .unwrap(),
+        );
+        assert_eq!(
+            (both.sandbox, both.max_rounds, both.mode),
+            (Some(SandboxArg::ReadOnly), Some(3), Some(ModeArg::Write))
+        );
+        let same = exec_run(settled(&["bosun", "--mode", "write", "exec", "--mode", "write", "t"]).unwrap());
+        assert_eq!(same.mode, Some(ModeArg::Write));
+        let error = settled(&["bosun", "--mode", "write", "exec", "--mode", "read-only", "t"]).unwrap_err();
+        assert!(error.to_string().contains("--mode is given both"), "{error}");
+        let Some(Command::Resume(resume)) =
+            settled(&["bosun", "--model", "a/b", "resume", "--last"]).unwrap().command
+        else {
+            panic!("not resume")
+        };
+        assert_eq!(resume.run.model.as_deref(), Some("a/b"));
+        let conversation = settled(&["bosun", "--mode", "write"]).unwrap();
+        assert_eq!(conversation.run.mode, Some(ModeArg::Write));
+    }
+
+    #[test]
+    fn run_options_before_a_command_that_runs_no_task_are_errors_naming_them() {
+        for (args, name) in [
+            (&["bosun", "--mode", "read-only", "sessions", "list"][..], "--mode"),
+            (&["bosun", "--sandbox", "off", "mcp", "list"][..], "--sandbox"),
+            (&["bosun", "--json", "config", "show"][..], "--json"),
+            (&["bosun", "--dangerously-approve-all", "trust"][..], "--dangerously-approve-all"),
+        ] {
+            let error = settled(args).unwrap_err().to_string();
+            assert!(error.starts_with(name), "{args:?}: {error}");
+        }
+        let shown = settled(&["bosun", "--mode", "read-only", "config", "show"]).unwrap();
+        assert_eq!(shown.run.mode, Some(ModeArg::ReadOnly), "config show shows the settings they make");
+        // The commands' own options of the same name are theirs.
+        let listed = settled(&["bosun", "sessions", "list", "--json"]).unwrap();
+        assert!(matches!(listed.command, Some(Command::Sessions(SessionsCommand::List { json: true, .. }))));
+    }
+
+    #[test]
+    fn the_working_directory_is_not_the_project_to_trust() {
+        let cli = settled(&["bosun", "-C", "/w/scratch", "trust"]).unwrap();
+        assert_eq!(cli.dir.as_deref(), Some(std::path::Path::new("/w/scratch")));
+        assert!(matches!(cli.command, Some(Command::Trust { dir: None, force: false })), "{:?}", cli.command);
+        let cli = settled(&["bosun", "-C", "/w", "untrust", "p"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Untrust { dir: Some(p) }) if p == std::path::Path::new("p"))
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

@@ -20,6 +20,7 @@ mod models;
 mod output;
 mod pricing;
 mod sampling;
+mod sandboxing;
 mod sanitize;
 mod sessions;
 mod wire;
@@ -39,8 +40,12 @@ fn main() -> ExitCode {
     let env = Env::capture();
     harden::harden();
     logging::init(&env);
-    let cli = Cli::parse();
     let palettes = Palettes::decide(&env);
+    // Options written before the subcommand reach it, or are an error.
+    let cli = match Cli::parse().settle() {
+        Ok(cli) => cli,
+        Err(error) => return fatal(&error, palettes),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => return fatal(&error.into(), palettes),
@@ -79,13 +84,15 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
         }
         Command::Config(ConfigCommand::Show) => {
             let workdir = exec::workdir(dir)?;
-            let settings = config::resolve(&workdir, env, profile, &Default::default())?;
+            // The options before `config show` (`settle` kept only those
+            // that change settings) show the settings they make.
+            let settings = config::resolve(&workdir, env, profile, &cli.run)?;
             // Values and key names come from files the repository wrote.
             print!("{}", sanitize::block(&config::show(&settings)));
             Ok(Outcome::Success)
         }
-        Command::Trust { dir: target } => trust(dir, target, env, TrustLevel::Trusted),
-        Command::Untrust { dir: target } => trust(dir, target, env, TrustLevel::Untrusted),
+        Command::Trust { dir: target, force } => trust(dir, target, env, TrustLevel::Trusted, force),
+        Command::Untrust { dir: target } => trust(dir, target, env, TrustLevel::Untrusted, true),
         Command::Models(command) => {
             // Only a pull with no name needs the configuration (its
             // `local_model`); the other subcommands work wherever they run.
@@ -109,18 +116,18 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
 
 /// `bosun trust` / `bosun untrust`: the project root (the nearest directory
 /// holding `.git`, else the directory itself), recorded in the user's config.
+/// Trusting `/` or the home directory takes `force` (untrusting narrows,
+/// so it always may).
 fn trust(
     dir: Option<&std::path::Path>,
     target: Option<std::path::PathBuf>,
     env: &Env,
     level: TrustLevel,
+    force: bool,
 ) -> anyhow::Result<Outcome> {
     let start = exec::workdir(target.as_deref().or(dir))?;
-    let root = if target.is_some() {
-        start
-    } else {
-        start.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&start).to_path_buf()
-    };
+    let home = env.get("HOME").map(std::path::Path::new);
+    let root = config::trust_target(&start, target.is_some(), home, force)?;
     let file = config::user_file(env)
         .ok_or_else(|| anyhow::anyhow!("cannot tell where your config is: set HOME"))?;
     config::record_trust(&file, &root, Some(level))?;

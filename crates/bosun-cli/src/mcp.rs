@@ -201,7 +201,20 @@ pub async fn start_with(
     if configs.is_empty() {
         return None;
     }
+    // Stdio servers run in the session's sandbox; one that cannot be built
+    // starts none (the session's tools already failed on it).
+    let sandbox = match crate::sandboxing::for_workspace(root, env, settings) {
+        Ok(sandbox) => sandbox,
+        Err(error) => {
+            eprintln!(
+                "{}",
+                stderr.red(&sanitize::line(&format!("bosun: MCP servers not started: {error:#}")))
+            );
+            return None;
+        }
+    };
     let options = StartOptions::new(root, ParentEnv::from_vars(env.vars()))
+        .with_sandbox(sandbox)
         .with_elicitor(Arc::clone(&answers.elicitor))
         .with_sampler(Arc::clone(&answers.sampler) as Arc<dyn bosun_mcp::Sampler>)
         .with_events(move |event| {

@@ -272,20 +272,22 @@ fn check_header(name: &str, value: &str) -> Result<()> {
 /// Why the provider's key must not go to the base URL in effect, if so: a
 /// key goes to the provider's preset host or to a base URL the user set
 /// (own config, environment, flags); a project's base URL gets it only when
-/// the user's config lists its host in `allowed_key_hosts` (invariant 20).
+/// the user's config lists its origin (scheme, host and port) in
+/// `allowed_key_hosts` (invariant 20).
 fn key_refused(settings: &Settings) -> Option<String> {
     let url = settings.base_url.as_deref().filter(|_| settings.base_url_from_project)?;
-    let host = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-    if let Some(host) = &host
-        && settings.allowed_key_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(host))
+    let parsed = reqwest::Url::parse(url).ok();
+    if let Some(parsed) = &parsed
+        && settings.allowed_key_hosts.iter().any(|allowed| allowed.allows(parsed))
     {
         return None;
     }
     let file = settings.project.as_ref().map_or_else(String::new, |p| format!(" ({})", p.file.display()));
+    let entry = parsed.as_ref().and_then(crate::config::KeyHost::entry_for);
     Some(format!(
         "the project's config{file} sets base_url = {url}, and keys go only to a host you chose; to send it \
          there, add \"{}\" to allowed_key_hosts in your own config",
-        host.as_deref().unwrap_or(url)
+        entry.as_deref().unwrap_or(url)
     ))
 }
 
@@ -308,7 +310,8 @@ pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
 /// `local_brief_tools` is off.
 pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
     let workspace = Workspace::open(dir)?;
-    let shell = shell_config(&workspace, env);
+    let sandbox = crate::sandboxing::for_workspace(workspace.root_path(), env, settings)?;
+    let shell = shell_config(&workspace, env).with_sandbox(sandbox);
     let skills = skills(&workspace, settings, env).skills;
     let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
     let tools = if settings.local_brief_tools && uses_local_model(settings) {
@@ -351,8 +354,16 @@ pub fn command_hooks(
     workspace: &Workspace,
     session: &str,
 ) -> Vec<Arc<dyn bosun_core::hooks::SessionHooks>> {
-    let shell = shell_config(workspace, env);
     let root = workspace.root_path();
+    // `tools` builds the same sandbox first and stops the start when it
+    // cannot; a failure here is that one, already reported.
+    let shell = match crate::sandboxing::for_workspace(root, env, settings) {
+        Ok(sandbox) => shell_config(workspace, env).with_sandbox(sandbox),
+        Err(error) => {
+            eprintln!("bosun: hooks: the sandbox could not be built: {error:#}");
+            shell_config(workspace, env)
+        }
+    };
     settings
         .hooks
         .iter()

@@ -139,8 +139,8 @@ fn invariant_20_a_trusted_projects_base_url_never_gets_the_key_unless_the_user_a
     );
     assert!(hostile.heads().is_empty(), "nothing may reach the project's host: {:?}", hostile.heads());
 
-    // The user names the host in their own config: now the key goes there.
-    user_config(&sandbox, &mock, "allowed_key_hosts = [\"127.0.0.1\"]");
+    // The user names the origin in their own config: now the key goes there.
+    user_config(&sandbox, &mock, &format!("allowed_key_hosts = [\"{}\"]", hostile.url));
     let mut trust = sandbox.bosun();
     trust.arg("trust");
     run(trust).expect_code(0);
@@ -251,4 +251,129 @@ fn invariant_20_deny_rules_hold_against_real_shell_syntax_through_the_cli() {
     out.expect_code(0);
     assert!(sandbox.ws().join("victim").exists(), "a deny rule was bypassed: {}", out.stdout);
     assert_eq!(denials(&out.stdout).len(), bypasses.len(), "every call was denied or asked: {}", out.stdout);
+}
+
+/// `bosun ARGS… PROMPT` with the user's key, for options placed anywhere.
+fn bosun_args(sandbox: &Sandbox, args: &[&str]) -> Output {
+    let mut cmd = sandbox.bosun();
+    cmd.env("ANTHROPIC_API_KEY", KEY).args(args);
+    run(cmd)
+}
+
+#[test]
+fn invariant_20_run_options_before_the_subcommand_are_not_dropped() {
+    let calls = json!([{"name": "write_file", "arguments": {"path": "edited.txt", "content": "x\n"}}]);
+    let Some(mock) = Aimock::start(&calls_then_answer("global", calls, "done")) else { return };
+    let sandbox = Sandbox::new();
+    // The user's own mode lets edits run; the flag must narrow it wherever written.
+    user_config(&sandbox, &mock, "mode = \"write\"");
+    let out = bosun_args(&sandbox, &["--mode", "read-only", "exec", "--json", "global options"]);
+    out.expect_code(0);
+    assert!(!sandbox.ws().join("edited.txt").exists(), "--mode before `exec` was dropped: {}", out.stdout);
+    let denied = denials(&out.stdout);
+    assert_eq!(denied.len(), 1, "{}", out.stdout);
+    assert!(denied[0].contains("read-only"), "{}", denied[0]);
+
+    // An option no command of that kind takes is an error naming it, not dropped.
+    let out = bosun_args(&sandbox, &["--mode", "read-only", "sessions", "list"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--mode"), "{}", out.stderr);
+}
+
+#[test]
+fn invariant_20_a_deny_rule_in_claude_codes_form_stops_rm() {
+    let calls = json!([{"name": "shell", "arguments": {"command": "rm -rf build"}}]);
+    let Some(mock) = Aimock::start(&calls_then_answer("claude form", calls, "done")) else { return };
+    let sandbox = Sandbox::new();
+    git_init(&sandbox.ws());
+    let build = sandbox.ws().join("build/keep.txt");
+    for rules in ["Bash = { deny = [\"rm\"] }", "\"Bash(rm:*)\" = \"deny\""] {
+        write(&build, "keep\n");
+        user_config(&sandbox, &mock, &format!("[permissions]\n{rules}"));
+        let out = exec(&sandbox, "claude form", &["--mode", "autonomous"]);
+        // Refused at start with an error is the other acceptable outcome.
+        assert!(build.exists(), "`{rules}` let `rm -rf build` run: {}{}", out.stdout, out.stderr);
+        out.expect_code(0);
+        assert_eq!(denials(&out.stdout).len(), 1, "{rules}: {}", out.stdout);
+    }
+
+    // A project's `.claude/settings.json` deny entry, trusted or not: a
+    // deny only narrows, so even an untrusted project's applies.
+    user_config(&sandbox, &mock, "");
+    write(&sandbox.ws().join(".claude/settings.json"), r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#);
+    for trusted in [false, true] {
+        if trusted {
+            let mut trust = sandbox.bosun();
+            trust.arg("trust");
+            run(trust).expect_code(0);
+        }
+        let out = exec(&sandbox, "claude form", &["--mode", "autonomous"]);
+        out.expect_code(0);
+        assert!(build.exists(), "trusted {trusted}: `rm -rf build` ran: {}", out.stdout);
+        let denied = denials(&out.stdout);
+        assert!(denied.len() == 1 && denied[0].contains("rm"), "trusted {trusted}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn invariant_20_allowed_key_hosts_match_scheme_host_and_port() {
+    let hostile = Recorder::start();
+    let answer = json!({"fixtures": [{"match": {"userMessage": "keyed"}, "response": {"content": "done"}}]});
+    let Some(mock) = Aimock::start(&answer) else { return };
+    let sandbox = Sandbox::new();
+    git_init(&sandbox.ws());
+    write(&sandbox.ws().join(".bosun/config.toml"), &format!("base_url = \"{}\"\n", hostile.url));
+    let trust = |sandbox: &Sandbox| {
+        let mut trust = sandbox.bosun();
+        trust.arg("trust");
+        run(trust).expect_code(0);
+    };
+    // A bare host means https on 443: not this plain-http listener on
+    // another port, nor another port of the same host.
+    let port = hostile.url.rsplit(':').next().unwrap().to_owned();
+    for entry in ["127.0.0.1".to_owned(), format!("127.0.0.1:{port}"), "http://127.0.0.1:1".to_owned()] {
+        user_config(&sandbox, &mock, &format!("allowed_key_hosts = [\"{entry}\"]"));
+        trust(&sandbox);
+        let out = exec(&sandbox, "keyed", &[]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("allowed_key_hosts"), "{entry}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&hostile.url),
+            "the error names the entry to write ({}): {}",
+            hostile.url,
+            out.stderr
+        );
+        assert!(hostile.heads().is_empty(), "{entry} let the key go to {}", hostile.url);
+    }
+    // Written with its scheme and port, it is that origin.
+    user_config(&sandbox, &mock, &format!("allowed_key_hosts = [\"{}\"]", hostile.url));
+    trust(&sandbox);
+    let out = exec(&sandbox, "keyed", &[]);
+    assert_ne!(out.status.code(), Some(0), "the recorder answers 400");
+    assert!(hostile.heads().iter().any(|h| h.contains(KEY)), "{:?}", hostile.heads());
+}
+
+#[test]
+fn invariant_20_bosun_trust_refuses_home_and_root_without_force() {
+    let sandbox = Sandbox::new();
+    let home = sandbox.path("home");
+    // A dotfiles repository at $HOME: the nearest repository of a
+    // directory below it that is not a repository of its own.
+    git_init(&home);
+    std::fs::create_dir(home.join("scratch")).unwrap();
+    let user_file = sandbox.path("xdg/bosun/config.toml");
+    let recorded = || std::fs::read_to_string(&user_file).unwrap_or_default();
+    for target in [None, Some(home.clone()), Some(std::path::PathBuf::from("/"))] {
+        let mut cmd = sandbox.bosun_in(&home.join("scratch"), &sandbox.path("bosun"));
+        cmd.arg("trust");
+        cmd.args(&target);
+        let out = run(cmd);
+        out.expect_code(2);
+        assert!(out.stderr.contains("--force"), "{target:?}: {}", out.stderr);
+        assert!(!recorded().contains("trust_level"), "{target:?} was recorded: {}", recorded());
+    }
+    let mut cmd = sandbox.bosun_in(&home.join("scratch"), &sandbox.path("bosun"));
+    cmd.args(["trust", "--force"]).arg(&home);
+    run(cmd).expect_code(0);
+    assert!(recorded().contains("trust_level = \"trusted\""), "{}", recorded());
 }

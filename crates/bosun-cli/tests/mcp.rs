@@ -135,11 +135,19 @@ fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The one server process of `sandbox`, a child of `bosun`.
+/// The one server process of `sandbox`, started by `bosun`: its child, or
+/// (in the OS sandbox) the child of the waiter bosun forked, the server
+/// being PID 1 of its own namespace.
 fn server_of(sandbox: &Sandbox, bosun: u32) -> u32 {
     let pids = processes_with_arg(&tag(sandbox));
     assert_eq!(pids.len(), 1, "one server process of this test: {pids:?}");
-    assert_eq!(parent_of(pids[0]), Some(bosun), "the server is bosun's child");
+    let parent = parent_of(pids[0]);
+    let started_by_bosun = parent == Some(bosun) || parent.and_then(parent_of) == Some(bosun);
+    assert!(
+        started_by_bosun,
+        "the server {} is bosun's ({bosun}) child or grandchild: parent {parent:?}",
+        pids[0]
+    );
     pids[0]
 }
 
@@ -573,7 +581,8 @@ fn an_untrusted_projects_mcp_json_is_not_started() {
     let list = vec![json!({"match": {"userMessage": "hello"}, "response": {"content": "hi"}})];
     let Some(mock) = Aimock::start(&fixtures(list)) else { return };
     let sandbox = task_sandbox();
-    let marker = sandbox.path("marker");
+    // In the workspace: the sandbox lets a server write there only.
+    let marker = sandbox.ws().join("marker");
     let script = format!(": > {}", marker.display());
     let mcp_json = json!({"mcpServers": {"planted": {"command": "/bin/sh", "args": ["-c", script]}}});
     std::fs::write(sandbox.ws().join(".mcp.json"), mcp_json.to_string()).unwrap();

@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// How much of the file system a sandboxed process may change.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// How much of the file system a sandboxed process may change. Written
+/// `read-only`, `workspace-write`, `off` (in config files too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum SandboxMode {
     /// Reads only (the call's own temporary folder aside, which dies with
@@ -36,6 +38,11 @@ impl SandboxMode {
             Self::WorkspaceWrite => 1,
             Self::ReadOnly => 2,
         }
+    }
+
+    /// Whether `self` allows more than `other`.
+    pub fn looser_than(self, other: Self) -> bool {
+        self.strictness() < other.strictness()
     }
 }
 

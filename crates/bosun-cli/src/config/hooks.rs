@@ -246,7 +246,7 @@ pub(super) fn project_claude_settings(settings: &mut Settings, dir: &Path, trust
 /// followed at either step, a regular file (opened non-blocking, so a FIFO
 /// cannot hang it), at most [`MAX_SETTINGS_BYTES`] of UTF-8. `None` when
 /// either is missing.
-fn read_claude_file(dir: &Path, name: &str) -> Result<Option<String>> {
+pub(super) fn read_claude_file(dir: &Path, name: &str) -> Result<Option<String>> {
     use rustix::fs::{Mode, OFlags};
     use rustix::io::Errno;
     let claude: PathBuf = dir.join(CLAUDE_DIR);
@@ -503,12 +503,14 @@ command = "./scripts/check-done.sh"
         assert_eq!(described(&settings), ["Stop#1 (mine.sh)"], "only the user's hook");
         let ignored = &settings.project.as_ref().unwrap().ignored;
         assert!(ignored.contains(&"hooks.SessionStart".to_owned()), "{ignored:?}");
-        assert_eq!(settings.hook_notices.len(), 1, "{:?}", settings.hook_notices);
+        // One notice for the hooks, one for the permission it did not apply.
+        assert_eq!(settings.hook_notices.len(), 2, "{:?}", settings.hook_notices);
         let notice = &settings.hook_notices[0];
         assert!(
             notice.contains(".claude/settings.json has hooks") && notice.contains("bosun trust"),
             "{notice}"
         );
+        assert!(settings.hook_notices[1].contains("`Bash(npm run lint)`"), "{:?}", settings.hook_notices);
     }
 
     #[test]

@@ -7,8 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use bosun_core::permission::Capability;
-use bosun_core::{ArgumentPattern, Permission, PermissionRule};
+use bosun_core::{Permission, PermissionRule};
 use serde::Deserialize;
 
 use super::Env;
@@ -106,6 +105,8 @@ pub struct Layer {
     /// Named profiles (files only).
     #[serde(default)]
     pub profiles: BTreeMap<String, Layer>,
+    /// What an OS sandbox around the commands bosun runs may do (`sandbox.rs`).
+    pub sandbox: Option<super::sandbox::SandboxLayer>,
 }
 
 /// How bosun talks to one provider, as Codex names these settings; what is
@@ -220,40 +221,34 @@ pub struct Prefixes {
 }
 
 impl Answer {
-    fn permission(self) -> Permission {
+    /// The core's answer.
+    pub fn permission(self) -> Permission {
         match self {
             Self::Allow => Permission::Allow,
             Self::Ask => Permission::Ask,
             Self::Deny => Permission::Deny,
         }
     }
+
+    /// As written in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
 }
 
 impl ToolRule {
-    /// The core rules this stands for, under `name`: a tool, or a
-    /// capability (`edit`) that covers every tool with it. Prefixes are
-    /// argv words of the command the tool runs (its `command` argument),
-    /// matched on the parsed command line (see `bosun_core::Matcher::Command`).
+    /// The core rules this stands for, under `name`: a tool, a capability
+    /// (`edit`) that covers every tool with it, or one of Claude Code's
+    /// names and forms (`Bash`, `Bash(rm:*)`), mapped or refused in
+    /// `permissions.rs`. Prefixes are argv words of the command the tool
+    /// runs (its `command` argument), matched on the parsed command line
+    /// (see `bosun_core::Matcher::Command`).
     pub fn rules(&self, name: &str) -> Result<Vec<PermissionRule>> {
-        let capability = Capability::from_name(name);
-        match (self, capability) {
-            (Self::Always(answer), Some(capability)) => {
-                Ok(vec![PermissionRule::capability(capability, answer.permission())])
-            }
-            (Self::Always(answer), None) => Ok(vec![PermissionRule::tool(name, answer.permission())]),
-            (Self::Prefixes(_), Some(_)) => {
-                bail!(
-                    "`permissions.{name}` is a capability and takes one answer: \"allow\", \"ask\" or \"deny\""
-                )
-            }
-            (Self::Prefixes(prefixes), None) => Ok(prefixes
-                .entries()
-                .map(|(answer, prefix)| {
-                    let pattern = ArgumentPattern::command("/command", prefix);
-                    PermissionRule::matching(name, pattern, answer.permission())
-                })
-                .collect()),
-        }
+        super::permissions::toml_rules(name, self)
     }
 }
 
@@ -269,7 +264,7 @@ impl Prefixes {
 impl fmt::Display for ToolRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Always(answer) => write!(f, "\"{}\"", format!("{answer:?}").to_lowercase()),
+            Self::Always(answer) => write!(f, "\"{}\"", answer.as_str()),
             Self::Prefixes(p) => {
                 write!(f, "{{ allow = {:?}, ask = {:?}, deny = {:?} }}", p.allow, p.ask, p.deny)
             }

@@ -4,9 +4,12 @@
 //! environment for settings.
 
 pub mod hooks;
+mod hosts;
 mod layer;
 pub mod mcp;
 pub mod models;
+mod permissions;
+pub mod sandbox;
 mod trust;
 
 use std::collections::BTreeMap;
@@ -17,9 +20,11 @@ use anyhow::{Context, Result, bail};
 use bosun_core::permission::RuleOrigin;
 use bosun_core::{Mode, PermissionRule};
 
-use crate::cli::{ModeArg, RunOptions};
+use crate::cli::{ModeArg, RunOptions, SandboxArg};
+pub use hosts::KeyHost;
 pub use layer::{Layer, ProviderSettings, TrustLevel};
-pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table};
+pub use sandbox::{SandboxMode, SandboxSettings};
+pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table, trust_target};
 
 /// The most sub-agents a session may run at once (`max_subagents`): the
 /// library's cap on children per parent.
@@ -143,20 +148,24 @@ pub struct Settings {
     /// Command hooks, in the order they are asked: the user's, the
     /// project's (trusted only), then `.claude/settings*.json`'s.
     pub hooks: Vec<hooks::ConfiguredHook>,
-    /// What reading the hooks left to say (an untrusted project's
-    /// `.claude/` hooks not run, entries skipped), for stderr.
+    /// What reading `.claude/settings*.json` left to say (an untrusted
+    /// project's hooks not run, hook entries skipped, permission entries
+    /// not applied), for stderr.
     pub hook_notices: Vec<String>,
     /// What reading the project's `.mcp.json` left to say (servers of an
     /// untrusted project not started, keys not read), for stderr.
     pub mcp_notices: Vec<String>,
-    /// Hosts besides the provider's own that may receive its key when a
-    /// project's config set the base URL.
-    pub allowed_key_hosts: Vec<String>,
+    /// Origins (scheme, host, port) besides the provider's own that may
+    /// receive its key when a project's config set the base URL.
+    pub allowed_key_hosts: Vec<KeyHost>,
     /// Whether the base URL in effect came from a project's config.
     pub base_url_from_project: bool,
     /// Whether the user trusts the workspace (`bosun trust`): what the
     /// project's files may choose beyond prompt text (hooks, agents' models).
     pub workspace_trusted: bool,
+    /// What an OS sandbox around the commands bosun runs may do (`[sandbox]`,
+    /// `--sandbox`; `sandbox.rs`).
+    pub sandbox: SandboxSettings,
     /// The project's config file, if one was found, and what was made of it.
     pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
@@ -202,6 +211,7 @@ impl Settings {
             mcp_notices: Vec::new(),
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
+            sandbox: SandboxSettings::default(),
             project: None,
             sources: BTreeMap::new(),
         };
@@ -212,6 +222,8 @@ impl Settings {
         settings.note("local_path_grammar", "false", Source::Default);
         settings.note("local_brief_tools", "true", Source::Default);
         settings.note("local_examples", "true", Source::Default);
+        settings.note("sandbox.mode", SandboxMode::default(), Source::Default);
+        settings.note("sandbox.network", "false", Source::Default);
         settings
     }
 
@@ -333,16 +345,22 @@ impl Settings {
             self.max_subagents = Some(most);
             self.note("max_subagents", most, source.clone());
         }
+        let mut added = Vec::new();
         for (name, rule) in &layer.permissions {
-            let rules = rule.rules(name).with_context(|| format!("in {source}"))?;
-            if origin == RuleOrigin::Project {
-                self.rules.extend(rules.into_iter().map(PermissionRule::from_project));
-            } else {
-                // A later user layer's rules for a name replace the earlier ones.
-                self.rules.retain(|r| !rules.iter().any(|new| new.target == r.target));
-                self.rules.extend(rules);
-            }
+            added.extend(rule.rules(name).with_context(|| format!("in {source}"))?);
             self.note(&format!("permissions.{name}"), rule, source.clone());
+        }
+        if origin == RuleOrigin::Project {
+            self.rules.extend(added.into_iter().map(PermissionRule::from_project));
+        } else {
+            // A later user layer's rules for a tool replace the user's
+            // earlier ones for it; a project's stay, since they only narrow.
+            // One layer's entries never replace each other (`Bash` and
+            // `shell` are one tool).
+            self.rules.retain(|r| {
+                r.origin == RuleOrigin::Project || !added.iter().any(|new| new.target == r.target)
+            });
+            self.rules.extend(added);
         }
         for tool in &layer.disabled_tools {
             if !self.disabled_tools.contains(tool) {
@@ -374,8 +392,29 @@ impl Settings {
             self.note("context_window", tokens, source.clone());
         }
         if let Some(hosts) = &layer.allowed_key_hosts {
-            self.allowed_key_hosts = hosts.clone();
+            self.allowed_key_hosts = hosts
+                .iter()
+                .map(|entry| KeyHost::parse(entry).with_context(|| format!("in {source}")))
+                .collect::<Result<_>>()?;
             self.note("allowed_key_hosts", hosts.join(", "), source.clone());
+        }
+        if let Some(table) = &layer.sandbox {
+            self.sandbox.apply(table, source)?;
+            let sandbox::SandboxLayer { mode, network, writable_roots, deny_read } = table;
+            if let Some(mode) = mode {
+                self.note("sandbox.mode", mode, source.clone());
+            }
+            if let Some(network) = network {
+                self.note("sandbox.network", network, source.clone());
+            }
+            if writable_roots.is_some() {
+                let shown = self.sandbox.writable_roots.iter().map(|p| p.display().to_string());
+                self.note("sandbox.writable_roots", shown.collect::<Vec<_>>().join(", "), source.clone());
+            }
+            if deny_read.is_some() {
+                let shown = self.sandbox.deny_read.iter().map(|p| p.display().to_string());
+                self.note("sandbox.deny_read", shown.collect::<Vec<_>>().join(", "), source.clone());
+            }
         }
         for (name, value) in &layer.headers {
             self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
@@ -432,6 +471,11 @@ pub fn project_file(dir: &Path) -> Option<PathBuf> {
 /// nearest directory holding `.git`, else `dir`.
 pub fn unasked_trust(dir: &Path, env: &Env) -> Result<Option<PathBuf>> {
     let root = dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(dir);
+    // Never offered for `/` or the home directory: a yes would trust every
+    // project below (`bosun trust --force` still can).
+    if trust::too_wide(root, env.get("HOME").map(Path::new)).is_some() {
+        return Ok(None);
+    }
     let user = match user_file(env).filter(|p| p.is_file()) {
         Some(path) => Some(Layer::load(&path)?),
         None => None,
@@ -446,7 +490,6 @@ pub fn unasked_trust(dir: &Path, env: &Env) -> Result<Option<PathBuf>> {
     Ok(holds.then(|| root.to_path_buf()))
 }
 
-/// Resolves the settings for a command run in `dir`.
 /// Per-task limits: hitting one ends the task with a checkpoint, a message
 /// naming it, and exit code 1. None is set unless configured.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -459,6 +502,7 @@ pub struct TurnLimits {
     pub cost_micros: Option<u64>,
 }
 
+/// Resolves the settings for a command run in `dir`.
 pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions) -> Result<Settings> {
     let mut settings = Settings::defaults();
     let mut files = Vec::new();
@@ -473,13 +517,7 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         let layer = trust::load_project_file(&path)?;
         let project_dir = path.parent().and_then(Path::parent).unwrap_or(dir).to_path_buf();
         let trusted = trust::is_trusted(user_layer.as_ref(), &project_dir);
-        let limits = trust::Limits {
-            max_rounds: settings.max_rounds,
-            max_subagents: settings.max_subagents,
-            tool_timeout_secs: settings.tool_timeout_secs,
-            turn: settings.turn_limits,
-        };
-        let (applied, ignored) = trust::gate(&layer, trusted, settings.mode, limits);
+        let (applied, ignored) = trust::gate(&layer, trusted, &settings, user_layer.as_ref());
         settings.apply_from(&applied, &Source::File(path.clone()), RuleOrigin::Project)?;
         settings.project = Some(ProjectConfig { file: path.clone(), dir: project_dir, trusted, ignored });
         files.push((path, applied));
@@ -489,9 +527,12 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         settings.project.as_ref().map_or_else(|| trust::is_trusted(user_layer.as_ref(), dir), |p| p.trusted);
     settings.workspace_trusted = trusted;
     hooks::project_claude_settings(&mut settings, dir, trusted)?;
+    permissions::project_claude_permissions(&mut settings, dir, trusted)?;
     let profile = profile.map(str::to_owned).or_else(|| env.get("BOSUN_PROFILE").map(str::to_owned));
     if let Some(name) = profile {
-        let found = files.iter().rev().find_map(|(path, layer)| layer.profiles.get(&name).map(|p| (path, p)));
+        // The user's file first: a project's profile never shadows the
+        // user's (the gate also drops it, naming it).
+        let found = files.iter().find_map(|(path, layer)| layer.profiles.get(&name).map(|p| (path, p)));
         let Some((path, layer)) = found else {
             bail!("no profile `{name}` in the configuration files ({})", describe_files(&files));
         };
@@ -538,6 +579,16 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
     if let Some(dollars) = flags.max_cost {
         flag(Layer { max_turn_cost: Some(dollars), ..Layer::default() }, "--max-cost")?;
     }
+    if let Some(mode) = flags.sandbox {
+        let mode = match mode {
+            SandboxArg::ReadOnly => SandboxMode::ReadOnly,
+            SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxArg::Off => SandboxMode::Off,
+        };
+        let table = sandbox::SandboxLayer { mode: Some(mode), ..sandbox::SandboxLayer::default() };
+        flag(Layer { sandbox: Some(table), ..Layer::default() }, "--sandbox")?;
+    }
+    settings.sandbox.expand_home(env.get("HOME"))?;
     Ok(settings)
 }
 
@@ -608,3 +659,5 @@ pub fn show(settings: &Settings) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

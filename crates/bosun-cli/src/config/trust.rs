@@ -2,19 +2,27 @@
 //! written by whoever wrote the repository. Until the user trusts the
 //! project (`bosun trust`, recorded in the user's own config as
 //! `[projects."/abs/path"] trust_level = "trusted"`, the form Codex uses),
-//! its config may only narrow: a stricter mode, more deny and ask rules,
-//! fewer tools, lower limits. Everything else it sets is ignored and named.
-//! Even a trusted project's rules are marked as the project's, so they never
-//! allow a protected path, and its base URL never receives a key unless the
-//! user's config lists the host in `allowed_key_hosts`.
+//! its config may only narrow what is in effect without it, defaults
+//! included: a stricter mode and sandbox, more deny and ask rules, fewer
+//! tools, lower limits. [`gate`] decides every key of a layer by name (a new
+//! key does not compile until it is decided); what it leaves out is named.
+//! Whoever wrote it, a project's profile never shadows the user's profile of
+//! the same name, its rules are marked as the project's (they never allow a
+//! protected path), its base URL never receives a key unless the user's
+//! config lists that origin in `allowed_key_hosts`, and its sandbox's looser
+//! values yield to the user's. `bosun trust` refuses `/` and the home
+//! directory (or one holding it) without `--force` ([`trust_target`]).
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use bosun_core::Mode;
 
+use super::Settings;
 use super::layer::{Answer, Layer, Prefixes, ToolRule, TrustLevel};
+use super::sandbox;
 
 /// Largest project config read; a bigger one is refused unread.
 const MAX_PROJECT_FILE_BYTES: u64 = 1024 * 1024;
@@ -124,164 +132,321 @@ fn looseness(mode: Mode) -> u8 {
     }
 }
 
-/// The part of a project layer that applies, given the settings so far,
-/// and the keys left out. An untrusted project may only narrow; every
-/// project, trusted or not, is refused the user-only keys.
-pub fn gate(layer: &Layer, trusted: bool, mode_so_far: Mode, limits: Limits) -> (Layer, Vec<String>) {
-    let mut ignored = Vec::new();
-    let mut kept = layer.clone();
-    // Only the user's own file may say which projects and hosts to trust.
-    if !kept.projects.is_empty() {
-        ignored.push("projects".to_owned());
-        kept.projects.clear();
-    }
-    if kept.allowed_key_hosts.take().is_some() {
-        ignored.push("allowed_key_hosts".to_owned());
-    }
-    if trusted {
-        return (kept, ignored);
-    }
-    let mut ignore = |name: &str, set: bool| {
-        if set {
-            ignored.push(name.to_owned());
-        }
+/// The part of a project layer that applies, and the keys left out, named
+/// for the notice. `before` is what is in effect without the project
+/// (built-in defaults and the user's own file), `user` the user's file.
+///
+/// Every key is decided here by name: the layer is taken apart and built
+/// again whole, so a key added to [`Layer`] does not compile until it is
+/// decided. The user-only keys are refused to every project; every project
+/// profile the user's file also names is refused (the user's wins); a
+/// trusted project's other keys apply (its sandbox's looser values only
+/// where the user's file set none); an untrusted project's apply only when
+/// they are no looser than what is in effect.
+pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer>) -> (Layer, Vec<String>) {
+    let Layer {
+        model,
+        base_url,
+        mode,
+        project_docs,
+        sessions_db,
+        max_rounds,
+        tool_timeout_secs,
+        max_turn_tokens,
+        max_turn_seconds,
+        max_turn_cost,
+        compact_at,
+        local_context,
+        local_threads,
+        local_gpu_layers,
+        local_model,
+        local_first_call,
+        local_path_grammar,
+        local_brief_tools,
+        local_examples,
+        clock,
+        subagents,
+        max_subagents,
+        permissions,
+        headers,
+        providers,
+        disabled_tools,
+        mcp_servers,
+        hooks,
+        models,
+        context_window,
+        allowed_key_hosts,
+        projects,
+        profiles,
+        sandbox,
+    } = layer;
+    let mut gate = Gate { trusted, ignored: Vec::new() };
+    let defaults = bosun_core::Limits::default();
+    let turn = before.turn_limits;
+    // Fields are evaluated in the order written: the notice lists them so.
+    let kept = Layer {
+        // Which projects to trust and where keys may go: only the user's
+        // own file may say, or a repository could vouch for itself.
+        projects: gate.user_only("projects", projects, BTreeMap::is_empty),
+        allowed_key_hosts: gate.user_only("allowed_key_hosts", allowed_key_hosts, Option::is_none),
+        // Where requests go and with what: the user's business (network).
+        model: gate.trusted_only("model", model),
+        base_url: gate.trusted_only("base_url", base_url),
+        headers: gate.trusted_only_each(headers, |name| format!("headers.{name}")),
+        // How the provider is talked to (retries, timeouts), like its URL.
+        providers: gate.trusted_only_each(providers, |name| format!("providers.{name}")),
+        sessions_db: gate.trusted_only("sessions_db", sessions_db),
+        // Which weights run (and a path to them), and on what hardware.
+        local_context: gate.trusted_only("local_context", local_context),
+        local_threads: gate.trusted_only("local_threads", local_threads),
+        local_gpu_layers: gate.trusted_only("local_gpu_layers", local_gpu_layers),
+        // When to compact decides how much is summarized away, and what it costs.
+        compact_at: gate.trusted_only("compact_at", compact_at),
+        local_model: gate.trusted_only("local_model", local_model),
+        // How the local model is steered changes what it can be led to do.
+        local_first_call: gate.trusted_only("local_first_call", local_first_call),
+        local_path_grammar: gate.trusted_only("local_path_grammar", local_path_grammar),
+        local_brief_tools: gate.trusted_only("local_brief_tools", local_brief_tools),
+        local_examples: gate.trusted_only("local_examples", local_examples),
+        // Prices say what a run is said to cost and whether a cost limit
+        // stops it; a window how much history is sent.
+        models: gate.trusted_only_each(models, |name| format!("models.\"{name}\"")),
+        context_window: gate.trusted_only("context_window", context_window),
+        // A server or a hook is a program bosun would start.
+        mcp_servers: gate.trusted_only_each(mcp_servers, |name| format!("mcp_servers.{name}")),
+        hooks: gate.trusted_only_each(hooks, |name| format!("hooks.{name}")),
+        mode: gate.mode(mode, before.mode),
+        project_docs: gate.only_off("project_docs", *project_docs, before.project_docs),
+        clock: gate.only_off("clock", *clock, before.clock),
+        // Sub-agents multiply what a task may do and spend: on only over
+        // the user's own `true` (unset, the wiring decides, and for a local
+        // model that is off).
+        subagents: gate.only_off("subagents", *subagents, before.subagents == Some(true)),
+        max_subagents: gate.lower(
+            "max_subagents",
+            *max_subagents,
+            before.max_subagents,
+            Some(super::MAX_SUBAGENTS),
+        ),
+        // Limits only lower, measured against the defaults too.
+        max_rounds: gate.lower("max_rounds", *max_rounds, before.max_rounds, Some(defaults.max_rounds)),
+        tool_timeout_secs: gate.lower(
+            "tool_timeout_secs",
+            *tool_timeout_secs,
+            before.tool_timeout_secs,
+            Some(defaults.tool_timeout().as_secs()),
+        ),
+        max_turn_tokens: gate.lower("max_turn_tokens", *max_turn_tokens, turn.tokens, None),
+        max_turn_seconds: gate.lower("max_turn_seconds", *max_turn_seconds, turn.seconds, None),
+        max_turn_cost: gate.lower(
+            "max_turn_cost",
+            *max_turn_cost,
+            turn.cost_micros.map(|micros| micros as f64 / 1_000_000.0),
+            None,
+        ),
+        // Fewer tools only narrow.
+        disabled_tools: disabled_tools.clone(),
+        permissions: gate.permissions(permissions),
+        sandbox: sandbox
+            .as_ref()
+            .map(|table| {
+                let users = user.and_then(|u| u.sandbox.as_ref());
+                sandbox::gate(table, trusted, users, &before.sandbox, &mut gate.ignored)
+            })
+            .filter(|table| !table.is_empty()),
+        profiles: gate.profiles(profiles, before, user),
     };
-    // A server is a program bosun starts: running one is the user's call.
-    for name in std::mem::take(&mut kept.mcp_servers).into_keys() {
-        ignore(&format!("mcp_servers.{name}"), true);
-    }
-    // A hook is a command bosun runs, like a server.
-    for name in std::mem::take(&mut kept.hooks).into_keys() {
-        ignore(&format!("hooks.{name}"), true);
-    }
-    ignore("model", kept.model.take().is_some());
-    ignore("base_url", kept.base_url.take().is_some());
-    ignore("sessions_db", kept.sessions_db.take().is_some());
-    ignore("local_context", kept.local_context.take().is_some());
-    ignore("local_threads", kept.local_threads.take().is_some());
-    ignore("local_gpu_layers", kept.local_gpu_layers.take().is_some());
-    // When to compact decides how much is summarized away, and what it costs.
-    ignore("compact_at", kept.compact_at.take().is_some());
-    // Which weights run (and a path to them) is the user's choice, like the model.
-    ignore("local_model", kept.local_model.take().is_some());
-    // How the local model is steered changes what it can be led to do.
-    ignore("local_first_call", kept.local_first_call.take().is_some());
-    ignore("local_path_grammar", kept.local_path_grammar.take().is_some());
-    ignore("local_brief_tools", kept.local_brief_tools.take().is_some());
-    ignore("local_examples", kept.local_examples.take().is_some());
-    for name in std::mem::take(&mut kept.headers).into_keys() {
-        ignore(&format!("headers.{name}"), true);
-    }
-    // How the provider is talked to is the user's business, like its URL.
-    for name in std::mem::take(&mut kept.providers).into_keys() {
-        ignore(&format!("providers.{name}"), true);
-    }
-    // Prices say what the user is told a run cost, and a window how much
-    // history is sent: a repository may not set either.
-    for name in std::mem::take(&mut kept.models).into_keys() {
-        ignore(&format!("models.\"{name}\""), true);
-    }
-    ignore("context_window", kept.context_window.take().is_some());
-    if let Some(mode) = kept.mode.as_deref().and_then(|m| super::parse_mode(m).ok())
-        && looseness(mode) > looseness(mode_so_far)
-    {
-        ignore(&format!("mode = \"{mode}\" (looser than {mode_so_far})"), true);
-        kept.mode = None;
-    }
-    if kept.project_docs == Some(true) {
-        kept.project_docs = None;
-    }
-    if kept.clock == Some(true) {
-        ignore("clock", true);
-        kept.clock = None;
-    }
-    // Sub-agents multiply what a turn may do and spend: a project may turn
-    // them off or run fewer at once, never more.
-    if kept.subagents == Some(true) {
-        ignore("subagents", true);
-        kept.subagents = None;
-    }
-    if let Some(most) = kept.max_subagents {
-        let (limit, whose) = match limits.max_subagents {
-            Some(limit) => (limit, "the user's"),
-            None => (super::MAX_SUBAGENTS, "the default"),
-        };
-        if most > limit {
-            ignore(&format!("max_subagents (higher than {whose})"), true);
-            kept.max_subagents = None;
-        }
-    }
-    if let (Some(rounds), Some(limit)) = (kept.max_rounds, limits.max_rounds)
-        && rounds > limit
-    {
-        ignore("max_rounds (higher than the user's)", true);
-        kept.max_rounds = None;
-    }
-    if let (Some(secs), Some(limit)) = (kept.tool_timeout_secs, limits.tool_timeout_secs)
-        && secs > limit
-    {
-        ignore("tool_timeout_secs (higher than the user's)", true);
-        kept.tool_timeout_secs = None;
-    }
-    // A project may make a task's limits stricter, never looser.
-    let turn = limits.turn;
-    if let (Some(tokens), Some(limit)) = (kept.max_turn_tokens, turn.tokens)
-        && tokens > limit
-    {
-        ignore("max_turn_tokens (higher than the user's)", true);
-        kept.max_turn_tokens = None;
-    }
-    if let (Some(secs), Some(limit)) = (kept.max_turn_seconds, turn.seconds)
-        && secs > limit
-    {
-        ignore("max_turn_seconds (higher than the user's)", true);
-        kept.max_turn_seconds = None;
-    }
-    if let (Some(dollars), Some(limit)) = (kept.max_turn_cost, turn.cost_micros)
-        && dollars * 1_000_000.0 > limit as f64
-    {
-        ignore("max_turn_cost (higher than the user's)", true);
-        kept.max_turn_cost = None;
-    }
-    for (name, rule) in &mut kept.permissions {
-        match rule {
-            ToolRule::Always(Answer::Allow) => {
-                ignore(&format!("permissions.{name} = \"allow\""), true);
-                *rule = ToolRule::Prefixes(Prefixes::default());
-            }
-            ToolRule::Always(_) => {}
-            ToolRule::Prefixes(prefixes) => {
-                for allowed in std::mem::take(&mut prefixes.allow) {
-                    ignore(&format!("permissions.{name} allow \"{allowed}\""), true);
-                }
-            }
-        }
-    }
-    // A rule left with no entries says nothing; keep it out of `config show`.
-    kept.permissions.retain(|_, rule| match rule {
-        ToolRule::Prefixes(p) => !(p.allow.is_empty() && p.ask.is_empty() && p.deny.is_empty()),
-        ToolRule::Always(_) => true,
-    });
-    // A profile in the project's file passes the same gate when chosen.
-    for (name, profile) in &mut kept.profiles {
-        let (narrowed, dropped) = gate(profile, false, mode_so_far, limits);
-        *profile = narrowed;
-        ignored.extend(dropped.into_iter().map(|key| format!("profiles.{name}.{key}")));
-    }
-    (kept, ignored)
+    (kept, gate.ignored)
 }
 
-/// The user's limits when the project layer is applied, for "only lower".
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Limits {
-    /// Model rounds per turn.
-    pub max_rounds: Option<u32>,
-    /// Sub-agents at once.
-    pub max_subagents: Option<u32>,
-    /// Tool timeout, seconds.
-    pub tool_timeout_secs: Option<u64>,
-    /// The per-task limits.
-    pub turn: super::TurnLimits,
+/// The gate's verdicts, key by key, and the keys it left out.
+struct Gate {
+    trusted: bool,
+    ignored: Vec<String>,
+}
+
+impl Gate {
+    fn ignore(&mut self, name: String) {
+        self.ignored.push(name);
+    }
+
+    /// A key only the user's own file may set, trusted project or not.
+    fn user_only<T: Default>(&mut self, name: &str, value: &T, unset: impl Fn(&T) -> bool) -> T {
+        if !unset(value) {
+            self.ignore(name.to_owned());
+        }
+        T::default()
+    }
+
+    /// A key only a trusted project may set.
+    fn trusted_only<T: Clone>(&mut self, name: &str, value: &Option<T>) -> Option<T> {
+        if self.trusted || value.is_none() {
+            return value.clone();
+        }
+        self.ignore(name.to_owned());
+        None
+    }
+
+    /// A table whose entries only a trusted project may set, each named.
+    fn trusted_only_each<V: Clone>(
+        &mut self,
+        table: &BTreeMap<String, V>,
+        named: impl Fn(&str) -> String,
+    ) -> BTreeMap<String, V> {
+        if self.trusted {
+            return table.clone();
+        }
+        for name in table.keys() {
+            self.ignore(named(name));
+        }
+        BTreeMap::new()
+    }
+
+    /// The mode, when no looser than the one in effect.
+    fn mode(&mut self, mode: &Option<String>, before: Mode) -> Option<String> {
+        let text = mode.as_ref()?;
+        // A mode that does not parse is kept, so applying it names the error.
+        if let Ok(parsed) = super::parse_mode(text)
+            && !self.trusted
+            && looseness(parsed) > looseness(before)
+        {
+            self.ignore(format!("mode = \"{parsed}\" (looser than {before})"));
+            return None;
+        }
+        Some(text.clone())
+    }
+
+    /// A switch whose `true` allows more: `false` always applies, `true`
+    /// only when it is already in effect.
+    fn only_off(&mut self, name: &str, value: Option<bool>, before: bool) -> Option<bool> {
+        if value == Some(true) && !before && !self.trusted {
+            self.ignore(name.to_owned());
+            return None;
+        }
+        value
+    }
+
+    /// A limit, applied when no higher than the user's, else than the
+    /// default; with neither (no limit), any value narrows.
+    fn lower<T: PartialOrd + Copy>(
+        &mut self,
+        name: &str,
+        value: Option<T>,
+        users: Option<T>,
+        default: Option<T>,
+    ) -> Option<T> {
+        let value = value?;
+        if self.trusted {
+            return Some(value);
+        }
+        let (limit, whose) = match (users, default) {
+            (Some(limit), _) => (limit, "the user's"),
+            (None, Some(limit)) => (limit, "the default"),
+            (None, None) => return Some(value),
+        };
+        if value > limit {
+            self.ignore(format!("{name} (higher than {whose})"));
+            return None;
+        }
+        Some(value)
+    }
+
+    /// Rules: a trusted project's as written (marked as the project's when
+    /// applied); an untrusted one's deny and ask answers only.
+    fn permissions(&mut self, table: &BTreeMap<String, ToolRule>) -> BTreeMap<String, ToolRule> {
+        if self.trusted {
+            return table.clone();
+        }
+        let mut kept = BTreeMap::new();
+        for (name, rule) in table {
+            let narrowed = match rule {
+                ToolRule::Always(Answer::Allow) => {
+                    self.ignore(format!("permissions.{name} = \"allow\""));
+                    continue;
+                }
+                ToolRule::Always(answer) => ToolRule::Always(*answer),
+                ToolRule::Prefixes(prefixes) => {
+                    for allowed in &prefixes.allow {
+                        self.ignore(format!("permissions.{name} allow \"{allowed}\""));
+                    }
+                    // A rule left with no entries says nothing; keep it out of `config show`.
+                    if prefixes.ask.is_empty() && prefixes.deny.is_empty() {
+                        continue;
+                    }
+                    ToolRule::Prefixes(Prefixes {
+                        allow: Vec::new(),
+                        ask: prefixes.ask.clone(),
+                        deny: prefixes.deny.clone(),
+                    })
+                }
+            };
+            kept.insert(name.clone(), narrowed);
+        }
+        kept
+    }
+
+    /// Profiles: one the user's own file also names is the user's (a
+    /// repository cannot redefine `--profile safe`); the others pass the
+    /// same gate when chosen.
+    fn profiles(
+        &mut self,
+        profiles: &BTreeMap<String, Layer>,
+        before: &Settings,
+        user: Option<&Layer>,
+    ) -> BTreeMap<String, Layer> {
+        let mut kept = BTreeMap::new();
+        for (name, profile) in profiles {
+            if user.is_some_and(|user| user.profiles.contains_key(name)) {
+                self.ignore(format!("profiles.{name} (your own profile of that name wins)"));
+                continue;
+            }
+            let (narrowed, dropped) = gate(profile, self.trusted, before, user);
+            self.ignored.extend(dropped.into_iter().map(|key| format!("profiles.{name}.{key}")));
+            kept.insert(name.clone(), narrowed);
+        }
+        kept
+    }
+}
+
+/// Why `dir` is too wide to trust without `--force`, if it is: `/`, the
+/// home directory or a directory holding it, where trusting would trust
+/// every project below.
+pub fn too_wide(dir: &Path, home: Option<&Path>) -> Option<String> {
+    if dir.parent().is_none() {
+        return Some(format!("{} is the root directory", dir.display()));
+    }
+    let home = home.filter(|home| home.is_absolute())?;
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    if home == dir {
+        return Some(format!("{} is your home directory", dir.display()));
+    }
+    home.starts_with(dir).then(|| format!("{} holds your home directory", dir.display()))
+}
+
+/// The directory `bosun trust` records: `target` as given (`explicit`),
+/// else the repository root of `workdir` (the nearest directory holding
+/// `.git`), else `workdir`. A directory [`too_wide`] is refused unless
+/// `force`: outside a repository, the nearest one above can be a dotfiles
+/// repository at `$HOME`.
+pub fn trust_target(workdir: &Path, explicit: bool, home: Option<&Path>, force: bool) -> Result<PathBuf> {
+    let root = if explicit {
+        workdir.to_path_buf()
+    } else {
+        workdir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(workdir).to_path_buf()
+    };
+    if let Some(why) = too_wide(&root, home).filter(|_| !force) {
+        let found = if explicit || root == workdir {
+            String::new()
+        } else {
+            format!(" (the nearest repository above {})", workdir.display())
+        };
+        bail!(
+            "not trusting {}{found}: {why}, and trusting it would trust every project below it. Trust a \
+             project's own directory (`bosun trust DIR`), or pass --force to trust it anyway",
+            root.display()
+        );
+    }
+    Ok(root)
 }
 
 /// Records `dir` as trusted (`Some(Trusted)`), untrusted, or removes its

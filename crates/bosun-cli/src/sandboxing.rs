@@ -1,0 +1,72 @@
+//! The OS sandbox of a session (`bosun-sandbox`), from the settings: one per
+//! workspace and policy, shared by the shell, `!cmd`, command hooks, stdio
+//! MCP servers and sub-agents' tools, so every process bosun starts runs in
+//! the same boundary.
+//!
+//! Built on first use and kept for the process, since the session is
+//! assembled in several places (tools, hooks, MCP servers, children). Where
+//! the kernel lacks Landlock or seccomp, this says so once; commands then
+//! run unconfined, except in `autonomous` mode, which refuses to start
+//! unless the person chose `--sandbox off` themselves.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Result, bail};
+use bosun_core::Mode;
+use bosun_core::permission::{PROTECTED_DIRS, PROTECTED_FILES};
+use bosun_sandbox::{Sandbox, SandboxError, SandboxPolicy};
+
+use crate::config::{Env, Settings};
+
+/// Sandboxes built so far, by policy.
+static BUILT: Mutex<Vec<(SandboxPolicy, Arc<Sandbox>)>> = Mutex::new(Vec::new());
+
+/// The policy for `workspace` under `settings`.
+pub fn policy(workspace: &Path, env: &Env, settings: &Settings) -> SandboxPolicy {
+    let configured = &settings.sandbox;
+    let mut policy = SandboxPolicy::new(configured.mode, workspace)
+        .with_network(configured.network)
+        .with_writable_roots(configured.writable_roots.iter().cloned())
+        .with_protected_names(PROTECTED_DIRS.iter().chain(PROTECTED_FILES).copied())
+        .with_deny_read(configured.deny_read.iter().cloned());
+    if let Some(home) = env.get("HOME").map(PathBuf::from).filter(|home| home.is_absolute()) {
+        let config_home = env.get("XDG_CONFIG_HOME").map(PathBuf::from).filter(|dir| dir.is_absolute());
+        policy = policy.with_default_secrets(&home, config_home.as_deref());
+    }
+    policy
+}
+
+/// The sandbox for `workspace` under `settings`, built once per policy.
+pub fn for_workspace(workspace: &Path, env: &Env, settings: &Settings) -> Result<Arc<Sandbox>> {
+    let policy = policy(workspace, env, settings);
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, sandbox)) = built.iter().find(|(known, _)| *known == policy) {
+        return Ok(Arc::clone(sandbox));
+    }
+    let sandbox = match Sandbox::new(policy.clone()) {
+        Ok(sandbox) => {
+            if let Some(partial) = sandbox.support().partial() {
+                eprintln!("bosun: the sandbox holds only partly: {partial}");
+            }
+            sandbox
+        }
+        Err(SandboxError::Unsupported(missing)) => {
+            if settings.mode == Mode::Autonomous {
+                bail!(
+                    "the sandbox is not available ({missing}); autonomous mode runs commands without asking, so \
+                     it needs one. Pass `--sandbox off` to run unconfined anyway, or choose another mode"
+                );
+            }
+            eprintln!(
+                "bosun: the sandbox is not available ({missing}); commands run unconfined, with approval as the \
+                 only boundary"
+            );
+            Sandbox::off(workspace)
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let sandbox = Arc::new(sandbox);
+    built.push((policy, Arc::clone(&sandbox)));
+    Ok(sandbox)
+}
