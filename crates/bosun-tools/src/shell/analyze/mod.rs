@@ -6,14 +6,25 @@
 //! matching cannot see through: separators (`true; rm x`), quoting (`'r'm`,
 //! `$'\x72m'`), line continuations (`r\<newline>m`), substitutions
 //! (`echo $(rm x)`), compound commands, and wrappers that run their
-//! arguments as a command (`sudo`, `env`, `xargs`, `bash -c`, …; the list is
-//! in [`wrappers`]). The line is parsed with tree-sitter-bash into a syntax
-//! tree and every simple command is collected as argv words after quote
-//! removal. What cannot be reduced to plain words (an expansion in command
-//! position, a command substitution, a script read from stdin, a parse
-//! error, a command name that is not plain ASCII) marks the line opaque with
-//! a short reason, so no allow rule covers it; collection goes on, so deny
-//! rules still see every command that is visible.
+//! arguments as a command (`sudo`, `env`, `xargs`, `bash -c`, …). The line
+//! is parsed with tree-sitter-bash into a syntax tree and every simple
+//! command is collected as argv words after quote removal; the files it
+//! writes (every `>`-family redirect, `<>` included, and what wrappers
+//! write) and the variables it assigns are reported with them.
+//!
+//! What cannot be reduced to plain words marks the line opaque with a short
+//! reason, so no allow rule covers it and a deny rule asks; collection goes
+//! on, so deny rules still see every command that is visible. Opaque are:
+//! an expansion in command position, a command or process substitution, a
+//! script read from stdin, a parse error, a command name that is not plain
+//! ASCII or is a reserved word the parser did not place (`time { …; }`);
+//! the places where bash evaluates a string as code ([`eval_forms`]:
+//! `${x@P}`, `${!x}`, arithmetic on variables, subscripts, prompt
+//! variables; [`builtins`]: `source`, `printf -v` to a name not fixed,
+//! `mapfile -C`, `alias`, …); wrappers whose grammar is not modelled or
+//! whose options cannot be read ([`wrappers`], [`shells`], [`options`]);
+//! and programs whose options or languages run commands ([`programs`],
+//! [`sed`]).
 //!
 //! Bounded: a script over [`MAX_SCRIPT_BYTES`] or wrappers nested deeper
 //! than [`MAX_DEPTH`] are refused as opaque, syntax nested deeper than
@@ -25,16 +36,31 @@
 //! continuation outside single quotes, `$'…'`, comments and heredoc bodies
 //! is removed (as bash's reader does) and the result is parsed again.
 
+mod builtins;
+mod eval_forms;
+mod options;
+mod programs;
+mod sed;
+mod shells;
+mod words;
 mod wrappers;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_eval;
+#[cfg(test)]
+mod tests_paths;
+#[cfg(test)]
+mod tests_wrappers;
 
 use std::borrow::Cow;
 
 use bosun_core::CommandLine;
 use tree_sitter::{Node, Parser, Tree};
 
+use self::builtins::RESERVED;
+use self::words::{Piece, ansi_c, evaluable, globbing, substitutions, unquote, unquote_double};
 use self::wrappers::Inner;
 
 /// Longest script analyzed, in bytes; longer ones are opaque.
@@ -58,7 +84,7 @@ pub(crate) fn script(source: &str) -> CommandLine {
 pub(crate) fn argv(words: &[String]) -> CommandLine {
     let words: Vec<Word> = words.iter().map(|word| Word::literal(word.clone())).collect();
     let mut analyzer = Analyzer::default();
-    analyzer.run(&words, 0, 0);
+    analyzer.run(&words, 0, 0, false);
     analyzer.line
 }
 
@@ -69,11 +95,15 @@ pub(super) struct Word {
     pub(super) text: String,
     /// The program receives exactly `text`: no expansion, glob or brace.
     pub(super) plain: bool,
+    /// The program receives exactly one word here (a plain word, or an
+    /// expansion inside double quotes); otherwise word splitting and globs
+    /// may make it none or several.
+    pub(super) single: bool,
 }
 
 impl Word {
-    fn literal(text: impl Into<String>) -> Self {
-        Self { text: text.into(), plain: true }
+    pub(super) fn literal(text: impl Into<String>) -> Self {
+        Self { text: text.into(), plain: true, single: true }
     }
 }
 
@@ -113,8 +143,10 @@ impl Analyzer {
         Walk { analyzer: self, source: &source, depth }.visit(tree.root_node(), nest);
     }
 
-    /// Records one simple command and, for a wrapper, what it runs.
-    fn run(&mut self, argv: &[Word], depth: usize, nest: usize) {
+    /// Records one simple command and, for a wrapper, what it runs. `open`:
+    /// words are appended to `argv` when it runs (`xargs`), so a wrapper
+    /// left without a command would run them.
+    fn run(&mut self, argv: &[Word], depth: usize, nest: usize, open: bool) {
         let Some((first, rest)) = argv.split_first() else { return };
         if depth > MAX_DEPTH {
             return self.opaque("wrappers nested too deeply");
@@ -127,17 +159,45 @@ impl Analyzer {
             return self.opaque("command name with non-ascii or control characters");
         }
         let name = first.text.rsplit('/').next().unwrap_or(&first.text);
-        let unwrapped = wrappers::unwrap(name, rest);
-        self.line.assignments.extend(unwrapped.assignments);
+        if RESERVED.contains(&name) {
+            return self
+                .opaque(&format!("`{name}` where a command name stands: a form the parser does not model"));
+        }
+        if name.contains("{}") {
+            return self.opaque("a command name that find or xargs fills in");
+        }
+        let Some(unwrapped) = wrappers::unwrap(name, rest) else { return };
+        // Words appended by xargs reach the innermost argv only through
+        // wrappers that stop reading options at it; anywhere else they may
+        // be options, a script or the command itself.
+        let passes = matches!(&unwrapped.inner, Inner::Argv(inner) if !inner.is_empty());
+        if open && !passes {
+            self.opaque(&format!(
+                "xargs appends its input to `{name}`, where it may be options or a command"
+            ));
+        }
+        for assigned in unwrapped.assignments {
+            self.assign(assigned);
+        }
         self.redirect(unwrapped.redirects);
         match unwrapped.inner {
             Inner::Nothing => {}
-            Inner::Argv(inner) => self.run(inner, depth + 1, nest + 1),
-            Inner::Many(inners) => inners.into_iter().for_each(|inner| self.run(inner, depth + 1, nest + 1)),
-            Inner::Words(words) => self.run(&words, depth + 1, nest + 1),
+            Inner::Argv(inner) => self.run(&inner, depth + 1, nest + 1, open || unwrapped.open),
+            Inner::Many(inners) => {
+                inners.iter().for_each(|inner| self.run(inner, depth + 1, nest + 1, false))
+            }
             Inner::Script(text) => self.script(&text, depth + 1, nest + 1),
-            Inner::Opaque(why) => self.opaque(why),
+            Inner::Opaque(why) => self.opaque(&why),
         }
+    }
+
+    /// Records a variable the line assigns; one that runs code once set
+    /// makes the line opaque.
+    fn assign(&mut self, name: String) {
+        if let Some(why) = eval_forms::evaluated(&name) {
+            self.opaque(&why);
+        }
+        self.line.assignments.push(name);
     }
 
     fn redirect(&mut self, targets: impl IntoIterator<Item = String>) {
@@ -185,30 +245,6 @@ fn join_continuations(source: &str, tree: &Tree) -> Option<String> {
     String::from_utf8(joined).ok()
 }
 
-/// A word as it is being built: its text, the same text with quoted and
-/// escaped characters replaced by `_` (where globs and braces are looked
-/// for), and whether an expansion or substitution is part of it.
-#[derive(Default)]
-struct Piece {
-    text: String,
-    skeleton: String,
-    expands: bool,
-}
-
-impl Piece {
-    fn unquoted(text: &str) -> Self {
-        Self { text: text.to_owned(), skeleton: text.to_owned(), expands: false }
-    }
-
-    fn quoted(text: String) -> Self {
-        Self { skeleton: "_".repeat(text.chars().count()), text, expands: false }
-    }
-
-    fn expanded() -> Self {
-        Self { expands: true, ..Self::default() }
-    }
-}
-
 /// One walk over one parsed script.
 struct Walk<'a, 's> {
     analyzer: &'a mut Analyzer,
@@ -234,6 +270,18 @@ impl Walk<'_, '_> {
             "declaration_command" | "unset_command" => self.declaration(node, nest),
             "variable_assignment" => self.assignment(node, nest),
             "file_redirect" => self.file_redirect(node, nest),
+            "expansion" => {
+                self.expansion(node);
+                self.children(node, nest);
+            }
+            "arithmetic_expansion" | "compound_statement" | "c_style_for_statement" => {
+                self.arithmetic(node);
+                self.children(node, nest);
+            }
+            "test_command" => {
+                self.test_command(node);
+                self.children(node, nest);
+            }
             "comment" => {}
             "word" | "raw_string" | "ansi_c_string" | "string" | "translated_string" | "concatenation"
             | "regex" | "extglob_pattern" | "number" => {
@@ -304,8 +352,17 @@ impl Walk<'_, '_> {
     /// Command substitutions tree-sitter-bash leaves inside a token's text
     /// (it does not parse backticks in `${x:-`…`}`, in `=~` and `${x#…}`
     /// patterns, or in unquoted heredoc bodies): opaque, and their commands
-    /// collected.
+    /// collected. The forms of [`eval_forms`] left there are opaque too.
     fn hidden(&mut self, text: &str, nest: usize) {
+        if text.contains("@P}") {
+            self.opaque("prompt expansion `${…@P}` runs the command substitutions in a value");
+        }
+        if text.contains("${!") {
+            self.opaque("indirect expansion `${!…}` evaluates a name taken from a value");
+        }
+        if text.contains("$((") || text.contains("$[") {
+            self.opaque("arithmetic on a variable can run commands in its value");
+        }
         let found = substitutions(text);
         if !found.is_empty() {
             self.opaque("command substitution");
@@ -317,7 +374,11 @@ impl Walk<'_, '_> {
 
     fn command(&mut self, node: Node<'_>, nest: usize) {
         let children = fields(node);
-        let mut argv = Vec::new();
+        let mut argv: Vec<Word> = Vec::new();
+        // Arguments decoded from `$'…'`, by position: for a directory changed
+        // to, the source text stands (the protected-path check reads an
+        // escape as a path it cannot know).
+        let mut escaped = Vec::new();
         for (at, (field, child)) in children.iter().enumerate() {
             match (*field, child.kind()) {
                 (Some("name" | "argument"), "$") if !child.is_named() => {
@@ -329,13 +390,26 @@ impl Walk<'_, '_> {
                         argv.push(Word::literal("$"));
                     }
                 }
-                (Some("name" | "argument"), _) => argv.push(self.word(*child, nest + 1)),
+                (Some("name" | "argument"), _) => {
+                    if has_descendant(*child, "ansi_c_string") {
+                        escaped.push((argv.len(), self.text(*child).into_owned()));
+                    }
+                    argv.push(self.word(*child, nest + 1));
+                }
                 (_, "variable_assignment") => self.assignment(*child, nest + 1),
                 _ if child.is_named() => self.visit(*child, nest + 1),
                 _ => {}
             }
         }
-        self.analyzer.run(&argv, self.depth, nest);
+        let name = argv.first().map(|word| word.text.rsplit('/').next().unwrap_or(&word.text).to_owned());
+        if name.is_some_and(|name| matches!(name.as_str(), "cd" | "pushd" | "builtin" | "command")) {
+            for (at, raw) in escaped {
+                if let Some(word) = argv.get_mut(at).filter(|_| at > 0) {
+                    *word = Word { text: raw, plain: false, single: true };
+                }
+            }
+        }
+        self.analyzer.run(&argv, self.depth, nest, false);
     }
 
     /// `export`, `declare`, `typeset`, `local`, `readonly`, `unset`: a
@@ -359,7 +433,7 @@ impl Walk<'_, '_> {
                 _ => argv.push(self.word(child, nest + 1)),
             }
         }
-        self.analyzer.run(&argv, self.depth, nest);
+        self.analyzer.run(&argv, self.depth, nest, false);
     }
 
     fn assignment(&mut self, node: Node<'_>, nest: usize) {
@@ -368,15 +442,19 @@ impl Walk<'_, '_> {
                 Some("name") if child.kind() == "subscript" => {
                     if let Some(name) = child.child_by_field_name("name") {
                         let name = self.text(name).into_owned();
-                        self.analyzer.line.assignments.push(name);
+                        self.analyzer.assign(name);
                     }
+                    self.subscript(child);
                     self.children(child, nest + 1);
                 }
                 Some("name") => {
                     let name = self.text(child).into_owned();
-                    self.analyzer.line.assignments.push(name);
+                    self.analyzer.assign(name);
                 }
                 Some("value") => {
+                    if child.kind() == "array" {
+                        self.array_elements(child);
+                    }
                     self.word(child, nest + 1);
                 }
                 _ if child.is_named() => self.visit(child, nest + 1),
@@ -385,27 +463,36 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// `> f`, `>> f`, `>| f`, `&> f`, `&>> f`, `N> f`, `<> f` and `>&f`
-    /// (a file when not a descriptor): the target is a file written.
+    /// `> f`, `>> f`, `>| f`, `&> f`, `&>> f`, `N> f`, `N<> f`, `<> f` and
+    /// `>&f` (a file when not a descriptor): the target is a file written.
+    /// The operator is read from the source text: tree-sitter-bash splits
+    /// `N<>` into `<` and an error holding `>`.
     fn file_redirect(&mut self, node: Node<'_>, nest: usize) {
-        let mut operator = "";
+        let mut from = node.start_byte();
+        let mut to = node.end_byte();
         let mut targets = Vec::new();
         for (field, child) in fields(node) {
             match field {
-                Some("destination") => targets.push(self.word(child, nest + 1)),
-                Some("descriptor") => {}
+                Some("destination") => {
+                    to = to.min(child.start_byte());
+                    let word = self.word(child, nest + 1);
+                    // A name decoded from `$'…'` stands as written: the
+                    // protected-path check reads it as a path it cannot know.
+                    let raw = has_descendant(child, "ansi_c_string").then(|| self.text(child).into_owned());
+                    targets.push(raw.map_or(word, |text| Word { text, plain: false, single: true }));
+                }
+                Some("descriptor") => from = child.end_byte(),
                 _ if child.is_named() => self.visit(child, nest + 1),
-                _ => operator = child.kind(),
+                _ => {}
             }
         }
-        let writes = match operator {
-            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => true,
-            ">&" => targets.first().is_some_and(|target| {
-                !(target.plain && (target.text == "-" || target.text.bytes().all(|b| b.is_ascii_digit())))
-            }),
-            _ => false,
-        };
-        if writes {
+        let operator: String =
+            self.source.get(from..to).unwrap_or("").chars().filter(|c| !c.is_whitespace()).collect();
+        let duplicates = operator == ">&"
+            && targets.first().is_some_and(|target| {
+                target.plain && (target.text == "-" || target.text.bytes().all(|b| b.is_ascii_digit()))
+            });
+        if operator.contains('>') && !duplicates {
             self.analyzer.redirect(targets.into_iter().map(|target| target.text));
         }
     }
@@ -414,14 +501,15 @@ impl Walk<'_, '_> {
     /// source text otherwise. Substitutions inside are walked.
     fn word(&mut self, node: Node<'_>, nest: usize) -> Word {
         let piece = self.piece(node, nest);
-        let plain = !piece.expands && !globbing(&piece.skeleton);
+        let globs = globbing(&piece.skeleton);
+        let (plain, single) = (!piece.expands && !globs, !piece.splits && !globs);
         if !plain {
-            return Word { text: self.text(node).into_owned(), plain };
+            return Word { text: self.text(node).into_owned(), plain, single };
         }
         if evaluable(&piece.text) {
             self.opaque("quoted text that arithmetic evaluation could run");
         }
-        Word { text: piece.text, plain }
+        Word { text: piece.text, plain, single }
     }
 
     fn piece(&mut self, node: Node<'_>, nest: usize) -> Piece {
@@ -440,7 +528,7 @@ impl Walk<'_, '_> {
             }
             "regex" | "extglob_pattern" => {
                 self.hidden(&raw, nest);
-                Piece::expanded()
+                Piece::split()
             }
             "number" => Piece::unquoted(&raw),
             "raw_string" => {
@@ -458,7 +546,9 @@ impl Walk<'_, '_> {
                     Piece::quoted(unquote_double(inner))
                 } else {
                     self.children(node, nest);
-                    Piece::expanded()
+                    // `"$@"`, `"${a[@]}"` and `"${!p@}"` are a word each.
+                    let many = ["$@", "${@", "[@]", "${!"].iter().any(|form| raw.contains(form));
+                    if many { Piece::split() } else { Piece::expanded() }
                 }
             }
             "concatenation" | "command_name" => {
@@ -470,15 +560,28 @@ impl Walk<'_, '_> {
                     whole.text.push_str(&part.text);
                     whole.skeleton.push_str(&part.skeleton);
                     whole.expands |= part.expands;
+                    whole.splits |= part.splits;
                 }
                 whole
             }
             _ => {
                 self.visit(node, nest);
-                Piece::expanded()
+                Piece::split()
             }
         }
     }
+}
+
+/// Whether `node` or a node below it is of `kind`.
+fn has_descendant(node: Node<'_>, kind: &str) -> bool {
+    let mut stack = vec![node];
+    while let Some(next) = stack.pop() {
+        if next.kind() == kind {
+            return true;
+        }
+        stack.extend(named_children(next));
+    }
+    false
 }
 
 fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
@@ -488,61 +591,6 @@ fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
 
 fn named_child<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
     named_children(node).into_iter().find(|child| child.kind() == kind)
-}
-
-/// The scripts of the live command substitutions in a token's text: the
-/// inside of each unescaped `` `…` `` and `$(…)` (not `$((…))`).
-fn substitutions(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '`' => {
-                let mut inner = String::new();
-                while let Some(c) = chars.next() {
-                    match c {
-                        '`' => break,
-                        '\\' => match chars.next() {
-                            Some(escaped @ ('`' | '\\' | '$')) => inner.push(escaped),
-                            Some(other) => {
-                                inner.push('\\');
-                                inner.push(other);
-                            }
-                            None => inner.push('\\'),
-                        },
-                        _ => inner.push(c),
-                    }
-                }
-                found.push(inner);
-            }
-            '$' if chars.peek() == Some(&'(') => {
-                chars.next();
-                if chars.peek() == Some(&'(') {
-                    chars.next();
-                    continue;
-                }
-                let mut inner = String::new();
-                let mut open = 1usize;
-                for c in chars.by_ref() {
-                    open = match c {
-                        '(' => open + 1,
-                        ')' => open - 1,
-                        _ => open,
-                    };
-                    if open == 0 {
-                        break;
-                    }
-                    inner.push(c);
-                }
-                found.push(inner);
-            }
-            _ => {}
-        }
-    }
-    found
 }
 
 /// A node's children with their field names.
@@ -558,143 +606,4 @@ fn fields(node: Node<'_>) -> Vec<(Option<&'static str>, Node<'_>)> {
         }
     }
     out
-}
-
-/// Whether an unquoted skeleton globs (`*`, `?`, `[`) or brace-expands
-/// (`{a,b}`, `{1..3}`).
-fn globbing(skeleton: &str) -> bool {
-    if skeleton.contains(['*', '?', '[']) {
-        return true;
-    }
-    skeleton.match_indices('{').any(|(open, _)| {
-        let after = skeleton.get(open + 1..).unwrap_or("");
-        after.find('}').is_some_and(|close| {
-            let inside = after.get(..close).unwrap_or("");
-            inside.contains(',') || inside.contains("..")
-        })
-    })
-}
-
-/// Literal text that bash would run if arithmetic evaluated it as a
-/// variable's value: `a[$(cmd)]` (`x='a[$(rm x)]'; echo $((x))`).
-fn evaluable(text: &str) -> bool {
-    text.find('[')
-        .is_some_and(|open| text.get(open..).is_some_and(|rest| rest.contains("$(") || rest.contains('`')))
-}
-
-/// An unquoted word: backslash escapes removed.
-fn unquote(raw: &str) -> Piece {
-    let mut piece = Piece::default();
-    let mut chars = raw.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            piece.text.push(c);
-            piece.skeleton.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('\n') => {}
-            Some(escaped) => {
-                piece.text.push(escaped);
-                piece.skeleton.push('_');
-            }
-            None => {
-                piece.text.push('\\');
-                piece.skeleton.push('_');
-            }
-        }
-    }
-    piece
-}
-
-/// The inside of a double-quoted string without expansions: a backslash
-/// escapes only `$`, `` ` ``, `"`, `\` and a newline.
-fn unquote_double(inner: &str) -> String {
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek()) {
-            ('\\', Some('\n')) => {
-                chars.next();
-            }
-            ('\\', Some(&escaped @ ('$' | '`' | '"' | '\\'))) => {
-                chars.next();
-                out.push(escaped);
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Decodes `$'…'` as bash does for the common escapes; the string ends at a
-/// NUL, as it does in bash.
-fn ansi_c(raw: &str) -> String {
-    let inner = raw.strip_prefix("$'").unwrap_or(raw);
-    let inner = inner.strip_suffix('\'').unwrap_or(inner);
-    let mut out = String::new();
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let Some(escape) = chars.next() else {
-            out.push('\\');
-            break;
-        };
-        let decoded = match escape {
-            'a' => Some('\x07'),
-            'b' => Some('\x08'),
-            'e' | 'E' => Some('\x1b'),
-            'f' => Some('\x0c'),
-            'n' => Some('\n'),
-            'r' => Some('\r'),
-            't' => Some('\t'),
-            'v' => Some('\x0b'),
-            '\\' | '\'' | '"' | '?' => Some(escape),
-            '0'..='7' => {
-                let first = escape.to_digit(8).unwrap_or(0);
-                Some(char::from_u32(digits(&mut chars, 8, 2, first)).unwrap_or('\u{fffd}'))
-            }
-            'x' | 'u' | 'U' => {
-                let most = match escape {
-                    'x' => 2,
-                    'u' => 4,
-                    _ => 8,
-                };
-                if chars.peek().is_some_and(char::is_ascii_hexdigit) {
-                    Some(char::from_u32(digits(&mut chars, 16, most, 0)).unwrap_or('\u{fffd}'))
-                } else {
-                    out.push('\\');
-                    Some(escape)
-                }
-            }
-            'c' => chars.next().map(|control| char::from_u32(control as u32 & 0x1f).unwrap_or('\u{fffd}')),
-            other => {
-                out.push('\\');
-                Some(other)
-            }
-        };
-        match decoded {
-            Some('\0') | None => break,
-            Some(decoded) => out.push(decoded),
-        }
-    }
-    out
-}
-
-/// Reads up to `most` more digits in `radix` onto `value`.
-fn digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, radix: u32, most: usize, value: u32) -> u32 {
-    let mut value = value;
-    for _ in 0..most {
-        match chars.peek().and_then(|c| c.to_digit(radix)) {
-            Some(digit) => {
-                value = value.saturating_mul(radix).saturating_add(digit);
-                chars.next();
-            }
-            None => break,
-        }
-    }
-    value
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn words(argv: &[&str]) -> Vec<String> {
+pub(super) fn words(argv: &[&str]) -> Vec<String> {
     argv.iter().map(|word| (*word).to_owned()).collect()
 }
 
@@ -12,23 +12,76 @@ fn commands(source: &str) -> Vec<Vec<String>> {
 }
 
 #[track_caller]
-fn runs(source: &str, argv: &[&str]) {
+pub(super) fn runs(source: &str, argv: &[&str]) {
     let line = script(source);
     assert!(line.commands.contains(&words(argv)), "{source:?} should run {argv:?}: {line:?}");
 }
 
 #[track_caller]
-fn plain(source: &str) -> CommandLine {
+pub(super) fn plain(source: &str) -> CommandLine {
     let line = script(source);
     assert_eq!(line.opaque, None, "{source:?} should be plain: {line:?}");
     line
 }
 
 #[track_caller]
-fn opaque(source: &str) -> CommandLine {
+pub(super) fn opaque(source: &str) -> CommandLine {
     let line = script(source);
     assert!(line.opaque.is_some(), "{source:?} should be opaque: {line:?}");
     line
+}
+
+/// Opaque, with a reason that names `form`.
+#[track_caller]
+pub(super) fn opaque_naming(source: &str, form: &str) {
+    let line = script(source);
+    let why = line.opaque.as_deref().unwrap_or_default();
+    assert!(why.contains(form), "{source:?} should be opaque naming {form:?}: {line:?}");
+}
+
+/// The user's rules of the attacks: deny `rm`; allow `echo`, `printf`,
+/// `ls`, `cat`, `true`, `cd`.
+pub(super) fn rules() -> Vec<bosun_core::PermissionRule> {
+    use bosun_core::{ArgumentPattern, Permission, PermissionRule};
+    let command = |words, permission| {
+        PermissionRule::matching("shell", ArgumentPattern::command("/command", words), permission)
+    };
+    let mut rules = vec![command("rm", Permission::Deny)];
+    rules.extend(["echo", "printf", "ls", "cat", "true", "cd"].map(|name| command(name, Permission::Allow)));
+    rules
+}
+
+/// The pipeline's decision for `source` as the shell tool reports it.
+pub(super) fn decided(
+    mode: bosun_core::Mode,
+    rules: &[bosun_core::PermissionRule],
+    source: &str,
+) -> bosun_core::permission::Decided {
+    let effects = bosun_core::CallEffects::command(script(source));
+    let arguments = serde_json::json!({ "command": source });
+    let call = bosun_core::permission::ProposedCall::new(
+        "shell",
+        bosun_core::ToolCategory::Execute,
+        &arguments,
+        &effects,
+    );
+    bosun_core::permission::decide(mode, rules, &call)
+}
+
+/// A deny rule for `rm` either matches or asks: the line never runs
+/// unasked where everything else would (autonomous mode).
+#[track_caller]
+pub(super) fn deny_holds(source: &str) {
+    let got = decided(bosun_core::Mode::Autonomous, &rules(), source);
+    assert_ne!(got.permission, bosun_core::Permission::Allow, "{source:?} ran past `deny rm`: {got:?}");
+}
+
+/// Allow rules for `echo`, `printf`, … do not cover the line: it asks
+/// (propose mode).
+#[track_caller]
+pub(super) fn allow_does_not_cover(source: &str) {
+    let got = decided(bosun_core::Mode::Propose, &rules(), source);
+    assert_ne!(got.permission, bosun_core::Permission::Allow, "{source:?} was allowed: {got:?}");
 }
 
 #[test]
@@ -210,8 +263,10 @@ fn wrapper_command_positions_must_be_plain() {
     ] {
         opaque(source);
     }
-    // An expanded option value is fine.
-    assert_eq!(plain("sudo -u $USER rm x").commands[1], words(&["rm", "x"]));
+    // An option value in double quotes is one word; unquoted, it may split
+    // and move the command (`sudo -u $U echo rm x` with `U` empty runs `rm`).
+    assert_eq!(plain("sudo -u \"$USER\" rm x").commands[1], words(&["rm", "x"]));
+    opaque("sudo -u $USER rm x");
 }
 
 #[test]
@@ -231,7 +286,9 @@ fn shells_reading_stdin_are_opaque() {
         opaque(source);
     }
     assert_eq!(plain("bash script.sh arg").commands, [words(&["bash", "script.sh", "arg"])]);
-    assert_eq!(plain("source ./env.sh").commands, [words(&["source", "./env.sh"])]);
+    // `source` runs the file in this shell, where it may redefine what
+    // later commands run: never plain.
+    assert_eq!(opaque("source ./env.sh").commands, [words(&["source", "./env.sh"])]);
 }
 
 #[test]
