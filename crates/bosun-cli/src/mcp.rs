@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use bosun_core::ToolSource;
 use bosun_mcp::{
-    HttpTransport, McpServers, ParentEnv, Secret, ServerConfig, ServerError, ServerEvent, StartOptions,
-    Started, StdioTransport, Transport,
+    HttpTransport, McpServers, ParentEnv, Secret, ServerConfig, ServerError, ServerEvent, ServerSandbox,
+    StartOptions, Started, StdioTransport, Transport,
 };
 
 use crate::cli::McpCommand;
-use crate::config::mcp::{McpServerEntry, check_name};
+use crate::config::mcp::{McpSandbox, McpServerEntry, check_name};
 use crate::config::{self, Env};
 use crate::output::{Palette, Palettes};
 use crate::{exec, sanitize};
@@ -77,13 +77,38 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
 pub fn server_configs(settings: &config::Settings, env: &Env) -> (Vec<ServerConfig>, Vec<String>) {
     let mut configs = Vec::new();
     let mut notices = Vec::new();
+    let user = user_file(env).ok();
     for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.entry.enabled()) {
         match server_config(name, &server.entry, env) {
-            Ok(config) => configs.push(config),
+            Ok(mut config) => {
+                if let Some(loosened) = server.entry.sandbox {
+                    if from_file(&server.source, user.as_deref()) {
+                        config.sandbox = match loosened {
+                            McpSandbox::Network => ServerSandbox::Network,
+                            McpSandbox::Off => ServerSandbox::Off,
+                        };
+                    } else {
+                        notices.push(format!(
+                            "MCP server `{name}`: its `sandbox` setting is ignored: only your own config ({}) may \
+                             loosen a server's sandbox",
+                            user.as_deref().map_or_else(|| "~/.config/bosun/config.toml".into(), |p| p.display().to_string())
+                        ));
+                    }
+                }
+                configs.push(config);
+            }
             Err(error) => notices.push(format!("MCP server `{name}` not started: {error:#}")),
         }
     }
     (configs, notices)
+}
+
+/// Whether `source` is `file` (the user's config), in a profile or not.
+fn from_file(source: &config::Source, file: Option<&Path>) -> bool {
+    match source {
+        config::Source::File(path) | config::Source::Profile(_, path) => Some(path.as_path()) == file,
+        _ => false,
+    }
 }
 
 pub fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<ServerConfig> {
@@ -400,6 +425,32 @@ fn list(settings: &config::Settings) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_users_own_config_loosens_a_servers_sandbox() {
+        let home = tempfile::tempdir().unwrap();
+        let home_var = home.path().display().to_string();
+        let env = Env::from_pairs(&[("HOME", &home_var)]);
+        let file = config::user_file(&env).unwrap();
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            "[mcp_servers.api]\ncommand = \"true\"\nsandbox = \"network\"\n[mcp_servers.plain]\ncommand = \"true\"\n",
+        )
+        .unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let settings = config::resolve(work.path(), &env, None, &Default::default()).unwrap();
+        let (configs, notices) = server_configs(&settings, &env);
+        let sandbox_of = |name: &str| configs.iter().find(|c| c.name == name).map(|c| c.sandbox);
+        assert_eq!(sandbox_of("api"), Some(ServerSandbox::Network));
+        assert_eq!(sandbox_of("plain"), Some(ServerSandbox::Policy));
+        assert!(notices.is_empty(), "{notices:?}");
+        // The same setting from any other file (a trusted project's) is not
+        // the user's word.
+        let project = config::Source::File(work.path().join(".bosun/config.toml"));
+        assert!(!from_file(&project, Some(&file)));
+        assert!(from_file(&config::Source::Profile("p".into(), file.clone()), Some(&file)));
+    }
 
     #[test]
     fn add_then_remove_round_trips_through_the_user_file_keeping_the_rest() {

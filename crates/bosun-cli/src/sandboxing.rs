@@ -52,16 +52,7 @@ pub fn for_workspace(workspace: &Path, env: &Env, settings: &Settings) -> Result
             sandbox
         }
         Err(SandboxError::Unsupported(missing)) => {
-            if settings.mode == Mode::Autonomous {
-                bail!(
-                    "the sandbox is not available ({missing}); autonomous mode runs commands without asking, so \
-                     it needs one. Pass `--sandbox off` to run unconfined anyway, or choose another mode"
-                );
-            }
-            eprintln!(
-                "bosun: the sandbox is not available ({missing}); commands run unconfined, with approval as the \
-                 only boundary"
-            );
+            eprintln!("bosun: {}", without_sandbox(settings.mode, &missing)?);
             Sandbox::off(workspace)
         }
         Err(error) => return Err(error.into()),
@@ -69,4 +60,51 @@ pub fn for_workspace(workspace: &Path, env: &Env, settings: &Settings) -> Result
     let sandbox = Arc::new(sandbox);
     built.push((policy, Arc::clone(&sandbox)));
     Ok(sandbox)
+}
+
+/// What happens where the kernel has no sandbox: the notice, or, in
+/// `autonomous` mode (which runs commands without asking), a refusal to
+/// start. A person who wants that passes `--sandbox off`, which never gets
+/// here.
+fn without_sandbox(mode: Mode, missing: &str) -> Result<String> {
+    if mode == Mode::Autonomous {
+        bail!(
+            "the sandbox is not available ({missing}); autonomous mode runs commands without asking, so it needs \
+             one. Pass `--sandbox off` to run unconfined anyway, or choose another mode"
+        );
+    }
+    Ok(format!(
+        "the sandbox is not available ({missing}); commands run unconfined, with approval as the only boundary"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_sandbox_autonomous_mode_refuses_and_the_others_say_so() {
+        let refused = without_sandbox(Mode::Autonomous, "this kernel has no Landlock").unwrap_err();
+        assert!(format!("{refused}").contains("--sandbox off"), "{refused}");
+        for mode in [Mode::ReadOnly, Mode::Propose, Mode::Write] {
+            let notice = without_sandbox(mode, "this kernel has no seccomp").unwrap();
+            assert!(notice.contains("no seccomp") && notice.contains("unconfined"), "{notice}");
+        }
+    }
+
+    #[test]
+    fn the_policy_hides_the_users_secrets_and_protects_the_workspaces_config() {
+        let env = Env::from_pairs(&[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "/xdg")]);
+        let work = tempfile::tempdir().unwrap();
+        let settings = crate::config::resolve(work.path(), &env, None, &Default::default()).unwrap();
+        let policy = policy(work.path(), &env, &settings);
+        assert_eq!(policy.mode, bosun_sandbox::SandboxMode::WorkspaceWrite);
+        assert!(!policy.network);
+        for hidden in ["/home/u/.ssh", "/home/u/.config/bosun", "/xdg/bosun"] {
+            assert!(policy.deny_read.contains(&PathBuf::from(hidden)), "{hidden}");
+        }
+        for name in [".git", ".bosun", ".claude", ".mcp.json", "AGENTS.md"] {
+            assert!(policy.protected_names.iter().any(|n| n == name), "{name}");
+        }
+    }
 }

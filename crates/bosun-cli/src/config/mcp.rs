@@ -76,6 +76,20 @@ pub struct McpServerEntry {
     /// OAuth: an `https://` URL where bosun's client metadata document is
     /// published, offered as the client id where the server takes one.
     pub oauth_client_metadata_url: Option<String>,
+    /// A stdio server's OS sandbox, loosened: `"network"` (the sandbox with
+    /// the network on, for a server that calls an API) or `"off"`. Read from
+    /// the user's own config only (default: the session's sandbox).
+    pub sandbox: Option<McpSandbox>,
+}
+
+/// How a stdio server's sandbox is loosened (`sandbox = "network" | "off"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpSandbox {
+    /// The session's sandbox with the network on.
+    Network,
+    /// No sandbox.
+    Off,
 }
 
 // Values of `env` and headers may be credentials: only their names show.
