@@ -410,6 +410,35 @@ fn ctrl_c_during_an_mcp_call_leaves_no_server_process() {
     wait_until("a process of the server is still there", || processes_with_arg(&tag(&sandbox)).is_empty());
 }
 
+/// bosun killed outright (SIGKILL: no handler runs) while a server's
+/// process has started a `setsid` grandchild: the server is PID 1 of its
+/// sandbox's namespace and dies with bosun (parent-death signals down the
+/// chain), and the grandchild with it. Unconfined, the grandchild left the
+/// server's group and lived on.
+#[test]
+fn sigkill_of_bosun_leaves_no_setsid_grandchild_of_a_server() {
+    let Some(entry) = everything() else { return };
+    let list = call_then_answer("endless", LONG, long_call(), "completed", "unreachable");
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = task_sandbox();
+    let script = format!(
+        "setsid bash -c 'sleep 86400; : \"$0\"' {tag} </dev/null >/dev/null 2>&1 & exec node {entry} stdio {tag}",
+        tag = quoted(&tag(&sandbox)),
+        entry = quoted(&entry.display().to_string()),
+    );
+    write_user_config(
+        &sandbox,
+        &format!("[mcp_servers.everything]\ncommand = \"bash\"\nargs = [\"-c\", {}]\n", quoted(&script)),
+    );
+    let mut running = long_call_in_flight(&sandbox, &mock, "endless");
+    wait_until("the server and its grandchild run", || processes_with_arg(&tag(&sandbox)).len() == 2);
+    signal(running.child.id(), rustix::process::Signal::KILL);
+    let _ = running.child.wait();
+    wait_until("a process the server started outlived bosun", || {
+        processes_with_arg(&tag(&sandbox)).is_empty()
+    });
+}
+
 // ---------------------------------------------------------------- signals
 
 /// The `shell` call of the signal test: says it started, then writes on
