@@ -164,6 +164,24 @@ impl ShellConfig {
     }
 }
 
+/// What the tool's description says of the sandbox, as `policy` has it.
+fn sandbox_sentence(policy: &bosun_sandbox::SandboxPolicy) -> String {
+    let writes = if policy.mode == bosun_sandbox::SandboxMode::ReadOnly {
+        "cannot change files (only the call's own /tmp)"
+    } else {
+        "write only inside the workspace (not .git, .bosun and other protected paths) and the call's own /tmp"
+    };
+    let (network, escape) = if policy.network {
+        ("", "Set `sandbox` to \"off\" (no sandbox)")
+    } else {
+        (", and have no network", "Set `sandbox` to \"network\" (network on) or \"off\" (no sandbox)")
+    };
+    format!(
+        " Commands run in a sandbox: they {writes}, cannot read the user's secrets{network}. {escape} only \
+         when the sandbox refused something the call needs; that asks the person first."
+    )
+}
+
 /// Absolute, without `..`, without NUL, and usable in a `:`-separated list.
 fn is_clean_absolute(path: &str) -> bool {
     !path.contains(['\0', ':'])
@@ -201,14 +219,7 @@ impl ShellTool {
              so far is returned.{}",
             config.max_output(),
             run::seconds(config.default_timeout()),
-            if config.confining().is_some() {
-                " Commands run in a sandbox: they write only inside the workspace (not .git, .bosun and other \
-                 protected paths) and the call's own /tmp, cannot read the user's secrets, and have no network. \
-                 Set `sandbox` to \"network\" for a call that needs the network, or \"off\" to run it outside \
-                 the sandbox; either asks the person first."
-            } else {
-                ""
-            },
+            config.confining().map(|sandbox| sandbox_sentence(sandbox.policy())).unwrap_or_default(),
         );
         let parameters = json!({
             "type": "object",

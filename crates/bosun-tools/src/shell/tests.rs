@@ -88,3 +88,14 @@ fn timeouts_are_clamped_to_the_hard_maximum() {
     let config = ShellConfig::new("/w").with_limits(limits);
     assert_eq!(config.default_timeout(), ToolLimits::HARD_MAX_SHELL_TIMEOUT);
 }
+
+#[test]
+fn the_description_says_what_the_sandbox_allows() {
+    use bosun_sandbox::{SandboxMode, SandboxPolicy};
+    let write = sandbox_sentence(&SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/w"));
+    assert!(write.contains("write only inside the workspace") && write.contains("no network"), "{write}");
+    assert!(write.contains("\"network\"") && write.contains("\"off\""), "{write}");
+    let read = sandbox_sentence(&SandboxPolicy::new(SandboxMode::ReadOnly, "/w").with_network(true));
+    assert!(read.contains("cannot change files") && !read.contains("no network"), "{read}");
+    assert!(!read.contains("\"network\""), "{read}");
+}
