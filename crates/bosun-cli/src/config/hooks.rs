@@ -291,12 +291,7 @@ mod tests {
     use super::super::{Env, Settings, resolve};
     use super::*;
     use crate::cli::RunOptions;
-
-    fn write(dir: &Path, rel: &str, text: &str) {
-        let path = dir.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::config::tests::write;
 
     /// The user's config with `extra`, trusting `trusted` when given.
     fn user_config(home: &Path, trusted: Option<&Path>, extra: &str) {

@@ -237,17 +237,10 @@ impl SessionModel {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::cli::RunOptions;
+    use crate::config::tests::write;
     use crate::config::{Env, Source, resolve};
-
-    fn write(dir: &Path, rel: &str, text: &str) {
-        let path = dir.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
 
     /// Settings from a user file `user` and a project file `project`,
     /// the project trusted or not.

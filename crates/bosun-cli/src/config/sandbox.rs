@@ -165,12 +165,7 @@ mod tests {
     use super::super::{Env, resolve};
     use super::*;
     use crate::cli::{RunOptions, SandboxArg};
-
-    fn write(dir: &Path, rel: &str, text: &str) {
-        let path = dir.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::config::tests::write;
 
     /// A home with `user` as its config (trusting the project when
     /// `trusted`), a project with `project` as its config.

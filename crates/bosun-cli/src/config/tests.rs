@@ -7,7 +7,9 @@ use bosun_core::Mode;
 use super::*;
 use crate::cli::RunOptions;
 
-fn write(dir: &Path, rel: &str, text: &str) {
+/// Writes `text` to `dir/rel`, making its folders: the config tests' one
+/// way of laying out homes and projects.
+pub(super) fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();

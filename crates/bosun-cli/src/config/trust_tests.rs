@@ -7,14 +7,9 @@ use std::path::Path;
 use bosun_core::permission::RuleOrigin;
 use bosun_core::{ArgumentPattern, Mode, Permission, PermissionRule};
 
+use super::tests::write;
 use super::*;
 use crate::cli::RunOptions;
-
-fn write(dir: &Path, rel: &str, text: &str) {
-    let path = dir.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 /// A user config at `home` that trusts `dir` (or nothing), and `extra` lines.
 fn user_config(home: &Path, trusted: Option<&Path>, extra: &str) {
