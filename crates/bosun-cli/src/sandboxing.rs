@@ -46,7 +46,7 @@ pub fn for_workspace(workspace: &Path, env: &Env, settings: &Settings) -> Result
     }
     let sandbox = match Sandbox::new(policy.clone()) {
         Ok(sandbox) => {
-            if let Some(partial) = sandbox.support().partial() {
+            if let Some(partial) = sandbox.confines().then(|| sandbox.support().partial()).flatten() {
                 eprintln!("bosun: the sandbox holds only partly: {partial}");
             }
             sandbox

@@ -50,6 +50,12 @@ impl Support {
         }
     }
 
+    /// Nothing known: for a sandbox that confines nothing and so never asks
+    /// the kernel (the probe forks).
+    fn unprobed() -> Self {
+        Self { landlock_abi: None, seccomp: false, namespaces: false }
+    }
+
     /// What is missing for the sandbox to hold at all, if anything.
     pub fn missing(&self) -> Option<String> {
         match (self.landlock_abi, self.seccomp) {
@@ -118,7 +124,7 @@ impl Sandbox {
     pub fn off(workspace: impl Into<PathBuf>) -> Self {
         Self {
             policy: SandboxPolicy::new(SandboxMode::Off, workspace),
-            support: Support::probe(),
+            support: Support::unprobed(),
             kernel: None,
         }
     }
@@ -127,10 +133,10 @@ impl Sandbox {
     /// Landlock or seccomp ([`Support::missing`]); without user namespaces
     /// it works with less ([`Support::partial`]).
     pub fn new(policy: SandboxPolicy) -> Result<Self, SandboxError> {
-        let support = Support::probe();
         if policy.mode == SandboxMode::Off {
-            return Ok(Self { policy, support, kernel: None });
+            return Ok(Self { policy, support: Support::unprobed(), kernel: None });
         }
+        let support = Support::probe();
         if let Some(missing) = support.missing() {
             return Err(SandboxError::Unsupported(missing));
         }
@@ -161,7 +167,8 @@ impl Sandbox {
         &self.policy
     }
 
-    /// What the kernel offered when the sandbox was built.
+    /// What the kernel offered when the sandbox was built (nothing read in
+    /// `off` mode, which needs nothing).
     pub fn support(&self) -> &Support {
         &self.support
     }
@@ -188,15 +195,17 @@ impl Sandbox {
             .prefix("call-")
             .tempdir_in(kernel.temp_root.path())
             .map_err(SandboxError::Io)?;
-        let missing_protected: Vec<PathBuf> = self
+        // Read once: the ones there now are bound read-only, the others
+        // checked for after the call.
+        let (present_protected, missing_protected): (Vec<PathBuf>, Vec<PathBuf>) = self
             .policy
             .protected_names
             .iter()
             .map(|name| self.policy.workspace.join(name))
-            .filter(|path| path.symlink_metadata().is_err())
-            .collect();
+            .partition(|path| path.symlink_metadata().is_ok());
         let namespaces = if self.support.namespaces {
-            let (namespaces, tmp_on_slash_tmp) = self.namespaces(call_dir.path(), network)?;
+            let (namespaces, tmp_on_slash_tmp) =
+                self.namespaces(call_dir.path(), &present_protected, network)?;
             command.env("TMPDIR", if tmp_on_slash_tmp { Path::new("/tmp") } else { call_dir.path() });
             Some(namespaces)
         } else {
@@ -231,15 +240,17 @@ impl Sandbox {
 
     /// The mounts of one call. The second value says whether the call's
     /// folder is mounted on `/tmp`.
-    fn namespaces(&self, call_dir: &Path, network: bool) -> Result<(Namespaces, bool), SandboxError> {
+    fn namespaces(
+        &self,
+        call_dir: &Path,
+        protected: &[PathBuf],
+        network: bool,
+    ) -> Result<(Namespaces, bool), SandboxError> {
         let (uid_map, gid_map) = id_maps();
         let mut mounts = Vec::new();
         let workspace = &self.policy.workspace;
-        for name in &self.policy.protected_names {
-            let path = workspace.join(name);
-            if path.symlink_metadata().is_ok() {
-                read_only_bind(&path, &mut mounts)?;
-            }
+        for path in protected {
+            read_only_bind(path, &mut mounts)?;
         }
         if self.policy.mode == SandboxMode::ReadOnly {
             read_only_bind(workspace, &mut mounts)?;
@@ -346,7 +357,7 @@ fn hide(path: &Path, mounts: &mut Vec<MountOp>) -> Result<(), SandboxError> {
 /// The flags of the mount `path` is on that a user namespace may not
 /// clear on remount (`nosuid`, `nodev`, `noexec`, the atime flags).
 fn locked_flags(path: &Path) -> libc::c_ulong {
-    let Ok(stat) = rustix_statvfs(path) else { return 0 };
+    let Ok(stat) = mount_flags_of(path) else { return 0 };
     let pairs = [
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
@@ -358,7 +369,8 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
     pairs.iter().filter(|(st, _)| stat & st != 0).fold(0, |flags, (_, ms)| flags | ms)
 }
 
-fn rustix_statvfs(path: &Path) -> std::io::Result<libc::c_ulong> {
+/// The `statvfs` flags (`ST_*`) of the mount `path` is on.
+fn mount_flags_of(path: &Path) -> std::io::Result<libc::c_ulong> {
     let path = CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
     // SAFETY: `path` is NUL-terminated; `stat` is written by the call.
     #[allow(unsafe_code)]
