@@ -217,7 +217,7 @@ fn assert_xai(outcome: &Outcome) {
 
 #[tokio::test]
 async fn parallel_tool_calls_recording_through_the_transport() {
-    let Some(bytes) = support::recording(PARALLEL, false) else { return };
+    let bytes = support::recording(PARALLEL, false);
     let (outcome, server) = serve(vec![Canned::sse(bytes)], RetryPolicy::none()).await;
     assert_parallel(&outcome);
     assert_eq!(server.requests().len(), 1);
@@ -225,7 +225,7 @@ async fn parallel_tool_calls_recording_through_the_transport() {
 
 #[tokio::test]
 async fn xai_reasoning_tool_call_recording_with_and_without_done() {
-    let Some(mut bytes) = support::recording(XAI, false) else { return };
+    let mut bytes = support::recording(XAI, false);
     let (without_done, _server) = serve(vec![Canned::sse(bytes.clone())], RetryPolicy::none()).await;
     assert_xai(&without_done);
     bytes.extend_from_slice(b"data: [DONE]\n\n");
@@ -236,10 +236,10 @@ async fn xai_reasoning_tool_call_recording_with_and_without_done() {
 
 #[test]
 fn recordings_decode_the_same_without_http() {
-    let Some(parallel) = support::recording(PARALLEL, false) else { return };
+    let parallel = support::recording(PARALLEL, false);
     let config = ProviderConfig::openai_compatible("http://unused/v1");
     assert_parallel(&collect(bosun_providers::decode_recorded(&config, &[&parallel])));
-    let Some(xai) = support::recording(XAI, false) else { return };
+    let xai = support::recording(XAI, false);
     assert_xai(&collect(bosun_providers::decode_recorded(&config, &[&xai])));
 }
 
@@ -650,7 +650,7 @@ fn in_stream_errors_are_classified() {
 
 #[tokio::test]
 async fn an_in_stream_rate_limit_is_retried_by_the_transport() {
-    let Some(good) = support::recording(PARALLEL, false) else { return };
+    let good = support::recording(PARALLEL, false);
     let limited = "data: {\"error\":{\"message\":\"Rate limit reached, try again in 1ms\",\"type\":\"rate_limit_exceeded\",\"code\":\"rate_limit_exceeded\"}}\n\n";
     let (outcome, server) = serve(vec![Canned::sse(limited), Canned::sse(good)], fast_retry()).await;
     assert_parallel(&outcome);
@@ -665,7 +665,7 @@ async fn an_in_stream_rate_limit_is_retried_by_the_transport() {
 
 #[tokio::test]
 async fn a_stream_cut_before_its_end_is_an_error() {
-    let Some(bytes) = support::recording(PARALLEL, false) else { return };
+    let bytes = support::recording(PARALLEL, false);
     let text = String::from_utf8(bytes).unwrap();
     let cut: String = text.split_inclusive("\n\n").take(10).collect();
     let (outcome, _server) = serve(vec![Canned::sse(cut)], RetryPolicy::none()).await;
@@ -693,7 +693,7 @@ proptest! {
     fn any_chunking_of_the_bytes_gives_the_same_response(
         cuts in proptest::collection::vec(0usize..8000, 0..40)
     ) {
-        let Some(bytes) = support::recording(PARALLEL, false) else { return Ok(()) };
+        let bytes = support::recording(PARALLEL, false);
         let whole = serve_chunks(vec![bytes.clone()]);
         assert_parallel(&whole);
         let split = serve_chunks(support::split_at(&bytes, &cuts));
@@ -716,20 +716,4 @@ fn null_usage_is_ignored_and_groq_usage_is_read() {
     assert_eq!(outcome.usages, vec![Usage::new(12, 3)]);
     assert_eq!(response(&outcome).usage, Usage::new(12, 3));
     assert_eq!(response(&outcome).stop_reason, StopReason::Stop);
-}
-
-// ------------------------------------------------------------- no silent skips
-
-/// Without the recorded streams the tests that read them fail, unless
-/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
-/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
-#[test]
-fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
-    support::assert_fixture_tests_cannot_skip_silently(&[
-        "parallel_tool_calls_recording_through_the_transport",
-        "xai_reasoning_tool_call_recording_with_and_without_done",
-        "recordings_decode_the_same_without_http",
-        "an_in_stream_rate_limit_is_retried_by_the_transport",
-        "a_stream_cut_before_its_end_is_an_error",
-    ]);
 }

@@ -127,7 +127,7 @@ fn chunk(parts: Value, finish: Option<&str>) -> Value {
 
 #[tokio::test]
 async fn the_recorded_function_call_keeps_its_signature_and_replays_it() {
-    let Some(bytes) = support::recording(TOOL_CALL, false) else { return };
+    let bytes = support::recording(TOOL_CALL, false);
     let server = TestServer::start(vec![Canned::sse(bytes), Canned::sse(OK_STREAM)]).await;
     let model = model(config(&server.url));
     let items =
@@ -491,7 +491,7 @@ proptest! {
     fn any_split_of_the_recording_gives_the_same_response(
         cuts in proptest::collection::vec(any::<usize>(), 0..12)
     ) {
-        let Some(bytes) = support::recording(TOOL_CALL, false) else { return Ok(()) };
+        let bytes = support::recording(TOOL_CALL, false);
         let expected = decode_recorded(&config("http://unused"), &[&bytes]);
         prop_assert!(matches!(expected.last(), Some(Ok(ModelEvent::Done(_)))));
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -544,7 +544,7 @@ async fn an_error_in_the_stream_is_classified() {
 #[tokio::test]
 async fn a_stream_cut_before_its_finish_reason_is_an_error() {
     // The recording's first chunk only: the call, but no finishReason.
-    let Some(bytes) = support::recording(TOOL_CALL, false) else { return };
+    let bytes = support::recording(TOOL_CALL, false);
     let first_event = bytes.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
     let server = TestServer::start(vec![Canned::sse(bytes[..first_event].to_vec())]).await;
     let model = model(config(&server.url).with_retry(RetryPolicy::none()));
@@ -693,17 +693,4 @@ fn bad_json_and_other_stream_errors() {
     let message = "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).";
     let items = decode(&[json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}})]);
     assert!(matches!(error(&items), ModelError::ContextOverflow(_)), "{items:?}");
-}
-
-// ------------------------------------------------------------- no silent skips
-
-/// Without the recorded streams the tests that read them fail, unless
-/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
-/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
-#[test]
-fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
-    support::assert_fixture_tests_cannot_skip_silently(&[
-        "the_recorded_function_call_keeps_its_signature_and_replays_it",
-        "a_stream_cut_before_its_finish_reason_is_an_error",
-    ]);
 }

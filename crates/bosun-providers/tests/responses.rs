@@ -39,8 +39,8 @@ const SUMMARY: &str = "**Calculating step-by-step using calculator**\n\nI'll com
 
 /// The recording's four response streams, split before each
 /// `response.created` and re-framed as SSE with event names.
-fn recorded_streams() -> Option<Vec<Vec<u8>>> {
-    let path = support::fixtures_dir()?.join(FIXTURE);
+fn recorded_streams() -> Vec<Vec<u8>> {
+    let path = support::fixtures_dir().join(FIXTURE);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut parts: Vec<String> = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -54,7 +54,7 @@ fn recorded_streams() -> Option<Vec<Vec<u8>>> {
     }
     let lengths: Vec<usize> = parts.iter().map(|p| p.lines().count()).collect();
     assert_eq!(lengths, [56, 19, 19, 16], "the recording's four streams");
-    Some(parts.iter().map(|p| support::reframe(p, true)).collect())
+    parts.iter().map(|p| support::reframe(p, true)).collect()
 }
 
 /// Payloads framed as the API sends them (`event: <type>` + `data:`).
@@ -218,7 +218,7 @@ fn completed(usage: Value) -> Value {
 
 #[tokio::test]
 async fn the_recorded_tool_loop_decodes_exactly_and_replays_its_reasoning() {
-    let Some(streams) = recorded_streams() else { return };
+    let streams = recorded_streams();
     let server = TestServer::start(streams.into_iter().map(Canned::sse).collect()).await;
     let model = model(&server);
     assert_eq!(model.capabilities().thinking_toggle, Support::Yes);
@@ -546,16 +546,14 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Stream 1's bytes and what it decodes to when sent in one piece.
-fn first_stream() -> Option<&'static (Vec<u8>, Outcome)> {
-    static FIRST: OnceLock<Option<(Vec<u8>, Outcome)>> = OnceLock::new();
-    FIRST
-        .get_or_init(|| {
-            let bytes = recorded_streams()?.swap_remove(0);
-            let outcome = runtime().block_on(serve_one(bytes.clone()));
-            assert_eq!(outcome.response().stop_reason, StopReason::ToolUse);
-            Some((bytes, outcome))
-        })
-        .as_ref()
+fn first_stream() -> &'static (Vec<u8>, Outcome) {
+    static FIRST: OnceLock<(Vec<u8>, Outcome)> = OnceLock::new();
+    FIRST.get_or_init(|| {
+        let bytes = recorded_streams().swap_remove(0);
+        let outcome = runtime().block_on(serve_one(bytes.clone()));
+        assert_eq!(outcome.response().stop_reason, StopReason::ToolUse);
+        (bytes, outcome)
+    })
 }
 
 proptest! {
@@ -565,7 +563,7 @@ proptest! {
     fn any_split_of_the_stream_gives_the_same_deltas_and_response(
         cuts in prop::collection::vec(0usize..40_000, 0..24)
     ) {
-        let Some((bytes, whole)) = first_stream() else { return Ok(()) };
+        let (bytes, whole) = first_stream();
         let chunks = support::split_at(bytes, &cuts);
         let split = runtime().block_on(async {
             let server = TestServer::start(vec![Canned::sse_chunks(chunks)]).await;
@@ -641,7 +639,7 @@ async fn an_incomplete_response_at_the_token_limit_ends_with_length() {
 
 #[tokio::test]
 async fn a_stream_cut_before_its_end_is_an_error_not_a_response() {
-    let Some(streams) = recorded_streams() else { return };
+    let streams = recorded_streams();
     let bytes = &streams[0];
     let last_event =
         bytes.windows(b"event: response.completed".len()).rposition(|w| w == b"event: response.completed");
@@ -719,17 +717,4 @@ async fn items_without_deltas_summary_parts_and_replayed_events_still_add_up() {
         Some(&("call_2".to_owned(), "read".to_owned(), "{\"path\":\"b\"}".to_owned(), true))
     );
     assert_eq!(response.stop_reason, StopReason::ToolUse);
-}
-
-// ------------------------------------------------------------- no silent skips
-
-/// Without the recorded streams the tests that read them fail, unless
-/// `BOSUN_SKIP_FIXTURES=1`: then they pass, saying they skipped. (Each runs
-/// alone in a child of this binary, with `BOSUN_FIXTURES` pointing nowhere.)
-#[test]
-fn the_recording_tests_fail_without_their_fixtures_unless_told_to_skip() {
-    support::assert_fixture_tests_cannot_skip_silently(&[
-        "the_recorded_tool_loop_decodes_exactly_and_replays_its_reasoning",
-        "a_stream_cut_before_its_end_is_an_error_not_a_response",
-    ]);
 }

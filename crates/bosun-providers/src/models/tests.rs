@@ -186,7 +186,7 @@ fn haiku_5_5_switches_tier_on_the_whole_prompt_above_100k() {
 
 #[test]
 fn reasoning_left_out_of_output_is_added_at_the_output_price() {
-    // The recorded xAI stream (../shared/fixtures/providers/openai-chat/
+    // The recorded xAI stream (tests/fixtures/providers/openai-chat/
     // xai-reasoning-tool-call.chunks.jsonl): 307 prompt tokens (306 cached),
     // 26 completion and 227 reasoning tokens, and xAI's own figure of
     // 1,497,500 ticks (10⁻¹⁰ USD) = 149.75 µ$. Under per-million prices of

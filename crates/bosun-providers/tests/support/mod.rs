@@ -2,9 +2,7 @@
 //! 127.0.0.1 that serves canned responses (split into chunks exactly as
 //! asked, each held until the test releases it when gated) and records
 //! requests, a clock only the test moves, and loaders for the recorded
-//! provider streams in `../shared/fixtures/providers/`
-//! (`$BOSUN_FIXTURES/providers/` when set). A missing fixture folder FAILS
-//! the tests that need it, unless `BOSUN_SKIP_FIXTURES=1` says to skip.
+//! provider streams in `tests/fixtures/providers/`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::future::Future;
@@ -539,44 +537,23 @@ pub async fn scripted<T>(
     }
 }
 
-/// The shared fixtures, `$BOSUN_FIXTURES` when set, else `../shared/fixtures`
-/// beside the workspace.
-pub fn fixtures_root() -> PathBuf {
-    std::env::var_os("BOSUN_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
-}
-
-/// The recorded provider streams, `providers/` in [`fixtures_root`]. When the
-/// folder is missing the test FAILS, unless `BOSUN_SKIP_FIXTURES=1`: then
-/// `None`, said loudly, and the test returns having tested nothing.
-pub fn fixtures_dir() -> Option<PathBuf> {
-    let dir = fixtures_root().join("providers");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    skip_or_fail(
-        "BOSUN_SKIP_FIXTURES",
-        &format!(
-            "the recorded provider streams are missing ({}): put the shared fixtures there or point \
-             BOSUN_FIXTURES at them",
-            dir.display()
-        ),
-    );
-    None
+/// The recorded provider streams, in the repository beside these tests
+/// (`tests/fixtures/providers/`, with their sources in its README).
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers")
 }
 
 /// A recording as the bytes a server would send. Raw `.sse` files are
 /// returned unchanged; `.chunks.jsonl` files are re-framed per the fixtures'
 /// README: `data: <line>\n\n`, preceded by `event: <type>\n` when
 /// `with_event_names` (Anthropic Messages, OpenAI Responses).
-pub fn recording(name: &str, with_event_names: bool) -> Option<Vec<u8>> {
-    let path = fixtures_dir()?.join(name);
+pub fn recording(name: &str, with_event_names: bool) -> Vec<u8> {
+    let path = fixtures_dir().join(name);
     let raw = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     if name.ends_with(".sse") {
-        return Some(raw);
+        return raw;
     }
-    Some(reframe(&String::from_utf8(raw).unwrap(), with_event_names))
+    reframe(&String::from_utf8(raw).unwrap(), with_event_names)
 }
 
 /// Re-frames chunks.jsonl lines as SSE.
@@ -604,7 +581,7 @@ pub fn split_at(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
 
 /// Runs the test `name` of this test binary alone in a child process, with
 /// `set` added to its environment and `unset` removed from it: how the tests
-/// check that a missing peer or fixture fails a test unless skipping is
+/// check that a missing peer fails a test unless skipping is
 /// asked for.
 pub fn run_alone(name: &str, set: &[(&str, &std::ffi::OsStr)], unset: &[&str]) -> std::process::Output {
     let mut command = std::process::Command::new(std::env::current_exe().unwrap());
@@ -632,40 +609,6 @@ pub fn describe(output: &std::process::Output) -> String {
 pub fn said_skipped(output: &std::process::Output, variable: &str) -> bool {
     let prefix = format!("!!! SKIPPED ({variable}=1)");
     String::from_utf8_lossy(&output.stderr).lines().any(|line| line.starts_with(&prefix))
-}
-
-/// Checks that each of `tests` (tests of this binary that read the recorded
-/// streams) FAILS when the fixtures are missing, and passes, saying
-/// `!!! SKIPPED (BOSUN_SKIP_FIXTURES=1)`, only when told to skip.
-pub fn assert_fixture_tests_cannot_skip_silently(tests: &[&str]) {
-    let scratch = tempfile::tempdir().unwrap();
-    let missing = scratch.path().join("no-fixtures-here");
-    for test in tests {
-        let failed = run_alone(
-            test,
-            &[("BOSUN_FIXTURES", missing.as_os_str())],
-            &["BOSUN_SKIP_FIXTURES", "BOSUN_REQUIRE_PEERS"],
-        );
-        assert!(!failed.status.success(), "{test} passed without its fixtures:\n{}", describe(&failed));
-        assert!(
-            String::from_utf8_lossy(&failed.stdout).contains("BOSUN_SKIP_FIXTURES=1"),
-            "{test}: the failure names the way to skip:\n{}",
-            describe(&failed)
-        );
-        assert!(!said_skipped(&failed, "BOSUN_SKIP_FIXTURES"), "{test}:\n{}", describe(&failed));
-
-        let skipped = run_alone(
-            test,
-            &[("BOSUN_FIXTURES", missing.as_os_str()), ("BOSUN_SKIP_FIXTURES", "1".as_ref())],
-            &["BOSUN_REQUIRE_PEERS"],
-        );
-        assert!(skipped.status.success(), "{test} failed though told to skip:\n{}", describe(&skipped));
-        assert!(
-            said_skipped(&skipped, "BOSUN_SKIP_FIXTURES"),
-            "{test} skipped without saying so:\n{}",
-            describe(&skipped)
-        );
-    }
 }
 
 // ==== protocol shapes (issue 13) ====
