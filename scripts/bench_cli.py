@@ -436,7 +436,7 @@ def bosun_agent(binary: str, base: str) -> Agent:
         env=env,
         cwd=ws,
         stderr=os.path.join(base, "bosun.stderr"),
-        note="target/release/bosun, OpenAI Chat Completions",
+        note=f"{binary}, OpenAI Chat Completions",
     )
 
 

@@ -25,6 +25,7 @@ pub mod mcp;
 mod model;
 mod sink;
 mod skip;
+pub mod tier;
 mod tools;
 
 pub use aimock::Aimock;
@@ -32,5 +33,6 @@ pub use approver::RecordingApprover;
 pub use gguf::{Gguf, GgufValue, TinyModel};
 pub use model::{RecordedRequest, Reply, ScriptedModel};
 pub use sink::FailingSink;
-pub use skip::skip_or_fail;
+pub use skip::{SKIP_LOG_VARIABLE, skip_or_fail};
+pub use tier::{by_tier, full_tier};
 pub use tools::FnTool;

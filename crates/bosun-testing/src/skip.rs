@@ -29,7 +29,19 @@ pub fn skip_or_fail(variable: &str, missing: &str) {
     // One write, so that the harness's own output cannot land inside it.
     let line = format!("\n!!! SKIPPED ({variable}=1) {test}: {missing}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
+    // A runner that keeps a passing test's output to itself (nextest) would
+    // hide that line: `scripts/test` also names a file that every skip is
+    // appended to, one line each.
+    if let Some(log) = std::env::var_os(SKIP_LOG_VARIABLE) {
+        let appended = std::fs::OpenOptions::new().create(true).append(true).open(log);
+        if let Ok(mut file) = appended {
+            let _ = file.write_all(line.trim_start().as_bytes());
+        }
+    }
 }
+
+/// Names a file each skip is appended to, as one `!!! SKIPPED …` line.
+pub const SKIP_LOG_VARIABLE: &str = "BOSUN_SKIP_LOG";
 
 /// Fails the calling test: the one panic of the skip and aimock helpers, as
 /// failing is what a test helper that cannot do its job must do.

@@ -721,7 +721,7 @@ const REPEATED_RESULT_NOTE: &str = "[bosun: this call returned the same result a
 /// The count is per turn and only grows: a batch with something new between
 /// two repeats does not reset it, or a model alternating one new call with
 /// one repeat would never be stopped. Held by the tests in
-/// `tests/repeated_calls.rs`.
+/// `tests/it/repeated_calls.rs`.
 #[derive(Debug, Default)]
 pub(crate) struct Repeats {
     /// Tool results seen this turn: tool name and result text.

@@ -1,4 +1,4 @@
-//! An `LD_PRELOAD` library for `tests/durability.rs`: logs every `fsync` and
+//! An `LD_PRELOAD` library for `tests/it/durability.rs`: logs every `fsync` and
 //! `fdatasync` the process makes, with the path of the file synced, to the
 //! file named by `BOSUN_FSYNC_LOG`, then makes the real call. Built by the
 //! test with `rustc`; it is not part of any crate.

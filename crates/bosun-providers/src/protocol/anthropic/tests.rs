@@ -1,7 +1,7 @@
 //! The decoder's side of a paused turn, driven through the `Decoder` trait
 //! as the transport drives it: when a continuation is asked for, its body,
 //! the response the streams add up to, and the bound. (The same through
-//! HTTP is in `tests/anthropic_shapes.rs`.)
+//! HTTP is in `tests/it/anthropic_shapes.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bosun_core::{ModelError, ModelEvent, ResponsePart, StopReason, Usage};

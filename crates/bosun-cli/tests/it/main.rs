@@ -1,0 +1,22 @@
+//! bosun-cli's integration tests, as one test binary (one link of the crate
+//! graph instead of one per suite): each runs the real `bosun` binary. Each
+//! former `tests/NAME.rs` is the module `NAME` here (run one with
+//! `cargo test -p bosun-cli --test it NAME::`), and `support` is the harness
+//! they share.
+
+mod support;
+
+mod e2e;
+mod hardening;
+mod hooks;
+mod hostile_repo;
+mod interactive;
+mod limits;
+mod mcp;
+mod mcp_asks;
+mod mcp_conformance;
+mod models;
+mod skills;
+mod subagents;
+mod terminal;
+mod tiny;

@@ -1,0 +1,166 @@
+//! Generation options, capabilities, input forms and progress events.
+
+use crate::common;
+
+use bosun_core::{
+    BuildError, Capabilities, ContentPart, Event, GenerationOptions, Message, Session, Support, Thinking,
+    ToolCategory, ToolOutput, TurnErrorKind, TurnOptions,
+};
+use bosun_testing::{FnTool, Reply, ScriptedModel};
+use common::TestResult;
+use serde_json::json;
+
+fn options(max_tokens: Option<u32>, thinking: Option<Thinking>) -> GenerationOptions {
+    let mut options = GenerationOptions::default();
+    options.max_tokens = max_tokens;
+    options.thinking = thinking;
+    options
+}
+
+#[tokio::test]
+async fn turn_options_layer_over_session_options() -> TestResult {
+    let model = ScriptedModel::new().answer("a").answer("b");
+    let mut session = Session::builder(model.clone())
+        .options(options(Some(1000), Some(Thinking::On { budget: Some(2048) })))
+        .build()
+        .await?;
+    let turn = TurnOptions::default().with_generation(options(None, Some(Thinking::Off)));
+    session.run_with("one", turn, &mut Vec::new()).await?;
+    session.run("two", &mut Vec::new()).await?;
+    let requests = model.requests();
+    assert_eq!(requests[0].options.max_tokens, Some(1000), "unset turn fields keep the session's");
+    assert_eq!(requests[0].options.thinking, Some(Thinking::Off), "set turn fields win");
+    assert_eq!(requests[1].options.thinking, Some(Thinking::On { budget: Some(2048) }), "only for that turn");
+    Ok(())
+}
+
+#[tokio::test]
+async fn thinking_toggle_is_refused_when_the_model_cannot_toggle() -> TestResult {
+    let mut caps = Capabilities::all();
+    caps.thinking_toggle = Support::No;
+    let err = Session::builder(ScriptedModel::with_capabilities(caps))
+        .options(options(None, Some(Thinking::On { budget: None })))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, BuildError::Capability(_)), "{err}");
+    let mut session = Session::builder(ScriptedModel::with_capabilities(caps).answer("x")).build().await?;
+    let turn = TurnOptions::default().with_generation(options(None, Some(Thinking::Off)));
+    let err = session.run_with("go", turn, &mut Vec::new()).await.unwrap_err();
+    assert!(matches!(err.kind, TurnErrorKind::Capability(_)), "{err}");
+    assert!(session.history().is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn tools_are_refused_for_a_model_without_tool_calls() {
+    let mut caps = Capabilities::all();
+    caps.tools = Support::No;
+    let err = Session::builder(ScriptedModel::with_capabilities(caps))
+        .tool(FnTool::echo("read"))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, BuildError::Capability("tool calls")));
+}
+
+#[tokio::test]
+async fn reasoning_is_not_replayed_to_a_model_that_cannot_take_it_back() -> TestResult {
+    let mut caps = Capabilities::all();
+    caps.reasoning_replay = Support::No;
+    let model = ScriptedModel::with_capabilities(caps)
+        .reply(Reply::new().reasoning("secret plan").text("a"))
+        .answer("b");
+    let mut session = Session::builder(model.clone()).build().await?;
+    session.run("one", &mut Vec::new()).await?;
+    session.run("two", &mut Vec::new()).await?;
+    let sent = serde_json::to_string(&model.requests()[1].messages)?;
+    assert!(!sent.contains("secret plan"), "{sent}");
+    let kept = serde_json::to_string(session.history())?;
+    assert!(kept.contains("secret plan"), "the transcript keeps it");
+    Ok(())
+}
+
+#[tokio::test]
+async fn system_prompt_and_multimodal_input_reach_the_model() -> TestResult {
+    let model = ScriptedModel::new().answer("a cat");
+    let mut session = Session::builder(model.clone()).system_prompt("describe images").build().await?;
+    let input = vec![ContentPart::text("what is this?"), ContentPart::image("image/png", vec![0x89, b'P'])];
+    session.run(input.clone(), &mut Vec::new()).await?;
+    let request = &model.requests()[0];
+    assert_eq!(request.system.as_deref(), Some("describe images"));
+    assert_eq!(request.messages, vec![Message::User { content: input }]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_turn_takes_only_user_input() -> TestResult {
+    let mut session = Session::builder(ScriptedModel::new().answer("x")).build().await?;
+    let err = session.run(Message::System { text: "sneaky".into() }, &mut Vec::new()).await.unwrap_err();
+    assert!(matches!(err.kind, TurnErrorKind::NotUserInput(_)), "{err}");
+    assert_eq!(session.turns(), 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn tool_progress_reaches_the_event_stream() -> TestResult {
+    let model = ScriptedModel::new().tool_call("build", json!({})).answer("built");
+    let build = FnTool::new("build", ToolCategory::Read, |_, context| {
+        Box::pin(async move {
+            context.progress.report("compiling 1/2");
+            tokio::task::yield_now().await;
+            context.progress.report("compiling 2/2");
+            tokio::task::yield_now().await;
+            ToolOutput::text("ok")
+        })
+    });
+    let mut session = Session::builder(model).tool(build).build().await?;
+    let mut events = Vec::new();
+    session.run("go", &mut events).await?;
+    let progress: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolProgress { message, .. } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, ["compiling 1/2", "compiling 2/2"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn disabled_tools_called_in_history_are_withdrawn() -> TestResult {
+    let model = ScriptedModel::new().tool_call("read", json!({})).answer("a").answer("b");
+    let mut session = Session::builder(model.clone())
+        .tool(FnTool::echo("read"))
+        .tool(FnTool::echo("other"))
+        .build()
+        .await?;
+    session.run("one", &mut Vec::new()).await?;
+    session.set_active_tools(Vec::<&str>::new())?;
+    session.run("two", &mut Vec::new()).await?;
+    let request = &model.requests()[2];
+    assert!(request.tools.is_empty(), "a disabled tool is withdrawn even though history calls it");
+    assert_eq!(request.messages, session.history()[..5].to_vec(), "its calls stay in history");
+    Ok(())
+}
+
+#[tokio::test]
+async fn resumed_history_must_be_well_formed() {
+    let id = bosun_core::CallId::new_v7();
+    let broken = vec![
+        Message::user("hi"),
+        Message::Assistant {
+            content: vec![ContentPart::ToolCall {
+                id,
+                name: "read".into(),
+                arguments: json!({}),
+                provider_data: None,
+            }],
+            usage: Default::default(),
+            stop_reason: bosun_core::StopReason::ToolUse,
+        },
+    ];
+    let err = Session::builder(ScriptedModel::new()).history(broken).build().await.unwrap_err();
+    assert!(matches!(err, BuildError::History(_)), "{err}");
+}
