@@ -96,6 +96,7 @@ struct Headless {
 
 impl Headless {
     fn new() -> Result<Self> {
+        bosun_providers::tls::install_default_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(10))

@@ -322,6 +322,8 @@ impl OAuth {
     }
 
     async fn new_manager(&self) -> Result<AuthorizationManager, AuthError> {
+        // rmcp builds its own HTTP client for discovery.
+        crate::tls::install_default_provider();
         let mut manager = AuthorizationManager::new(self.url.as_str()).await?;
         if let Some(file) = &self.file {
             manager.set_credential_store(FileCredentials::new(Arc::clone(file)));

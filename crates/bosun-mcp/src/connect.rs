@@ -125,6 +125,7 @@ async fn start_http(
     }
     // Built here so that a failure is an error rather than rmcp's panic, and
     // with no redirects: a token never follows one to another place.
+    crate::tls::install_default_provider();
     let client = reqwest::Client::builder()
         .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())

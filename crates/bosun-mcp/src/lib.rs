@@ -68,6 +68,7 @@ mod server;
 mod servers;
 mod source;
 mod stdout;
+mod tls;
 mod tool;
 
 pub use auth::{

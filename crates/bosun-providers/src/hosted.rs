@@ -62,6 +62,7 @@ impl HostedModel {
         {
             return Err(ProviderError::MissingKey { provider: config.name.clone(), env: env.clone() });
         }
+        crate::tls::install_default_provider();
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(30));

@@ -24,6 +24,7 @@ mod retry;
 mod run;
 pub mod secret;
 pub mod sse;
+pub mod tls;
 mod watch;
 
 pub use config::{

@@ -107,6 +107,7 @@ pub fn client() -> Result<Client> {
 
 /// The settings of [`client`], for a client that needs more (the hub's token).
 pub fn client_builder() -> reqwest::ClientBuilder {
+    bosun_providers::tls::install_default_provider();
     Client::builder()
         .user_agent(concat!("bosun/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(20))
