@@ -463,7 +463,7 @@ pub enum ModelsCommand {
     /// sent to the hub (`HF_ENDPOINT`) when set.
     Pull {
         /// A catalog name (see `bosun models list`; default:
-        /// qwen2.5-coder-0.5b-instruct-q4_k_m) or an `hf:` reference.
+        /// qwen2.5-coder-1.5b-instruct-q4_k_m) or an `hf:` reference.
         name: Option<String>,
     },
     /// Show the catalog, whether each model is downloaded, and any other

@@ -299,8 +299,9 @@ async fn exec_with(
         return Ok(signals.stopped_before_a_turn(run.json));
     };
     let (mut session, id) = built?;
-    let costing = config::models::session_model(settings)?.costing;
-    drive(&mut session, prompt.into(), run, &id, (palettes.stderr, costing), signals).await
+    let judged =
+        Judged { costing: config::models::session_model(settings)?.costing, strict: strict(settings) };
+    drive(&mut session, prompt.into(), run, &id, (palettes.stderr, judged), signals).await
 }
 
 /// A new stored session on the configured model, with the workspace's
@@ -427,8 +428,9 @@ async fn continue_turn(
         let resumed = format!("resumed session {id} ({} messages)", session.history().len());
         eprintln!("{}", palettes.stderr.dim(&resumed));
     }
-    let costing = config::models::session_model(settings)?.costing;
-    drive(session, prompt, run, id, (palettes.stderr, costing), signals).await
+    let judged =
+        Judged { costing: config::models::session_model(settings)?.costing, strict: strict(settings) };
+    drive(session, prompt, run, id, (palettes.stderr, judged), signals).await
 }
 
 /// Which stored session a command names: an id, or `--last` (then the
@@ -539,16 +541,31 @@ async fn compact_session(
     }
 }
 
+/// How a turn's result is shown and judged.
+struct Judged {
+    /// Prices for the tokens line.
+    costing: config::models::Costing,
+    /// A change the prompt asked for and the turn never made fails the
+    /// command (local models, whose claims of a change are not to be taken
+    /// at their word: `local_persistence`).
+    strict: bool,
+}
+
+fn strict(settings: &config::Settings) -> bool {
+    settings.local_persistence && crate::wire::uses_local_model(settings)
+}
+
 /// Runs one turn, cancelled by the first of `signals`; human output goes
-/// to stderr coloured with `stderr`, its tokens line priced by `costing`.
+/// to stderr coloured with `stderr`, its tokens line priced by the costing.
 async fn drive(
     session: &mut Session,
     prompt: UserInput,
     run: &RunOptions,
     id: &str,
-    (stderr, costing): (Palette, config::models::Costing),
+    (stderr, judged): (Palette, Judged),
     signals: &Signals,
 ) -> Result<Outcome> {
+    let costing = judged.costing;
     let mut human;
     let mut json;
     let sink: &mut dyn EventSink = if run.json {
@@ -571,6 +588,12 @@ async fn drive(
                     eprintln!("{}", stderr.red(&format!("warning: {cut}")));
                 }
                 eprintln!("{}", stderr.dim(&format!("session {id}")));
+            }
+            if judged.strict && outcome.unfinished_change {
+                let unmade = "the task asked for a change, but no call that writes or runs a program \
+                              succeeded: nothing was changed, whatever the answer says";
+                eprintln!("{}", stderr.red(&format!("error: {unmade}; session {id}")));
+                return Ok(Outcome::TurnFailed);
             }
             Ok(Outcome::Success)
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use bosun_core::{Model, Session, SessionBuilder, Tool, ToolChoice};
+use bosun_core::{ContentPart, Model, Session, SessionBuilder, Tool, ToolChoice};
 use bosun_local::{LocalModel, LocalOptions};
 
 use crate::hints::WorkspacePaths;
@@ -478,8 +478,16 @@ pub fn builder(
     if let Some(fraction) = settings.compact_at {
         builder = builder.compact_at(fraction);
     }
-    if settings.local_first_call && uses_local_model(settings) {
+    if settings.local_persistence && uses_local_model(settings) {
+        // The rules decide the first round too: a look only when the
+        // prompt is about the workspace (`local_first_call`).
+        let rules = bosun_core::Persistence::for_small_models().with_look_first(settings.local_first_call);
+        builder = builder.persistence(rules);
+    } else if settings.local_first_call && uses_local_model(settings) {
         builder = builder.first_round_tool_choice(ToolChoice::Required);
+    }
+    if settings.local_read_named && uses_local_model(settings) {
+        builder = builder.opening_calls(read_named_files(workspace.clone()));
     }
     // `disabled_tools` leaves tools out of what the model is offered; a
     // call to one gets a refusal before any approval (invariant 5). A name
@@ -488,6 +496,27 @@ pub fn builder(
         builder = builder.disable(tool.clone());
     }
     Ok(builder)
+}
+
+/// Files a local model is shown before its first round: up to this many
+/// that the prompt names.
+const NAMED_FILES_READ: usize = 3;
+
+/// The opening calls that read, with `read_file`, the files a prompt names.
+fn read_named_files(workspace: Workspace) -> bosun_core::OpeningCalls {
+    Arc::new(move |prompt: &[ContentPart]| {
+        let text: Vec<&str> = prompt
+            .iter()
+            .filter_map(|part| match part {
+                ContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        bosun_tools::named::named_files(&workspace, &text.join("\n"), NAMED_FILES_READ)
+            .into_iter()
+            .map(|path| bosun_core::OpeningCall::new("read_file", serde_json::json!({ "path": path })))
+            .collect()
+    })
 }
 
 #[cfg(test)]

@@ -67,6 +67,7 @@ pub mod event;
 mod history;
 pub mod hooks;
 pub mod inbox;
+pub mod intent;
 pub mod journal;
 pub mod limits;
 pub mod message;
@@ -85,6 +86,7 @@ pub use error::{BuildError, Disposition, TurnError, TurnErrorKind};
 pub use event::{Event, EventSink, NullSink, SinkError};
 pub use history::{HistoryError, validate_history};
 pub use inbox::{Inbox, InboxError, Queued};
+pub use intent::Intent;
 pub use journal::{
     Delivery, InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
 };
@@ -100,7 +102,8 @@ pub use permission::{
 };
 pub use replay::{ReplayError, Replayed, replay};
 pub use session::{
-    CompactOutcome, Compaction, Session, SessionBuilder, ToolExecution, TurnOptions, TurnOutcome, UserInput,
+    CompactOutcome, Compaction, OpeningCall, OpeningCalls, Persistence, Session, SessionBuilder,
+    ToolExecution, TurnOptions, TurnOutcome, UserInput,
 };
 pub use spend::{Spend, Spent};
 pub use tool::{

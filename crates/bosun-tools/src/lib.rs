@@ -22,6 +22,7 @@ mod file_tool;
 pub mod hooks;
 pub mod limits;
 mod list;
+pub mod named;
 mod nearby;
 pub mod patch;
 mod preview;

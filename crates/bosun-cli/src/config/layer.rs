@@ -52,6 +52,13 @@ pub struct Layer {
     /// true): a small model otherwise answers questions about the
     /// workspace from invention.
     pub local_first_call: Option<bool>,
+    /// A local model is held to its task (default true): after a failed
+    /// call the next rounds are calls, and a change is pushed until made
+    /// (`bosun_core::Persistence`).
+    pub local_persistence: Option<bool>,
+    /// The files a prompt names are read for a local model before its
+    /// first round (default true; `bosun_tools::named`).
+    pub local_read_named: Option<bool>,
     /// A local model's path arguments may only name paths that exist
     /// (default false; see `hints`).
     pub local_path_grammar: Option<bool>,
@@ -296,6 +303,8 @@ impl Layer {
         ("local_model", "BOSUN_LOCAL_MODEL"),
         ("clock", "BOSUN_CLOCK"),
         ("local_first_call", "BOSUN_LOCAL_FIRST_CALL"),
+        ("local_persistence", "BOSUN_LOCAL_PERSISTENCE"),
+        ("local_read_named", "BOSUN_LOCAL_READ_NAMED"),
         ("local_path_grammar", "BOSUN_LOCAL_PATH_GRAMMAR"),
         ("local_brief_tools", "BOSUN_LOCAL_BRIEF_TOOLS"),
         ("local_examples", "BOSUN_LOCAL_EXAMPLES"),
@@ -364,6 +373,8 @@ impl Layer {
             local_model: env.get("BOSUN_LOCAL_MODEL").map(str::to_owned),
             clock: flag("BOSUN_CLOCK")?,
             local_first_call: flag("BOSUN_LOCAL_FIRST_CALL")?,
+            local_persistence: flag("BOSUN_LOCAL_PERSISTENCE")?,
+            local_read_named: flag("BOSUN_LOCAL_READ_NAMED")?,
             local_path_grammar: flag("BOSUN_LOCAL_PATH_GRAMMAR")?,
             local_brief_tools: flag("BOSUN_LOCAL_BRIEF_TOOLS")?,
             local_examples: flag("BOSUN_LOCAL_EXAMPLES")?,
@@ -392,6 +403,8 @@ impl Layer {
             "local_model" => into.local_model = self.local_model.clone(),
             "clock" => into.clock = self.clock,
             "local_first_call" => into.local_first_call = self.local_first_call,
+            "local_persistence" => into.local_persistence = self.local_persistence,
+            "local_read_named" => into.local_read_named = self.local_read_named,
             "local_path_grammar" => into.local_path_grammar = self.local_path_grammar,
             "local_brief_tools" => into.local_brief_tools = self.local_brief_tools,
             "local_examples" => into.local_examples = self.local_examples,

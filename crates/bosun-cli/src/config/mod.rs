@@ -115,6 +115,11 @@ pub struct Settings {
     pub local_model: Option<String>,
     /// Whether a local model's first round must call a tool.
     pub local_first_call: bool,
+    /// Whether a local model is held to its task (`bosun_core::Persistence`).
+    pub local_persistence: bool,
+    /// Whether the files a prompt names are read before a local model's
+    /// first round.
+    pub local_read_named: bool,
     /// Whether a local model's path arguments are held to existing paths.
     pub local_path_grammar: bool,
     /// Whether a local model gets the brief tool set.
@@ -189,6 +194,8 @@ impl Settings {
             local_gpu_layers: None,
             local_model: None,
             local_first_call: true,
+            local_persistence: true,
+            local_read_named: true,
             // Measured on the local suite: it keeps invented paths out, but
             // forces a question about a missing file onto one that exists
             // (docs/benchmarks.md), so it is off until it does better.
@@ -219,6 +226,8 @@ impl Settings {
         settings.note("project_docs", "true", Source::Default);
         settings.note("clock", "false", Source::Default);
         settings.note("local_first_call", "true", Source::Default);
+        settings.note("local_persistence", "true", Source::Default);
+        settings.note("local_read_named", "true", Source::Default);
         settings.note("local_path_grammar", "false", Source::Default);
         settings.note("local_brief_tools", "true", Source::Default);
         settings.note("local_examples", "true", Source::Default);
@@ -321,6 +330,14 @@ impl Settings {
         if let Some(first_call) = layer.local_first_call {
             self.local_first_call = first_call;
             self.note("local_first_call", first_call, source.clone());
+        }
+        if let Some(persistence) = layer.local_persistence {
+            self.local_persistence = persistence;
+            self.note("local_persistence", persistence, source.clone());
+        }
+        if let Some(read) = layer.local_read_named {
+            self.local_read_named = read;
+            self.note("local_read_named", read, source.clone());
         }
         if let Some(paths) = layer.local_path_grammar {
             self.local_path_grammar = paths;

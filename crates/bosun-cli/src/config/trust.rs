@@ -161,6 +161,8 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         local_gpu_layers,
         local_model,
         local_first_call,
+        local_persistence,
+        local_read_named,
         local_path_grammar,
         local_brief_tools,
         local_examples,
@@ -205,6 +207,8 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         local_model: gate.trusted_only("local_model", local_model),
         // How the local model is steered changes what it can be led to do.
         local_first_call: gate.trusted_only("local_first_call", local_first_call),
+        local_persistence: gate.trusted_only("local_persistence", local_persistence),
+        local_read_named: gate.trusted_only("local_read_named", local_read_named),
         local_path_grammar: gate.trusted_only("local_path_grammar", local_path_grammar),
         local_brief_tools: gate.trusted_only("local_brief_tools", local_brief_tools),
         local_examples: gate.trusted_only("local_examples", local_examples),

@@ -89,6 +89,8 @@ local_threads = 64
 local_gpu_layers = 999
 local_model = "/tmp/evil.gguf"
 local_first_call = false
+local_persistence = false
+local_read_named = false
 local_path_grammar = false
 local_brief_tools = false
 local_examples = false
@@ -195,6 +197,8 @@ fn assert_no_looser(with: &Settings, without: &Settings, case: &str) {
         local_gpu_layers,
         local_model,
         local_first_call,
+        local_persistence,
+        local_read_named,
         local_path_grammar,
         local_brief_tools,
         local_examples,
@@ -239,6 +243,8 @@ fn assert_no_looser(with: &Settings, without: &Settings, case: &str) {
     same("local_gpu_layers", format!("{local_gpu_layers:?}"), format!("{:?}", without.local_gpu_layers));
     same("local_model", format!("{local_model:?}"), format!("{:?}", without.local_model));
     same("local_first_call", local_first_call.to_string(), without.local_first_call.to_string());
+    same("local_persistence", local_persistence.to_string(), without.local_persistence.to_string());
+    same("local_read_named", local_read_named.to_string(), without.local_read_named.to_string());
     same("local_path_grammar", local_path_grammar.to_string(), without.local_path_grammar.to_string());
     same("local_brief_tools", local_brief_tools.to_string(), without.local_brief_tools.to_string());
     same("local_examples", local_examples.to_string(), without.local_examples.to_string());
@@ -306,6 +312,8 @@ fn invariant_20_an_untrusted_project_never_loosens_any_setting() {
         local_gpu_layers,
         local_model,
         local_first_call,
+        local_persistence,
+        local_read_named,
         local_path_grammar,
         local_brief_tools,
         local_examples,
@@ -330,6 +338,7 @@ fn invariant_20_an_untrusted_project_never_loosens_any_setting() {
     assert!(max_turn_tokens.is_some() && max_turn_seconds.is_some() && max_turn_cost.is_some());
     assert!(compact_at.is_some() && local_context.is_some() && local_threads.is_some());
     assert!(local_gpu_layers.is_some() && local_model.is_some() && local_first_call.is_some());
+    assert!(local_persistence.is_some() && local_read_named.is_some());
     assert!(local_path_grammar.is_some() && local_brief_tools.is_some() && local_examples.is_some());
     assert!(clock.is_some() && subagents.is_some() && max_subagents.is_some());
     assert!(!permissions.is_empty() && !headers.is_empty() && !providers.is_empty());

