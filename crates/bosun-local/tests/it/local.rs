@@ -24,13 +24,18 @@ use crate::support::{Recorder, SERIAL, options};
 
 const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const QWEN: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+/// The embedded default; fetched by `scripts/fetch-test-models --with-1.5b`
+/// (`scripts/test --full`).
+const QWEN_15B: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
 
 fn model_file(name: &str) -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.bosun-cache/models").join(name);
     if path.is_file() {
         return Some(path);
     }
-    let missing = format!("{name} is missing at {}: run scripts/fetch-test-models", path.display());
+    let fetch =
+        if name == QWEN_15B { "scripts/fetch-test-models --with-1.5b" } else { "scripts/fetch-test-models" };
+    let missing = format!("{name} is missing at {}: run {fetch}", path.display());
     // scripts/test fetched them: there, a missing model is a failure however
     // the variables are set.
     assert!(std::env::var_os("BOSUN_REQUIRE_PEERS").is_none(), "{missing}");
@@ -173,13 +178,24 @@ async fn a_model_offered_tools_gives_a_valid_call_or_text() {
     }
 }
 
-/// Qwen2.5-Coder-0.5B, the embedded default (491 MB, fetched by
+/// Qwen2.5-Coder-0.5B, the smallest agent model (491 MB, fetched by
 /// scripts/fetch-test-models): a whole agent turn, the call and then the
 /// answer from its result, as in the README's main command.
 #[tokio::test]
 async fn qwen_reads_a_file_and_answers_from_it() {
+    reads_a_file_and_answers_from_it(QWEN).await;
+}
+
+/// The same on Qwen2.5-Coder-1.5B, the embedded default (1.1 GB; the full
+/// tier).
+#[tokio::test]
+async fn qwen_1_5b_reads_a_file_and_answers_from_it() {
+    reads_a_file_and_answers_from_it(QWEN_15B).await;
+}
+
+async fn reads_a_file_and_answers_from_it(file: &str) {
     let _serial = SERIAL.lock().await;
-    let Some(model) = load(QWEN) else { return };
+    let Some(model) = load(file) else { return };
     let model = std::sync::Arc::new(model);
     let script = "#!/usr/bin/env bash\necho \"hello from the sample workspace\"\n";
     let tool = FnTool::text("read_file", ToolCategory::Read, move |_| {
@@ -200,7 +216,7 @@ async fn qwen_reads_a_file_and_answers_from_it() {
     let prompt =
         "Use the read_file tool to read greet.sh, then tell me in one sentence what the script prints.";
     let outcome = session.run(prompt, &mut sink).await.unwrap();
-    report("qwen", &model);
+    report(file, &model);
     for message in session.history() {
         eprintln!("  {message:?}");
     }
