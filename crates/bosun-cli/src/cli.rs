@@ -465,6 +465,23 @@ pub enum ModelsCommand {
         /// A catalog name (see `bosun models list`; default:
         /// qwen2.5-coder-1.5b-instruct-q4_k_m) or an `hf:` reference.
         name: Option<String>,
+        /// Do not fill the model's prompt cache after the pull. By default,
+        /// when the model has none, one short turn in an empty workspace
+        /// processes the system prompt and tools every command opens with,
+        /// so the first command does not (tens of seconds on two cores).
+        #[arg(long)]
+        no_warm: bool,
+    },
+    /// Fill a pulled model's prompt cache now: one short turn in an empty
+    /// workspace, so the next command reuses the system prompt and tools
+    /// every command opens with instead of processing them (a pull does this
+    /// when the model has no cache; run it again after a change to skills
+    /// or examples).
+    Warm {
+        /// A pulled model (as for `pull`; default: the configured
+        /// `local_model`, else the built-in default), or the file name of
+        /// another .gguf in the models directory.
+        name: Option<String>,
     },
     /// Show the catalog, whether each model is downloaded, and any other
     /// .gguf there, with size, licence and where each came from.

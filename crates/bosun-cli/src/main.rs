@@ -23,6 +23,7 @@ mod sampling;
 mod sandboxing;
 mod sanitize;
 mod sessions;
+mod warm;
 mod wire;
 
 use std::process::ExitCode;
@@ -97,14 +98,23 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             // Only a pull with no name needs the configuration (its
             // `local_model`); the other subcommands work wherever they run.
             let local_model = match &command {
-                cli::ModelsCommand::Pull { name: None } => {
+                cli::ModelsCommand::Pull { name: None, .. } | cli::ModelsCommand::Warm { name: None } => {
                     config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?.local_model
                 }
                 _ => None,
             };
-            models::run(command, env, local_model.as_deref(), palettes.stderr)
-                .await
-                .map(|()| Outcome::Success)
+            if let cli::ModelsCommand::Warm { name } = &command {
+                let path = models::resolve_local(env, name.as_deref().or(local_model.as_deref()))?;
+                let tokens = warm::warm(&path, env, profile, palettes).await?;
+                eprintln!("{}", palettes.stderr.dim(&format!("prompt cache ready: {tokens} tokens")));
+                return Ok(Outcome::Success);
+            }
+            let warm = matches!(command, cli::ModelsCommand::Pull { no_warm: false, .. });
+            let pulled = models::run(command, env, local_model.as_deref(), palettes.stderr).await?;
+            if let Some(path) = pulled.filter(|_| warm) {
+                warm::after_pull(&path, env, profile, palettes).await;
+            }
+            Ok(Outcome::Success)
         }
         Command::Mcp(command) => mcp::run(dir, profile, command, env).await.map(|()| Outcome::Success),
         Command::Completions { shell } => {

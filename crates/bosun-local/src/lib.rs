@@ -10,6 +10,6 @@ pub mod template;
 pub mod toolcall;
 
 pub use engine::{
-    ArgumentHints, ArgumentValues, DEFAULT_MAX_TOKENS, Device, GenerationStats, LocalError, LocalModel,
-    LocalOptions, devices, remove_prompt_caches,
+    ArgumentHints, ArgumentValues, DEFAULT_MAX_TOKENS, Device, FileTexts, GenerationStats, LocalError,
+    LocalModel, LocalOptions, devices, prompt_caches, remove_prompt_caches,
 };

@@ -347,7 +347,7 @@ async fn the_pull_command_takes_hf_references_and_catalog_names() {
     let home = tempfile::tempdir().unwrap();
     let pairs = [("BOSUN_HOME", home.path().to_str().unwrap()), ("HF_ENDPOINT", hub.url.as_str())];
     let env = Env::from_pairs(&pairs);
-    let pull = |name: &str| ModelsCommand::Pull { name: Some(name.to_owned()) };
+    let pull = |name: &str| ModelsCommand::Pull { name: Some(name.to_owned()), no_warm: true };
     run(pull("hf:o/r@main/m.gguf"), &env, None, crate::output::Palette::PLAIN).await.unwrap();
     assert_eq!(std::fs::read(home.path().join("models/m.gguf")).unwrap(), data);
     let record = source::read(&home.path().join("models"), "m.gguf").unwrap();

@@ -341,15 +341,16 @@ fn pull_name<'a>(given: Option<&'a str>, local_model: Option<&'a str>) -> Result
 }
 
 /// `local_model` is what the configuration names as the default, if any.
+/// Answers the file a pull left, for the caller to warm its prompt cache.
 pub async fn run(
     command: ModelsCommand,
     env: &Env,
     local_model: Option<&str>,
     stderr: crate::output::Palette,
-) -> Result<()> {
+) -> Result<Option<PathBuf>> {
     let dir = models_dir(env)?;
     match command {
-        ModelsCommand::Pull { name } => {
+        ModelsCommand::Pull { name, .. } => {
             let name = pull_name(name.as_deref(), local_model)?;
             let progress = Progress::stderr(stderr);
             let path = if let Some(model) = find(name) {
@@ -368,7 +369,10 @@ pub async fn run(
                 hf::pull(&file, &Hub::from_env(env)?, &dir, &progress).await?
             };
             println!("{}", path.display());
+            return Ok(Some(path));
         }
+        // The caller warms: it has the settings a session is built from.
+        ModelsCommand::Warm { .. } => {}
         ModelsCommand::List => print!("{}", list(&dir)?),
         ModelsCommand::Devices => {
             let devices = tokio::task::spawn_blocking(bosun_local::devices)
@@ -383,7 +387,7 @@ pub async fn run(
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// `bosun models rm NAME`: the model's file, whatever a download of it left

@@ -192,3 +192,43 @@ fn a_local_model_answers_a_prompt_about_nothing_in_the_workspace_at_once() {
         events.iter().filter(|e| e["type"] == "text_delta").filter_map(|e| e["text"].as_str()).collect();
     assert_eq!(text, "Hello from tiny");
 }
+
+/// The share of the prompt the usage line reports as cached, in percent.
+fn cached_percent(stderr: &str) -> Option<u32> {
+    let line = stderr.lines().find(|line| line.starts_with("tokens:"))?;
+    let (_, rest) = line.split_once(" in (")?;
+    rest.split_once("% cached")?.0.parse().ok()
+}
+
+#[test]
+fn models_warm_fills_the_prompt_cache_that_the_first_command_in_another_workspace_reuses() {
+    let root = tempfile::tempdir().unwrap();
+    let spec = tiny_setup(root.path());
+    let models = root.path().join("bosun/models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::rename(spec.strip_prefix("local:").unwrap(), models.join("tiny.gguf")).unwrap();
+    let caches = root.path().join("bosun/prompt-cache");
+    assert!(!caches.exists(), "no cache before the warming");
+
+    let run = bosun(root.path(), &["models", "warm", "tiny.gguf"]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("prompt cache ready"), "{}", run.stderr);
+    let files: Vec<_> = std::fs::read_dir(&caches).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files.len(), 1, "one cache for the model: {files:?}");
+    assert!(files[0].to_string_lossy().starts_with("tiny-"), "{files:?}");
+    let stored = bosun(root.path(), &["sessions", "list"]);
+    assert!(
+        stored.stdout.trim().is_empty(),
+        "the warming turn is not a session of the user's: {}",
+        stored.stdout
+    );
+
+    // The first command, in a workspace the warming never saw, on the
+    // same model named another way, starts from the cache.
+    let vars = [("BOSUN_LOCAL_FIRST_CALL", "0")];
+    let run = bosun_with(root.path(), &vars, &["exec", "--model", "local/tiny.gguf", "hi"]);
+    assert_eq!(run.code, Some(0), "stdout: {}\nstderr: {}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim_end(), "Hello from tiny", "stderr: {}", run.stderr);
+    let cached = cached_percent(&run.stderr);
+    assert!(cached.is_some_and(|p| p >= 90), "most of the first prompt came from the cache: {}", run.stderr);
+}

@@ -25,6 +25,7 @@
 use bosun_core::ToolDefinition;
 
 use super::hints::ArgumentValues;
+use super::quote::{self, Quote};
 use crate::template::CallFormat;
 
 /// The grammar rule the wrapper grammar starts at.
@@ -77,8 +78,13 @@ pub(crate) fn tool_grammar(
     if tools.is_empty() {
         return Err("no tools".into());
     }
-    let mut gbnf = llama_cpp_2::json_schema_to_grammar(&carrier_schema(tools, values)?)
+    let mut quotes = Vec::new();
+    let schema = carrier_schema(tools, values, &mut quotes)?;
+    let mut gbnf = llama_cpp_2::json_schema_to_grammar(&schema)
         .map_err(|e| format!("llama.cpp could not turn the tool schemas into a grammar: {e}"))?;
+    for quote in &quotes {
+        gbnf = quote.splice(&gbnf)?;
+    }
     let rules = std::iter::once("bosun-call".to_owned()).chain((0..tools.len()).map(args_rule));
     let defined = |rule: &String| gbnf.lines().any(|line| line.starts_with(&format!("{rule} ::=")));
     if let Some(missing) = rules.into_iter().find(|rule| !defined(rule)) {
@@ -118,15 +124,21 @@ fn args_rule(index: usize) -> String {
     format!("bosun-args-{index}")
 }
 
-/// The JSON Schema whose properties give the rules `bosun-call` and `bosun-args-N`.
-fn carrier_schema(tools: &[ToolDefinition], values: &ArgumentValues) -> Result<String, String> {
+/// The JSON Schema whose properties give the rules `bosun-call` and
+/// `bosun-args-N`; the file texts that arguments must quote are added to
+/// `quotes`, their places in the schema held by markers.
+fn carrier_schema(
+    tools: &[ToolDefinition],
+    values: &ArgumentValues,
+    quotes: &mut Vec<Quote>,
+) -> Result<String, String> {
     // Built as text so `name` comes before `arguments` whatever serde_json's
     // map order is: the grammar fixes the property order.
     let mut alternatives = Vec::with_capacity(tools.len());
     let mut arguments = Vec::with_capacity(tools.len());
     for (index, tool) in tools.iter().enumerate() {
         let name = serde_json::to_string(&tool.name).map_err(|e| e.to_string())?;
-        let parameters = parameters(tool, values)?;
+        let parameters = parameters(tool, index, values, quotes)?;
         alternatives.push(format!(
             r#"{{"type":"object","properties":{{"name":{{"const":{name}}},"arguments":{parameters}}},"required":["name","arguments"],"additionalProperties":false}}"#
         ));
@@ -140,8 +152,15 @@ fn carrier_schema(tools: &[ToolDefinition], values: &ArgumentValues) -> Result<S
 }
 
 /// The tool's schema as the grammar sees it: each string argument with
-/// listed values becomes an `enum` of them (its description kept).
-fn parameters(tool: &ToolDefinition, values: &ArgumentValues) -> Result<String, String> {
+/// listed values becomes an `enum` of them (its description kept); with
+/// file texts listed, one alternative per file holds the text argument to
+/// that file's text (see [`quote`]).
+fn parameters(
+    tool: &ToolDefinition,
+    index: usize,
+    values: &ArgumentValues,
+    quotes: &mut Vec<Quote>,
+) -> Result<String, String> {
     if !tool.parameters.is_object() {
         return Ok(r#"{"type":"object"}"#.to_owned());
     }
@@ -154,6 +173,12 @@ fn parameters(tool: &ToolDefinition, values: &ArgumentValues) -> Result<String, 
                 *property = serde_json::json!({ "enum": allowed });
             }
         }
+    }
+    if let Some(texts) = values.texts(&tool.name)
+        && let Some(paths) = values.get(&tool.name, &texts.path_argument).filter(|v| !v.is_empty())
+        && let Some(quoted) = quote::alternatives(&schema, index, texts, paths, quotes)
+    {
+        return Ok(quoted);
     }
     serde_json::to_string(&schema).map_err(|e| e.to_string())
 }
@@ -220,7 +245,7 @@ fn regex_escape(text: &str) -> String {
 }
 
 /// `text` as a GBNF string literal.
-fn gbnf_literal(text: &str) -> String {
+pub(crate) fn gbnf_literal(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {
@@ -250,7 +275,8 @@ mod tests {
 
     #[test]
     fn the_call_schema_puts_name_before_arguments() {
-        let schema = carrier_schema(&[read_file()], &ArgumentValues::default()).unwrap_or_default();
+        let schema =
+            carrier_schema(&[read_file()], &ArgumentValues::default(), &mut Vec::new()).unwrap_or_default();
         let name = schema.find("\"name\"").unwrap_or(usize::MAX);
         let arguments = schema.find("\"arguments\"").unwrap_or(0);
         assert!(name < arguments, "{schema}");
@@ -303,16 +329,16 @@ mod tests {
         values.insert("read_file", "path", vec!["a.txt".into(), "src/b.rs".into()]);
         values.insert("read_file", "offset", vec!["1".into()]);
         values.insert("other_tool", "path", vec!["x".into()]);
-        let schema = parameters(&read_file(), &values).unwrap();
+        let schema = parameters(&read_file(), 0, &values, &mut Vec::new()).unwrap();
         let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
         assert_eq!(schema["properties"]["path"], json!({"enum": ["a.txt", "src/b.rs"]}));
         assert_eq!(schema["required"], json!(["path"]), "the rest of the schema is kept");
         // No values, or empty ones: the argument stays free.
-        let free = parameters(&read_file(), &ArgumentValues::default()).unwrap();
+        let free = parameters(&read_file(), 0, &ArgumentValues::default(), &mut Vec::new()).unwrap();
         assert!(free.contains(r#""path":{"type":"string"}"#), "{free}");
         let mut empty = ArgumentValues::default();
         empty.insert("read_file", "path", Vec::new());
-        assert_eq!(parameters(&read_file(), &empty).unwrap(), free);
+        assert_eq!(parameters(&read_file(), 0, &empty, &mut Vec::new()).unwrap(), free);
     }
 
     #[test]

@@ -10,34 +10,64 @@
 
 use std::collections::BTreeMap;
 
-use bosun_core::ToolDefinition;
+use bosun_core::{Message, ToolDefinition};
 
 /// Allowed values of string arguments, by tool and argument name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct ArgumentValues(BTreeMap<(String, String), Vec<String>>);
+pub struct ArgumentValues {
+    values: BTreeMap<(String, String), Vec<String>>,
+    texts: BTreeMap<String, FileTexts>,
+}
+
+/// Files whose text an argument must quote: with one of `files`' paths as
+/// the path argument, the text argument can only be a piece of that file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FileTexts {
+    /// The argument naming the file (`path`).
+    pub path_argument: String,
+    /// The argument quoting it (`old_text`).
+    pub text_argument: String,
+    /// Each file's path, as the path argument spells it, and its text.
+    pub files: Vec<(String, String)>,
+}
 
 impl ArgumentValues {
     /// Allows `argument` of `tool` only the given `values` (an empty list
     /// leaves it free).
     pub fn insert(&mut self, tool: impl Into<String>, argument: impl Into<String>, values: Vec<String>) {
-        self.0.insert((tool.into(), argument.into()), values);
+        self.values.insert((tool.into(), argument.into()), values);
     }
 
     /// The values listed for `argument` of `tool`, if any.
     pub fn get(&self, tool: &str, argument: &str) -> Option<&[String]> {
-        self.0.get(&(tool.to_owned(), argument.to_owned())).map(Vec::as_slice)
+        self.values.get(&(tool.to_owned(), argument.to_owned())).map(Vec::as_slice)
+    }
+
+    /// Holds the text argument of `tool` to text that occurs in the file its
+    /// path argument names, for the files listed. Takes effect only where
+    /// the path argument also has listed values (the files not listed here
+    /// keep a free text argument), so a path outside the list cannot be used
+    /// to write any text for a listed file. No files: no constraint.
+    pub fn insert_texts(&mut self, tool: impl Into<String>, texts: FileTexts) {
+        self.texts.insert(tool.into(), texts);
+    }
+
+    /// The file texts listed for `tool`, if any.
+    pub fn texts(&self, tool: &str) -> Option<&FileTexts> {
+        self.texts.get(tool).filter(|t| !t.files.is_empty())
     }
 
     /// Whether nothing is listed.
     pub fn is_empty(&self) -> bool {
-        self.0.values().all(Vec::is_empty)
+        self.values.values().all(Vec::is_empty) && self.texts.values().all(|t| t.files.is_empty())
     }
 }
 
 /// Where the engine gets [`ArgumentValues`] for a request's tools.
 pub trait ArgumentHints: Send + Sync {
-    /// The values for `tools`, as things are now. Called once per request,
-    /// on the caller's task, before generation starts: keep it quick and
-    /// bounded (return nothing rather than a huge list).
-    fn argument_values(&self, tools: &[ToolDefinition]) -> ArgumentValues;
+    /// The values for `tools`, as things are now, given the conversation so
+    /// far (`messages`: which files the model has read, say). Called once
+    /// per request, on the caller's task, before generation starts: keep it
+    /// quick and bounded (return nothing rather than a huge list).
+    fn argument_values(&self, tools: &[ToolDefinition], messages: &[Message]) -> ArgumentValues;
 }

@@ -25,10 +25,11 @@ mod host;
 mod output;
 mod prompt;
 mod prompt_cache;
+mod quote;
 
 pub use backends::Device;
-pub use hints::{ArgumentHints, ArgumentValues};
-pub use prompt_cache::remove_prompt_caches;
+pub use hints::{ArgumentHints, ArgumentValues, FileTexts};
+pub use prompt_cache::{prompt_caches, remove_prompt_caches};
 mod sampling;
 mod stream;
 mod worker;
@@ -376,7 +377,7 @@ impl LocalModel {
         let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let tools_withdrawn = tool_names.is_empty()
             && request.messages.iter().any(|message| message.tool_calls().next().is_some());
-        let grammar = self.tool_grammar(tools);
+        let grammar = self.tool_grammar(tools, &request.messages);
         // A grammar that llama.cpp refused cannot force a call: the response
         // is then free, as with `Auto`.
         let required = choice == ToolChoice::Required && grammar.is_some();
@@ -406,11 +407,15 @@ impl LocalModel {
 
     /// The grammar for `tools` and the argument values the hints give now,
     /// built again only when either changed.
-    fn tool_grammar(&self, tools: &[ToolDefinition]) -> Option<Arc<ToolGrammar>> {
+    fn tool_grammar(
+        &self,
+        tools: &[ToolDefinition],
+        messages: &[bosun_core::Message],
+    ) -> Option<Arc<ToolGrammar>> {
         if tools.is_empty() {
             return None;
         }
-        let values = self.hints.as_ref().map(|h| h.argument_values(tools)).unwrap_or_default();
+        let values = self.hints.as_ref().map(|h| h.argument_values(tools, messages)).unwrap_or_default();
         let mut cache = self.grammar.lock().ok()?;
         if let Some(((cached_tools, cached_values), grammar)) = cache.as_ref()
             && cached_tools.as_slice() == tools

@@ -47,6 +47,19 @@ fn is_cache_of(name: &str, stem: &str) -> bool {
         .is_some_and(|hash| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// The prompt caches in `dir` of the model file `model` (any identity, any
+/// context size), sorted; none when `dir` is missing or unreadable.
+pub fn prompt_caches(dir: &Path, model: &Path) -> Vec<PathBuf> {
+    let stem = stem(model);
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.file_name().is_some_and(|name| is_cache_of(&name.to_string_lossy(), &stem)))
+        .collect();
+    found.sort();
+    found
+}
+
 /// Removes the prompt caches in `dir` of the model file `model` (any
 /// identity, any context size) but `keep`; returns the files removed.
 ///
@@ -102,6 +115,7 @@ mod tests {
             std::fs::write(dir.join(name), b"x").unwrap();
         }
         let keep = dir.join(names[1]);
+        assert_eq!(prompt_caches(&dir, model), [dir.join(names[0]), keep.clone()]);
         let removed = remove_prompt_caches(&dir, model, Some(&keep)).unwrap();
         assert_eq!(removed, [dir.join(names[0])]);
         assert!(keep.is_file() && dir.join(names[2]).is_file());

@@ -18,7 +18,7 @@ use bosun_core::{
     ContentPart, Event, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
     ModelResponse, ResponsePart, Session, StopReason, Support, ToolChoice, ToolDefinition, Usage,
 };
-use bosun_local::{ArgumentHints, ArgumentValues, LocalError, LocalModel, LocalOptions};
+use bosun_local::{ArgumentHints, ArgumentValues, FileTexts, LocalError, LocalModel, LocalOptions};
 use bosun_testing::gguf::{END_OF_TURN, QWEN25_TEMPLATE};
 use bosun_testing::{FnTool, TinyModel};
 use futures_util::StreamExt;
@@ -423,7 +423,7 @@ async fn a_required_tool_choice_turns_a_worded_answer_into_a_call() {
 struct Paths(Vec<String>);
 
 impl ArgumentHints for Paths {
-    fn argument_values(&self, tools: &[ToolDefinition]) -> ArgumentValues {
+    fn argument_values(&self, tools: &[ToolDefinition], _messages: &[Message]) -> ArgumentValues {
         let mut values = ArgumentValues::default();
         if tools.iter().any(|t| t.name == "read_file") {
             values.insert("read_file", "path", self.0.clone());
@@ -468,6 +468,90 @@ async fn listed_argument_values_are_the_only_paths_a_call_can_name() {
     let model = hinted(&[]);
     let path = path_of(&stream_choosing(&model, &tools, ToolChoice::Auto).await);
     assert!(path.contains("nonsense"), "{path}");
+}
+
+/// Two files, the first of them read, as the CLI's hints would give them.
+struct ReadFile {
+    files: Vec<String>,
+    read: Option<(String, String)>,
+}
+
+impl ArgumentHints for ReadFile {
+    fn argument_values(&self, _tools: &[ToolDefinition], _messages: &[Message]) -> ArgumentValues {
+        let mut values = ArgumentValues::default();
+        values.insert("edit_file", "path", self.files.clone());
+        let files = self.read.iter().cloned().collect();
+        let texts = FileTexts { path_argument: "path".into(), text_argument: "old_text".into(), files };
+        values.insert_texts("edit_file", texts);
+        values
+    }
+}
+
+#[tokio::test]
+async fn the_old_text_of_an_edit_can_only_quote_the_file_it_names() {
+    let _serial = SERIAL.lock().await;
+    // The model misquotes `LOG_LEVEL=info` as `LOG_LEVEL = info`; its
+    // second choice after `LOG_LEVEL` is `=`. (Path first: the grammar puts
+    // it there whenever a quote is held, whatever the schema's order.)
+    let opening = "{\"name\":\"edit_file\",\"arguments\":{\"path\":\"cfg.txt\",\"old_text\":\"";
+    let close = "\",\"new_text\":\"LOG_LEVEL=debug\"}}";
+    let editor = with_punctuation()
+        .chain(&[
+            "\n",
+            "<tool_call>",
+            opening,
+            "LOG_LEVEL",
+            " = ",
+            "info",
+            close,
+            "</tool_call>",
+            END_OF_TURN,
+        ])
+        .or_else("LOG_LEVEL", "=")
+        .after("=", "info");
+    let file = write(&editor);
+    let schema = json!({"type": "object", "properties": {
+        "path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}
+    }, "required": ["path", "old_text", "new_text"]});
+    let tools = [ToolDefinition::new("edit_file", "Replaces text in a file.", schema)];
+    let (tools, file) = (&tools, &file);
+    let old_text = |read: Option<&str>| {
+        let hints = ReadFile {
+            files: vec!["cfg.txt".into(), "other.txt".into()],
+            read: read.map(|text| ("cfg.txt".to_owned(), text.to_owned())),
+        };
+        let model = load(file).with_argument_hints(Arc::new(hints));
+        async move {
+            let events = stream_choosing(&model, tools, ToolChoice::Auto).await;
+            assert!(model.last_generation().unwrap().constrained);
+            match &done(&events).content[..] {
+                [ResponsePart::ToolCall { arguments, .. }] => {
+                    assert_eq!(arguments["path"], "cfg.txt");
+                    arguments["old_text"].as_str().unwrap_or_default().to_owned()
+                }
+                other => panic!("expected one call, got {other:?}"),
+            }
+        }
+    };
+
+    // The file not read: nothing holds the quote. (The schema's own
+    // order is alphabetical here, so the call is written in it.)
+    let alphabetical =
+        "{\"name\":\"edit_file\",\"arguments\":{\"new_text\":\"LOG_LEVEL=debug\",\"old_text\":\"";
+    let free = with_punctuation()
+        .chain(&["\n", "<tool_call>", alphabetical, "LOG_LEVEL", " = ", "info", "\",\"path\":\"cfg.txt\"}}"])
+        .chain(&["</tool_call>", END_OF_TURN]);
+    let free_file = write(&free);
+    let hints = ReadFile { files: vec!["cfg.txt".into(), "other.txt".into()], read: None };
+    let model = load(&free_file).with_argument_hints(Arc::new(hints));
+    let events = stream_choosing(&model, tools, ToolChoice::Auto).await;
+    assert!(model.last_generation().unwrap().constrained);
+    match &done(&events).content[..] {
+        [ResponsePart::ToolCall { arguments, .. }] => assert_eq!(arguments["old_text"], "LOG_LEVEL = info"),
+        other => panic!("expected one call, got {other:?}"),
+    }
+    // Read: the quote is held to the file's text, so the misquote cannot be written.
+    assert_eq!(old_text(Some("# settings\nLOG_LEVEL=info\nPORT=8080\n")).await, "LOG_LEVEL=info");
 }
 
 #[tokio::test]

@@ -1,0 +1,92 @@
+//! The prompt cache filled when a local model is pulled.
+//!
+//! Every session's prompt opens with the same system prompt, tool list and
+//! examples (about 1,100 tokens for the default model); on two cores a
+//! 1.5B model takes tens of seconds to process them the first time, and the
+//! prompt cache on disk (bosun-local's `prompt_cache`) spares that only from
+//! the second command on. So `models pull` runs one short turn, built as
+//! `exec` builds it, in an empty workspace: the cache then holds that
+//! opening, and the first real command in any workspace reuses it up to
+//! where its prompt differs (project instructions, MCP tools, the task).
+//!
+//! The turn is a real session's (same prompt, tools and engine options),
+//! so the cached tokens are the ones a command sends; it runs with no
+//! approvals, no MCP servers and a session store of its own, deleted after.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use bosun_core::NullSink;
+
+use crate::cli::RunOptions;
+use crate::config;
+use crate::config::Env;
+use crate::output::Palettes;
+
+/// The task of the warming turn: answered in a word, about nothing in the
+/// workspace, so no call is asked for.
+const TASK: &str = "Reply with the single word: ready.";
+
+/// Whether `model` (a local GGUF) has a prompt cache in the data directory.
+pub fn is_warm(model: &Path, env: &Env) -> bool {
+    crate::models::prompt_cache_dir(env).is_ok_and(|dir| !bosun_local::prompt_caches(&dir, model).is_empty())
+}
+
+/// Fills the prompt cache of the local model at `model` with what every
+/// session's prompt opens with; returns the prompt tokens processed.
+///
+/// # Errors
+/// When the model cannot be loaded or the turn fails.
+pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, palettes: Palettes) -> Result<u64> {
+    let scratch = tempfile::tempdir().context("cannot make a scratch workspace")?;
+    let workspace_dir = scratch.path().join("workspace");
+    std::fs::create_dir(&workspace_dir).context("cannot make a scratch workspace")?;
+    let run = RunOptions {
+        model: Some(format!("local:{}", model.display())),
+        max_rounds: Some(1),
+        ..RunOptions::default()
+    };
+    let mut settings = config::resolve(&workspace_dir, env, profile, &run)?;
+    settings.sessions_db = Some(scratch.path().join("sessions.db"));
+    let (workspace, tools) = crate::wire::tools(&workspace_dir, env, &settings)?;
+    let answers = crate::mcp::Answers::none();
+    let approver = std::sync::Arc::new(crate::approve::NoTerminal);
+    let (mut session, _id) =
+        crate::exec::new_session(&settings, env, workspace, (tools, None, &answers), palettes, approver)
+            .await?;
+    let outcome = session.run(TASK, &mut NullSink).await.context("the warming turn failed")?;
+    Ok(outcome.usage.input)
+}
+
+/// After a pull: fills the cache of `model` unless it has one, saying what
+/// it does; a failure is a warning, since the model itself was pulled.
+pub async fn after_pull(model: &Path, env: &Env, profile: Option<&str>, palettes: Palettes) {
+    if is_warm(model, env) {
+        return;
+    }
+    let stderr = palettes.stderr;
+    eprintln!(
+        "{}",
+        stderr.dim(
+            "preparing the prompt cache: the system prompt and tools every command opens with, processed once"
+        )
+    );
+    let started = Instant::now();
+    match warm(model, env, profile, palettes).await {
+        Ok(tokens) => eprintln!(
+            "{}",
+            stderr.dim(&format!(
+                "prompt cache ready: {tokens} tokens in {:.1} s",
+                started.elapsed().as_secs_f64()
+            ))
+        ),
+        Err(error) => eprintln!(
+            "{}",
+            stderr.red(&crate::sanitize::line(&format!(
+                "warning: the prompt cache was not prepared ({error:#}); the first command will process its \
+                 whole prompt"
+            )))
+        ),
+    }
+}
