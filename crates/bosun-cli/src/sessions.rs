@@ -124,24 +124,9 @@ fn turn_lines(detail: &bosun_store::SessionDetail) -> Vec<String> {
 }
 
 fn time(ms: i64) -> String {
-    // Minutes precision, UTC, without a date library: days since the epoch.
-    let secs = ms / 1000;
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil(days);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", rest / 3600, rest % 3600 / 60)
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
+    // Minutes precision, UTC, without a date library.
+    let (year, month, day, hour, minute, _) = bosun_core::calendar::utc(ms.div_euclid(1000));
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
 }
 
 /// Stored text as shown: sanitised as one line on a terminal, as stored

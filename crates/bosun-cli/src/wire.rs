@@ -18,23 +18,6 @@ use bosun_tools::{Workspace, WorkspaceTools};
 use crate::config::{Env, ProviderSettings, Settings};
 use crate::instructions;
 
-/// The variables a provider's key is read from, first found wins.
-pub fn key_vars(provider: &str) -> &'static [&'static str] {
-    match provider {
-        "openai" | "openai-responses" => &["OPENAI_API_KEY"],
-        "anthropic" => &["ANTHROPIC_API_KEY"],
-        "gemini" => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "groq" => &["GROQ_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        // Local and generic servers may take a key but need none.
-        "openai-compatible" | "vllm" | "llamacpp" | "ollama" => &["OPENAI_API_KEY"],
-        _ => &[],
-    }
-}
-
 /// Context tokens a local model uses at most unless `local_context` says:
 /// enough for an agent turn, far less memory than a 32k training context.
 const LOCAL_CONTEXT: u32 = 8192;
@@ -185,7 +168,7 @@ fn hosted(spec: &str, settings: &Settings, env: &Env) -> Result<HostedModel> {
     if let Some(url) = settings.base_url.as_deref() {
         config = config.with_base_url(url);
     }
-    let key = key_vars(provider).iter().find_map(|var| env.get(var).map(|key| (*var, key)));
+    let key = bosun_providers::key_vars(provider).iter().find_map(|var| env.get(var).map(|key| (*var, key)));
     match key {
         Some((var, key)) => match key_refused(settings) {
             None => config = config.with_key(ApiKey::new(key)),

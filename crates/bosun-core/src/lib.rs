@@ -61,6 +61,7 @@
 
 pub mod artifacts;
 pub mod authority;
+pub mod calendar;
 pub mod delegate;
 mod error;
 pub mod event;

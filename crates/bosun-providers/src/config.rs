@@ -71,6 +71,37 @@ impl Default for Quirks {
     }
 }
 
+/// Where each provider's API key is read from, first set wins, and whether
+/// the provider needs one (a local or self-hosted server may take a key but
+/// needs none). The one table: presets name its first variable in
+/// `key_env`, and front ends read the variables [`key_vars`] gives.
+const KEYS: &[(&str, &[&str], bool)] = &[
+    ("openai", &["OPENAI_API_KEY"], true),
+    ("openai-responses", &["OPENAI_API_KEY"], true),
+    ("anthropic", &["ANTHROPIC_API_KEY"], true),
+    ("gemini", &["GEMINI_API_KEY", "GOOGLE_API_KEY"], true),
+    ("openrouter", &["OPENROUTER_API_KEY"], true),
+    ("groq", &["GROQ_API_KEY"], true),
+    ("deepseek", &["DEEPSEEK_API_KEY"], true),
+    ("mistral", &["MISTRAL_API_KEY"], true),
+    ("xai", &["XAI_API_KEY"], true),
+    ("openai-compatible", &["OPENAI_API_KEY"], false),
+    ("vllm", &["OPENAI_API_KEY"], false),
+    ("llamacpp", &["OPENAI_API_KEY"], false),
+    ("ollama", &["OPENAI_API_KEY"], false),
+];
+
+/// The environment variables a provider's key is read from, first set wins;
+/// none for an unknown provider.
+pub fn key_vars(provider: &str) -> &'static [&'static str] {
+    KEYS.iter().find(|(name, _, _)| *name == provider).map_or(&[], |(_, vars, _)| vars)
+}
+
+/// Whether the provider refuses requests without a key.
+pub fn needs_key(provider: &str) -> bool {
+    KEYS.iter().any(|(name, _, needed)| *name == provider && *needed)
+}
+
 /// Everything needed to reach one provider.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -368,11 +399,6 @@ impl ProviderConfig {
         self
     }
 
-    fn key_env(mut self, env: &str) -> Self {
-        self.key_env = Some(env.to_owned());
-        self
-    }
-
     /// The preset for a provider name, or `None`: `openai`,
     /// `openai-responses`, `anthropic`, `gemini`, `ollama`, `openrouter`,
     /// `groq`, `deepseek`, `mistral`, `xai`, `vllm`, `llamacpp`.
@@ -380,31 +406,31 @@ impl ProviderConfig {
     pub fn preset(name: &str) -> Option<Self> {
         let chat = |base: &str| Self::new(name, Api::OpenAiChat, base);
         let reasoning = |format| Quirks { reasoning: format, ..Quirks::default() };
-        Some(match name {
-            "openai" => chat("https://api.openai.com/v1").key_env("OPENAI_API_KEY").with_quirks(Quirks {
+        let mut config = match name {
+            "openai" => chat("https://api.openai.com/v1").with_quirks(Quirks {
                 max_tokens_field: "max_completion_tokens",
                 reasoning: ReasoningFormat::None,
                 stream_usage: true,
             }),
-            "openai-responses" => {
-                Self::new(name, Api::OpenAiResponses, "https://api.openai.com/v1").key_env("OPENAI_API_KEY")
-            }
-            "anthropic" => Self::new(name, Api::AnthropicMessages, "https://api.anthropic.com")
-                .key_env("ANTHROPIC_API_KEY"),
-            "gemini" => Self::new(name, Api::Gemini, "https://generativelanguage.googleapis.com")
-                .key_env("GEMINI_API_KEY"),
+            "openai-responses" => Self::new(name, Api::OpenAiResponses, "https://api.openai.com/v1"),
+            "anthropic" => Self::new(name, Api::AnthropicMessages, "https://api.anthropic.com"),
+            "gemini" => Self::new(name, Api::Gemini, "https://generativelanguage.googleapis.com"),
             "ollama" => chat("http://127.0.0.1:11434/v1").with_quirks(reasoning(ReasoningFormat::Reasoning)),
-            "openrouter" => chat("https://openrouter.ai/api/v1")
-                .key_env("OPENROUTER_API_KEY")
-                .with_quirks(reasoning(ReasoningFormat::Reasoning)),
-            "groq" => chat("https://api.groq.com/openai/v1").key_env("GROQ_API_KEY"),
-            "deepseek" => chat("https://api.deepseek.com/v1").key_env("DEEPSEEK_API_KEY"),
-            "mistral" => chat("https://api.mistral.ai/v1").key_env("MISTRAL_API_KEY"),
-            "xai" => chat("https://api.x.ai/v1").key_env("XAI_API_KEY"),
+            "openrouter" => {
+                chat("https://openrouter.ai/api/v1").with_quirks(reasoning(ReasoningFormat::Reasoning))
+            }
+            "groq" => chat("https://api.groq.com/openai/v1"),
+            "deepseek" => chat("https://api.deepseek.com/v1"),
+            "mistral" => chat("https://api.mistral.ai/v1"),
+            "xai" => chat("https://api.x.ai/v1"),
             "vllm" => chat("http://127.0.0.1:8000/v1"),
             "llamacpp" => chat("http://127.0.0.1:8080/v1"),
             _ => return None,
-        })
+        };
+        if needs_key(name) {
+            config.key_env = key_vars(name).first().map(|var| (*var).to_owned());
+        }
+        Some(config)
     }
 
     /// A generic OpenAI-compatible server at `base_url`.
@@ -441,6 +467,13 @@ mod tests {
             assert!(!config.base_url.ends_with('/'));
         }
         assert_eq!(ProviderConfig::preset("gemini").unwrap().key_env.as_deref(), Some("GEMINI_API_KEY"));
+        assert_eq!(key_vars("gemini"), ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+        assert_eq!(ProviderConfig::preset("ollama").unwrap().key_env, None, "a local server needs no key");
+        assert_eq!(key_vars("ollama"), ["OPENAI_API_KEY"], "but may take one");
+        assert!(key_vars("nope").is_empty() && !needs_key("nope"));
+        for name in ProviderConfig::PRESETS {
+            assert!(!key_vars(name).is_empty(), "{name} is in the key table");
+        }
         assert!(ProviderConfig::preset("nope").is_none());
         let debug =
             format!("{:?}", ProviderConfig::preset("openai").unwrap().with_key(ApiKey::new("sk-live-1")));

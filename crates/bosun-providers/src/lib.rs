@@ -28,7 +28,8 @@ pub mod tls;
 mod watch;
 
 pub use config::{
-    Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, StreamLimits, TokioSleeper,
+    Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, StreamLimits, TokioSleeper, key_vars,
+    needs_key,
 };
 pub use hosted::{HostedModel, ProviderError, decode_recorded};
 pub use models::{Cost, ModelInfo, ModelOverride, ModelTable, ModelTableError, Price, Pricing};

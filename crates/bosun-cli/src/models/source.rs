@@ -62,18 +62,9 @@ pub fn now() -> String {
 
 /// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn rfc3339(secs: u64) -> String {
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+    let (year, month, day, hour, minute, second) =
+        bosun_core::calendar::utc(i64::try_from(secs).unwrap_or(i64::MAX));
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 #[cfg(test)]
