@@ -23,7 +23,7 @@ use crate::wire;
 /// on for hosted models and off for the local one (a small model's tool
 /// list is kept short; its prompt is measured by the local task suite).
 pub fn enabled(settings: &Settings) -> bool {
-    settings.subagents.unwrap_or_else(|| !wire::uses_local_model(settings))
+    settings.subagents.unwrap_or_else(|| !crate::config::models::uses_local_model(settings))
 }
 
 /// Claude Code's model aliases in agent files: bosun runs such an agent on
@@ -100,7 +100,7 @@ impl StoredChildren {
     /// `PROVIDER/MODEL` or local form as written, or a bare model id of the
     /// session's provider.
     fn model_spec(&self, asked: &str) -> String {
-        if wire::is_local_spec(asked) || asked.contains('/') {
+        if crate::config::models::is_local_spec(asked) || asked.contains('/') {
             return asked.to_owned();
         }
         match self.settings.model.as_deref().and_then(|spec| spec.split_once('/')) {
@@ -125,7 +125,7 @@ impl StoredChildren {
         let id = journal.session_id().to_owned();
         let mut slot = ChildSlot::new(id.clone());
         slot.journal = Some(Box::new(journal));
-        if !wire::uses_local_model(&settings) {
+        if !crate::config::models::uses_local_model(&settings) {
             slot.artifacts = Some(Arc::new(self.store.artifacts(&id)));
         }
         slot.hooks = wire::command_hooks(&settings, &self.env, &self.workspace, &id);

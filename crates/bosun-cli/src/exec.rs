@@ -9,7 +9,7 @@
 //! stopped, and bosun exits with 128 + the signal (130, 143, 129).
 
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
@@ -150,15 +150,6 @@ impl Drop for Signals {
     }
 }
 
-/// The working directory: `-C DIR` or the current one.
-pub fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
-    let dir = match dir {
-        Some(dir) => dir.to_owned(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    std::fs::canonicalize(&dir).with_context(|| format!("cannot use {} as the workspace", dir.display()))
-}
-
 fn approver(run: &RunOptions, tty: Palette) -> Arc<dyn ApprovalHandler> {
     if run.dangerously_approve_all {
         Arc::new(ApproveAll)
@@ -266,7 +257,7 @@ pub async fn exec(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let dir = workdir(dir)?;
+    let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &args.run)?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
@@ -383,7 +374,7 @@ async fn on_stored(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let dir = workdir(dir)?;
+    let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, run)?;
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
@@ -552,7 +543,7 @@ struct Judged {
 }
 
 fn strict(settings: &config::Settings) -> bool {
-    settings.local_persistence && crate::wire::uses_local_model(settings)
+    settings.local_persistence && crate::config::models::uses_local_model(settings)
 }
 
 /// Runs one turn, cancelled by the first of `signals`; human output goes

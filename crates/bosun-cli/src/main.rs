@@ -18,7 +18,6 @@ mod mcp_conformance;
 mod mcp_login;
 mod models;
 mod output;
-mod pricing;
 mod sampling;
 mod sandboxing;
 mod sanitize;
@@ -84,7 +83,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             sessions::run(dir, profile, command, env, palettes.stdout).map(|()| Outcome::Success)
         }
         Command::Config(ConfigCommand::Show) => {
-            let workdir = exec::workdir(dir)?;
+            let workdir = config::workdir(dir)?;
             // The options before `config show` (`settle` kept only those
             // that change settings) show the settings they make.
             let settings = config::resolve(&workdir, env, profile, &cli.run)?;
@@ -99,7 +98,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             // `local_model`); the other subcommands work wherever they run.
             let local_model = match &command {
                 cli::ModelsCommand::Pull { name: None, .. } | cli::ModelsCommand::Warm { name: None } => {
-                    config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?.local_model
+                    config::resolve(&config::workdir(dir)?, env, profile, &Default::default())?.local_model
                 }
                 _ => None,
             };
@@ -135,7 +134,7 @@ fn trust(
     level: TrustLevel,
     force: bool,
 ) -> anyhow::Result<Outcome> {
-    let start = exec::workdir(target.as_deref().or(dir))?;
+    let start = config::workdir(target.as_deref().or(dir))?;
     let home = env.get("HOME").map(std::path::Path::new);
     let root = config::trust_target(&start, target.is_some(), home, force)?;
     let file = config::user_file(env)

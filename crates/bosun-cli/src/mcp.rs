@@ -4,25 +4,22 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use std::time::Duration;
-
 use anyhow::{Context, Result, bail};
 use bosun_core::ToolSource;
 use bosun_mcp::{
-    HttpTransport, McpServers, ParentEnv, Secret, ServerConfig, ServerError, ServerEvent, ServerSandbox,
-    StartOptions, Started, StdioTransport, Transport,
+    McpServers, ParentEnv, ServerConfig, ServerError, ServerEvent, ServerSandbox, StartOptions, Started,
 };
 
 use crate::cli::McpCommand;
 use crate::config::mcp::{McpSandbox, McpServerEntry, check_name};
 use crate::config::{self, Env};
 use crate::output::{Palette, Palettes};
-use crate::{exec, sanitize};
+use crate::sanitize;
 
 pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand, env: &Env) -> Result<()> {
     match command {
         McpCommand::List => {
-            let settings = config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?;
+            let settings = config::resolve(&config::workdir(dir)?, env, profile, &Default::default())?;
             print!("{}", sanitize::block(&list(&settings)));
             for notice in &settings.mcp_notices {
                 eprintln!("bosun: {}", sanitize::line(notice));
@@ -43,7 +40,7 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
                 println!("removed MCP server `{name}` from {}", file.display());
                 // Its tokens go with it: a later server of the same name
                 // must log in again, not inherit them.
-                if let Some(tokens) = crate::mcp_login::token_file(env, &name)
+                if let Some(tokens) = config::mcp::token_file(env, &name)
                     && bosun_mcp::remove_token_file(&tokens)
                         .with_context(|| format!("cannot remove {}", tokens.display()))?
                 {
@@ -51,7 +48,7 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
                 }
                 return Ok(());
             }
-            let settings = config::resolve(&exec::workdir(dir)?, env, profile, &Default::default())?;
+            let settings = config::resolve(&config::workdir(dir)?, env, profile, &Default::default())?;
             match settings.mcp_servers.get(&name) {
                 Some(server) => bail!(
                     "MCP server `{name}` is not in {}: it comes from {}, edit it there",
@@ -79,7 +76,7 @@ pub fn server_configs(settings: &config::Settings, env: &Env) -> (Vec<ServerConf
     let mut notices = Vec::new();
     let user = user_file(env).ok();
     for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.entry.enabled()) {
-        match server_config(name, &server.entry, env) {
+        match config::mcp::server_config(name, &server.entry, env) {
             Ok(mut config) => {
                 if let Some(loosened) = server.entry.sandbox {
                     if from_file(&server.source, user.as_deref()) {
@@ -109,60 +106,6 @@ fn from_file(source: &config::Source, file: Option<&Path>) -> bool {
         config::Source::File(path) | config::Source::Profile(_, path) => Some(path.as_path()) == file,
         _ => false,
     }
-}
-
-pub fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<ServerConfig> {
-    let transport: Transport = match (&entry.command, &entry.url) {
-        (Some(command), _) => {
-            let mut stdio = StdioTransport::new(command.clone()).args(entry.args.iter().cloned());
-            for (key, value) in &entry.env {
-                stdio = stdio.env(key.clone(), value.clone());
-            }
-            for var in &entry.env_vars {
-                stdio = stdio.env_var(var.clone());
-            }
-            if let Some(cwd) = &entry.cwd {
-                stdio = stdio.cwd(cwd.clone());
-            }
-            stdio.into()
-        }
-        (None, Some(url)) => {
-            let mut http = HttpTransport::new(url.clone());
-            let read = |var: &str| {
-                env.get(var).map(str::to_owned).with_context(|| format!("the variable {var} is not set"))
-            };
-            if let Some(var) = &entry.bearer_token_env_var {
-                http = http.bearer_token(Secret::new(read(var)?));
-            }
-            for (header, value) in &entry.http_headers {
-                http = http.header(header.clone(), Secret::new(value.clone()));
-            }
-            for (header, var) in &entry.env_http_headers {
-                http = http.header(header.clone(), Secret::new(read(var)?));
-            }
-            // Stored tokens (`bosun mcp login`) are used where no bearer token is given.
-            if entry.bearer_token_env_var.is_none() {
-                http = http.with_oauth(crate::mcp_login::oauth_config(name, entry, env)?);
-            }
-            http.into()
-        }
-        (None, None) => bail!("it has no `command` or `url`"),
-    };
-    let mut config = ServerConfig::new(name, transport)
-        .with_disabled_tools(entry.disabled_tools.iter().cloned())
-        .with_trust_annotations(entry.trust_annotations.unwrap_or(false))
-        .with_allow_new_tools(entry.allow_new_tools.unwrap_or(false))
-        .with_sampling(entry.sampling.unwrap_or(false));
-    if let Some(ms) = entry.startup_timeout_ms {
-        config = config.with_startup_timeout(Duration::from_millis(ms));
-    }
-    if let Some(ms) = entry.tool_timeout_ms {
-        config = config.with_tool_timeout(Duration::from_millis(ms));
-    }
-    if let Some(tools) = &entry.enabled_tools {
-        config = config.with_enabled_tools(tools.iter().cloned());
-    }
-    Ok(config)
 }
 
 /// What answers servers' requests of the person (elicitation) and of the
@@ -299,7 +242,7 @@ pub async fn stop(servers: Option<Arc<McpServers>>) {
 /// `bosun mcp tools [NAME]`: starts the servers and prints each tool as
 /// bosun offers it, with its lowered parameter schema.
 async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, env: &Env) -> Result<()> {
-    let root = exec::workdir(dir)?;
+    let root = config::workdir(dir)?;
     let mut settings = config::resolve(&root, env, profile, &Default::default())?;
     if let Some(name) = name {
         let Some(server) = settings.mcp_servers.remove(name) else {

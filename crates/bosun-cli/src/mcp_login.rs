@@ -8,22 +8,21 @@
 //! (mode 0600), which `exec` and `resume` then use and refresh. Logout
 //! removes that file.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use bosun_mcp::{
-    Authorization, AuthorizationResponse, AuthorizeFuture, Authorizer, McpServers, OAuthConfig, ParentEnv,
-    Secret, StartOptions, Transport,
+    Authorization, AuthorizationResponse, AuthorizeFuture, Authorizer, McpServers, ParentEnv, StartOptions,
+    Transport,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::config::mcp::{McpServerEntry, check_name};
+use crate::config::mcp::check_name;
 use crate::config::{self, Env};
-use crate::{exec, mcp, sanitize};
+use crate::sanitize;
 
 /// How long a login waits for the person to finish in the browser.
 const LOGIN_WAIT: Duration = Duration::from_secs(300);
@@ -31,35 +30,6 @@ const LOGIN_WAIT: Duration = Duration::from_secs(300);
 const MAX_REQUEST: usize = 16 * 1024;
 /// The redirect's path on the loopback listener.
 const CALLBACK: &str = "/callback";
-
-/// Where server `name`'s tokens are kept: `mcp-auth/NAME.json` in the data
-/// directory (the session database's, `$BOSUN_HOME` or the XDG data dir).
-pub fn token_file(env: &Env, name: &str) -> Option<PathBuf> {
-    let database = bosun_store::default_path(|var| env.get(var).map(str::to_owned))?;
-    Some(database.parent()?.join("mcp-auth").join(format!("{name}.json")))
-}
-
-/// OAuth for configured server `name`: its token file, and the client its
-/// config names, if any. Nobody is asked to authorize (that is login's).
-pub fn oauth_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<OAuthConfig> {
-    let mut oauth = OAuthConfig::new();
-    if let Some(path) = token_file(env, name) {
-        oauth = oauth.with_token_file(path);
-    }
-    if let Some(client_id) = &entry.oauth_client_id {
-        let secret = match &entry.oauth_client_secret_env_var {
-            Some(var) => Some(Secret::new(
-                env.get(var).with_context(|| format!("the variable {var} is not set"))?.to_owned(),
-            )),
-            None => None,
-        };
-        oauth = oauth.with_client(client_id.clone(), secret);
-    }
-    if let Some(url) = &entry.oauth_client_metadata_url {
-        oauth = oauth.with_client_metadata_url(url.clone());
-    }
-    Ok(oauth)
-}
 
 /// `bosun mcp login NAME`.
 pub async fn login(
@@ -69,7 +39,7 @@ pub async fn login(
     env: &Env,
 ) -> Result<()> {
     check_name(name)?;
-    let root = exec::workdir(dir)?;
+    let root = config::workdir(dir)?;
     let settings = config::resolve(&root, env, profile, &Default::default())?;
     let Some(server) = settings.mcp_servers.get(name) else {
         bail!("no MCP server `{name}` is configured (see `bosun mcp list`)");
@@ -80,8 +50,8 @@ pub async fn login(
     if let Some(var) = &server.entry.bearer_token_env_var {
         bail!("MCP server `{name}` is given a bearer token from {var}; OAuth is not used with one");
     }
-    let file =
-        token_file(env, name).context("cannot tell where to keep the tokens: set BOSUN_HOME or HOME")?;
+    let file = config::mcp::token_file(env, name)
+        .context("cannot tell where to keep the tokens: set BOSUN_HOME or HOME")?;
     let listener = TcpListener::bind("127.0.0.1:0").await.context("cannot listen on 127.0.0.1")?;
     let port = listener.local_addr().context("cannot read the listening port")?.port();
     let browser = Arc::new(Browser {
@@ -90,11 +60,12 @@ pub async fn login(
         used: AtomicBool::new(false),
     });
     // Longer than the browser's wait, so that a slow person is told that.
-    let mut config = mcp::server_config(name, &server.entry, env)?
+    let mut config = config::mcp::server_config(name, &server.entry, env)?
         .with_startup_timeout(LOGIN_WAIT + Duration::from_secs(30));
     match &mut config.transport {
         Transport::Http(http) => {
-            let oauth = oauth_config(name, &server.entry, env)?.with_authorizer(Arc::clone(&browser) as _);
+            let oauth = config::mcp::oauth_config(name, &server.entry, env)?
+                .with_authorizer(Arc::clone(&browser) as _);
             http.oauth = Some(oauth);
         }
         _ => bail!("MCP server `{name}` is not reached by URL"),
@@ -120,8 +91,8 @@ pub async fn login(
 /// `bosun mcp logout NAME`: what it did, for stdout.
 pub fn logout(name: &str, env: &Env) -> Result<String> {
     check_name(name)?;
-    let file =
-        token_file(env, name).context("cannot tell where the tokens are kept: set BOSUN_HOME or HOME")?;
+    let file = config::mcp::token_file(env, name)
+        .context("cannot tell where the tokens are kept: set BOSUN_HOME or HOME")?;
     let removed =
         bosun_mcp::remove_token_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
     Ok(if removed {
@@ -259,6 +230,8 @@ fn open_in_browser(url: &str) {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     fn env(home: &std::path::Path) -> Env {
@@ -267,11 +240,11 @@ mod tests {
 
     #[test]
     fn tokens_live_in_the_data_directory_one_file_per_server() {
-        let file = token_file(&Env::from_pairs(&[("BOSUN_HOME", "/b")]), "github").unwrap();
+        let file = config::mcp::token_file(&Env::from_pairs(&[("BOSUN_HOME", "/b")]), "github").unwrap();
         assert_eq!(file, PathBuf::from("/b/mcp-auth/github.json"));
-        let file = token_file(&Env::from_pairs(&[("HOME", "/h")]), "x").unwrap();
+        let file = config::mcp::token_file(&Env::from_pairs(&[("HOME", "/h")]), "x").unwrap();
         assert_eq!(file, PathBuf::from("/h/.local/share/bosun/mcp-auth/x.json"));
-        assert!(token_file(&Env::from_pairs(&[]), "x").is_none());
+        assert!(config::mcp::token_file(&Env::from_pairs(&[]), "x").is_none());
     }
 
     #[test]

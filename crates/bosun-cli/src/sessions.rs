@@ -13,8 +13,8 @@ use bosun_core::{Message, Usage};
 use bosun_store::ListFilter;
 
 use crate::cli::SessionsCommand;
+use crate::config::workdir;
 use crate::config::{self, Env};
-use crate::exec::workdir;
 use crate::output::Palette;
 use crate::sanitize;
 use crate::wire;

@@ -15,6 +15,7 @@ use bosun_store::Store;
 use bosun_tools::hooks::CommandHook;
 use bosun_tools::{Workspace, WorkspaceTools};
 
+use crate::config::models::uses_local_model;
 use crate::config::{Env, ProviderSettings, Settings};
 use crate::instructions;
 
@@ -218,22 +219,7 @@ fn with_transport(mut config: ProviderConfig, transport: &ProviderSettings) -> P
 /// A base URL is configuration: one that cannot be used is refused before
 /// any request (exit 2), never reported later as a network failure.
 fn check_base_url(url: &str) -> Result<()> {
-    http_url("the base URL", url).map(drop)
-}
-
-/// `text` as an http(s) URL with a host, or an error naming `what` it is
-/// (the base URL, `HF_ENDPOINT`) and why it cannot be used.
-pub(crate) fn http_url(what: &str, text: &str) -> Result<reqwest::Url> {
-    let shown = crate::sanitize::line(text);
-    let parsed =
-        reqwest::Url::parse(text).map_err(|e| anyhow::anyhow!("{what} `{shown}` is not a URL: {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        bail!("{what} `{shown}` must be http:// or https://, not {}://", parsed.scheme());
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        bail!("{what} `{shown}` has no host");
-    }
-    Ok(parsed)
+    crate::config::url::http_url("the base URL", url).map(drop)
 }
 
 /// A header that HTTP cannot carry is refused the same way.
@@ -370,16 +356,6 @@ const LOCAL_PROMPT: &str = "You are bosun, a helpful coding assistant. You canno
 read_file to read one, and the other tools to search, edit or run things. Paths are relative to the workspace \
 root. When you have what you need, answer briefly.";
 
-/// Whether the settings name a local model (the embedded default included).
-pub fn uses_local_model(settings: &Settings) -> bool {
-    settings.model.as_deref().is_none_or(is_local_spec)
-}
-
-/// Whether a model spec names a local model (`local:PATH`, `local/NAME`, `hf:…`).
-pub fn is_local_spec(spec: &str) -> bool {
-    ["local:", "local/", "hf:"].iter().any(|p| spec.starts_with(p))
-}
-
 /// The system prompt, with project instructions when enabled and the
 /// skills' list; also returns a warning to show when the instructions were
 /// cut or a skill was skipped.
@@ -443,7 +419,7 @@ pub fn builder(
     }
     if let Some(micros) = limits.cost_micros {
         // A cost limit on a model bosun cannot price could never be kept.
-        let Some(pricing) = crate::pricing::for_settings(settings) else {
+        let Some(pricing) = crate::config::models::pricing(settings) else {
             anyhow::bail!(
                 "max_turn_cost is set, but bosun has no prices for {}: add them under [models] in the config, \
                  or drop the cost limit",
@@ -451,7 +427,7 @@ pub fn builder(
             );
         };
         builder = builder.max_turn_cost(micros, pricing);
-    } else if let Some(pricing) = crate::pricing::for_settings(settings) {
+    } else if let Some(pricing) = crate::config::models::pricing(settings) {
         // Events, the journal and `sessions show` then carry costs.
         builder = builder.pricing(pricing);
     }

@@ -3,14 +3,13 @@
 //! in environment variables).
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use bosun_core::{Permission, PermissionRule};
 use serde::Deserialize;
 
 use super::Env;
+use super::permissions::ToolRule;
 
 /// A layer: a file, a profile, the environment or the flags.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -186,95 +185,6 @@ impl TrustLevel {
         match self {
             Self::Trusted => "trusted",
             Self::Untrusted => "untrusted",
-        }
-    }
-}
-
-/// A tool's rule: one answer for every call, or answers by command prefix.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
-pub enum ToolRule {
-    /// `shell = "ask"`.
-    Always(Answer),
-    /// `shell = { allow = ["git status"], deny = ["rm"] }`.
-    Prefixes(Prefixes),
-}
-
-/// allow / ask / deny.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Answer {
-    /// Run it.
-    Allow,
-    /// Ask.
-    Ask,
-    /// Refuse.
-    Deny,
-}
-
-/// Answers by command prefix (for the shell tool: the `command` argument).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prefixes {
-    /// Commands that run without asking.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Commands that ask.
-    #[serde(default)]
-    pub ask: Vec<String>,
-    /// Commands that are refused.
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
-impl Answer {
-    /// The core's answer.
-    pub fn permission(self) -> Permission {
-        match self {
-            Self::Allow => Permission::Allow,
-            Self::Ask => Permission::Ask,
-            Self::Deny => Permission::Deny,
-        }
-    }
-
-    /// As written in config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Ask => "ask",
-            Self::Deny => "deny",
-        }
-    }
-}
-
-impl ToolRule {
-    /// The core rules this stands for, under `name`: a tool, a capability
-    /// (`edit`) that covers every tool with it, or one of Claude Code's
-    /// names and forms (`Bash`, `Bash(rm:*)`), mapped or refused in
-    /// `permissions.rs`. Prefixes are argv words of the command the tool
-    /// runs (its `command` argument), matched on the parsed command line
-    /// (see `bosun_core::Matcher::Command`).
-    pub fn rules(&self, name: &str) -> Result<Vec<PermissionRule>> {
-        super::permissions::toml_rules(name, self)
-    }
-}
-
-impl Prefixes {
-    /// Every entry with its answer.
-    pub fn entries(&self) -> impl Iterator<Item = (Answer, &str)> {
-        [(Answer::Allow, &self.allow), (Answer::Ask, &self.ask), (Answer::Deny, &self.deny)]
-            .into_iter()
-            .flat_map(|(answer, list)| list.iter().map(move |p| (answer, p.as_str())))
-    }
-}
-
-impl fmt::Display for ToolRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Always(answer) => write!(f, "\"{}\"", answer.as_str()),
-            Self::Prefixes(p) => {
-                write!(f, "{{ allow = {:?}, ask = {:?}, deny = {:?} }}", p.allow, p.ask, p.deny)
-            }
         }
     }
 }

@@ -9,8 +9,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use bosun_mcp::{HttpTransport, OAuthConfig, Secret, ServerConfig, StdioTransport, Transport};
 use serde::Deserialize;
 
 use super::{Env, Source};
@@ -141,7 +143,7 @@ impl McpServerEntry {
                 bail!("mcp_servers.{name}: `command` is empty")
             }
             (None, Some(url)) => {
-                crate::wire::http_url(&format!("mcp_servers.{name}.url"), url)?;
+                crate::config::url::http_url(&format!("mcp_servers.{name}.url"), url)?;
             }
             _ => {}
         }
@@ -324,6 +326,91 @@ fn expand(text: &str, env: &Env) -> Result<String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Where server `name`'s tokens are kept: `mcp-auth/NAME.json` in the data
+/// directory (the session database's, `$BOSUN_HOME` or the XDG data dir).
+pub fn token_file(env: &Env, name: &str) -> Option<PathBuf> {
+    let database = bosun_store::default_path(|var| env.get(var).map(str::to_owned))?;
+    Some(database.parent()?.join("mcp-auth").join(format!("{name}.json")))
+}
+
+/// OAuth for configured server `name`: its token file, and the client its
+/// config names, if any. Nobody is asked to authorize (that is login's).
+pub fn oauth_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<OAuthConfig> {
+    let mut oauth = OAuthConfig::new();
+    if let Some(path) = token_file(env, name) {
+        oauth = oauth.with_token_file(path);
+    }
+    if let Some(client_id) = &entry.oauth_client_id {
+        let secret = match &entry.oauth_client_secret_env_var {
+            Some(var) => Some(Secret::new(
+                env.get(var).with_context(|| format!("the variable {var} is not set"))?.to_owned(),
+            )),
+            None => None,
+        };
+        oauth = oauth.with_client(client_id.clone(), secret);
+    }
+    if let Some(url) = &entry.oauth_client_metadata_url {
+        oauth = oauth.with_client_metadata_url(url.clone());
+    }
+    Ok(oauth)
+}
+
+/// The library's configuration of server `name` from its entry: transport,
+/// secrets read from the variables the entry names, stored OAuth tokens.
+pub fn server_config(name: &str, entry: &McpServerEntry, env: &Env) -> Result<ServerConfig> {
+    let transport: Transport = match (&entry.command, &entry.url) {
+        (Some(command), _) => {
+            let mut stdio = StdioTransport::new(command.clone()).args(entry.args.iter().cloned());
+            for (key, value) in &entry.env {
+                stdio = stdio.env(key.clone(), value.clone());
+            }
+            for var in &entry.env_vars {
+                stdio = stdio.env_var(var.clone());
+            }
+            if let Some(cwd) = &entry.cwd {
+                stdio = stdio.cwd(cwd.clone());
+            }
+            stdio.into()
+        }
+        (None, Some(url)) => {
+            let mut http = HttpTransport::new(url.clone());
+            let read = |var: &str| {
+                env.get(var).map(str::to_owned).with_context(|| format!("the variable {var} is not set"))
+            };
+            if let Some(var) = &entry.bearer_token_env_var {
+                http = http.bearer_token(Secret::new(read(var)?));
+            }
+            for (header, value) in &entry.http_headers {
+                http = http.header(header.clone(), Secret::new(value.clone()));
+            }
+            for (header, var) in &entry.env_http_headers {
+                http = http.header(header.clone(), Secret::new(read(var)?));
+            }
+            // Stored tokens (`bosun mcp login`) are used where no bearer token is given.
+            if entry.bearer_token_env_var.is_none() {
+                http = http.with_oauth(oauth_config(name, entry, env)?);
+            }
+            http.into()
+        }
+        (None, None) => bail!("it has no `command` or `url`"),
+    };
+    let mut config = ServerConfig::new(name, transport)
+        .with_disabled_tools(entry.disabled_tools.iter().cloned())
+        .with_trust_annotations(entry.trust_annotations.unwrap_or(false))
+        .with_allow_new_tools(entry.allow_new_tools.unwrap_or(false))
+        .with_sampling(entry.sampling.unwrap_or(false));
+    if let Some(ms) = entry.startup_timeout_ms {
+        config = config.with_startup_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = entry.tool_timeout_ms {
+        config = config.with_tool_timeout(Duration::from_millis(ms));
+    }
+    if let Some(tools) = &entry.enabled_tools {
+        config = config.with_enabled_tools(tools.iter().cloned());
+    }
+    Ok(config)
 }
 
 #[cfg(test)]

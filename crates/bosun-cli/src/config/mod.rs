@@ -11,6 +11,7 @@ pub mod models;
 mod permissions;
 pub mod sandbox;
 mod trust;
+pub mod url;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -672,6 +673,15 @@ pub fn show(settings: &Settings) -> String {
         }
     }
     out
+}
+
+/// The working directory: `-C DIR` or the current one.
+pub fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = match dir {
+        Some(dir) => dir.to_owned(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    std::fs::canonicalize(&dir).with_context(|| format!("cannot use {} as the workspace", dir.display()))
 }
 
 #[cfg(test)]

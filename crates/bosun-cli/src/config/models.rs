@@ -190,7 +190,7 @@ pub fn session_model(settings: &Settings) -> Result<SessionModel> {
 /// The session model of `settings`, from `table`.
 pub fn session_model_in(settings: &Settings, table: &ModelTable) -> SessionModel {
     let spec = settings.model.as_deref().unwrap_or_default();
-    let split = spec.split_once('/').filter(|_| !crate::wire::uses_local_model(settings));
+    let split = spec.split_once('/').filter(|_| !uses_local_model(settings));
     let Some((provider, name)) = split else {
         return SessionModel {
             name: "local".to_owned(),
@@ -232,6 +232,27 @@ impl SessionModel {
     pub fn prompt_window(&self) -> Option<u32> {
         let window = self.context_window?;
         Some(self.max_input_tokens.map_or(window, |input| input.min(window)))
+    }
+}
+
+/// Whether the settings name a local model (the embedded default included).
+pub fn uses_local_model(settings: &Settings) -> bool {
+    settings.model.as_deref().is_none_or(is_local_spec)
+}
+
+/// Whether a model spec names a local model (`local:PATH`, `local/NAME`, `hf:…`).
+pub fn is_local_spec(spec: &str) -> bool {
+    ["local:", "local/", "hf:"].iter().any(|p| spec.starts_with(p))
+}
+
+/// The session model's prices, when bosun has them (the local engine's are
+/// nothing), for a cost limit: bosun-core holds no prices. None otherwise: a
+/// cost limit is then refused at start, never kept against a made-up price.
+pub fn pricing(settings: &Settings) -> Option<std::sync::Arc<dyn bosun_core::Pricing>> {
+    match session_model(settings).ok()?.costing {
+        Costing::Local => Some(std::sync::Arc::new(bosun_providers::Pricing::free())),
+        Costing::Priced(pricing) => Some(std::sync::Arc::new(pricing)),
+        Costing::Unknown => None,
     }
 }
 
@@ -372,12 +393,12 @@ context_window = 10
         // bound holds, so nothing is claimed.
         assert_eq!(model.costing.describe_total(&Usage::new(300_000, 0)), "cost unknown");
         assert_eq!(model.costing.describe_total(&Usage::new(1_000, 0)), "at least $0.0020");
-        let pricing = crate::pricing::for_settings(&settings).unwrap();
+        let pricing = super::pricing(&settings).unwrap();
         assert_eq!(pricing.cost_micros(&Usage::new(0, 1_000)), Some(10_000), "1,000 × $10 per million");
         settings.model = Some("openrouter/unpriced".to_owned());
-        assert!(crate::pricing::for_settings(&settings).is_none(), "no limit against a made-up price");
+        assert!(super::pricing(&settings).is_none(), "no limit against a made-up price");
         settings.model = None;
-        let local = crate::pricing::for_settings(&settings).unwrap();
+        let local = super::pricing(&settings).unwrap();
         assert_eq!(local.cost_micros(&Usage::new(1_000_000, 1_000_000)), Some(0));
     }
 

@@ -10,15 +10,16 @@
 //! Claude Code's meaning is wider than one bosun tool, a deny or ask covers
 //! the widest reading and an allow the narrowest.
 
+use std::fmt;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use bosun_core::permission::Capability;
-use bosun_core::{ArgumentPattern, PermissionRule};
+use bosun_core::{ArgumentPattern, Permission, PermissionRule};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::hooks::{CLAUDE_DIR, CLAUDE_SETTINGS, read_claude_file};
-use super::layer::{Answer, ToolRule};
 use super::{Settings, Source};
 use crate::sanitize;
 
@@ -271,6 +272,95 @@ pub(super) fn project_claude_permissions(settings: &mut Settings, dir: &Path, tr
         }
     }
     Ok(())
+}
+
+/// A tool's rule: one answer for every call, or answers by command prefix.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ToolRule {
+    /// `shell = "ask"`.
+    Always(Answer),
+    /// `shell = { allow = ["git status"], deny = ["rm"] }`.
+    Prefixes(Prefixes),
+}
+
+/// allow / ask / deny.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// Run it.
+    Allow,
+    /// Ask.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+/// Answers by command prefix (for the shell tool: the `command` argument).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prefixes {
+    /// Commands that run without asking.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Commands that ask.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Commands that are refused.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl ToolRule {
+    /// The core rules this stands for, under `name`: a tool, a capability
+    /// (`edit`) that covers every tool with it, or one of Claude Code's
+    /// names and forms (`Bash`, `Bash(rm:*)`), mapped or refused in
+    /// `permissions.rs`. Prefixes are argv words of the command the tool
+    /// runs (its `command` argument), matched on the parsed command line
+    /// (see `bosun_core::Matcher::Command`).
+    pub fn rules(&self, name: &str) -> Result<Vec<PermissionRule>> {
+        toml_rules(name, self)
+    }
+}
+
+impl Answer {
+    /// The core's answer.
+    pub fn permission(self) -> Permission {
+        match self {
+            Self::Allow => Permission::Allow,
+            Self::Ask => Permission::Ask,
+            Self::Deny => Permission::Deny,
+        }
+    }
+
+    /// As written in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+impl Prefixes {
+    /// Every entry with its answer.
+    pub fn entries(&self) -> impl Iterator<Item = (Answer, &str)> {
+        [(Answer::Allow, &self.allow), (Answer::Ask, &self.ask), (Answer::Deny, &self.deny)]
+            .into_iter()
+            .flat_map(|(answer, list)| list.iter().map(move |p| (answer, p.as_str())))
+    }
+}
+
+impl fmt::Display for ToolRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Always(answer) => write!(f, "\"{}\"", answer.as_str()),
+            Self::Prefixes(p) => {
+                write!(f, "{{ allow = {:?}, ask = {:?}, deny = {:?} }}", p.allow, p.ask, p.deny)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@ use anyhow::{Context, Result, bail};
 use bosun_core::Mode;
 
 use super::Settings;
-use super::layer::{Answer, Layer, Prefixes, ToolRule, TrustLevel};
+use super::layer::{Layer, TrustLevel};
+use super::permissions::{Answer, Prefixes, ToolRule};
 use super::sandbox;
 
 /// Largest project config read; a bigger one is refused unread.

@@ -2,7 +2,7 @@
 
 use bosun_core::permission::{Permission, ProposedCall, decide};
 use bosun_core::{CallId, Message, TurnOptions};
-use bosun_tui::{FromUi, NoticeKind, PickItem, SlashCommand, ToUi};
+use bosun_tui::{FromUi, NoticeKind, PickItem, ToUi};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -18,27 +18,6 @@ pub(super) const INIT_PROMPT: &str = "Look at this project (its layout, build an
 
 /// How many recent sessions `/resume` offers.
 const RECENT: usize = 20;
-
-/// The commands, for completion and `/help`.
-pub(super) fn list() -> Vec<SlashCommand> {
-    [
-        // `/help` is answered by the UI from this list and its keys.
-        ("help", "what the commands and keys do"),
-        ("model", "show the model, or `/model PROVIDER/MODEL` to go on with another"),
-        ("mode", "show the mode, or `/mode read-only|propose|write|autonomous`"),
-        ("new", "start a new session in this workspace"),
-        ("resume", "pick a recent session of this workspace (or `/resume ID`)"),
-        ("fork", "branch this session at its newest message and go on in the branch"),
-        ("compact", "summarize older turns now (history keeps them)"),
-        ("cost", "tokens and cost of this session"),
-        ("diff", "the changes this session made to the workspace"),
-        ("init", "write an AGENTS.md from a look at the project"),
-        ("quit", "leave (the session stays stored)"),
-    ]
-    .into_iter()
-    .map(|(name, help)| SlashCommand::new(name, help))
-    .collect()
-}
 
 impl Conversation<'_> {
     pub(super) async fn command(

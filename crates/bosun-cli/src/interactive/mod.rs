@@ -7,6 +7,7 @@
 
 mod commands;
 mod setup;
+mod slash;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -50,7 +51,7 @@ pub async fn run(
     if !has_terminal() {
         bail!(NO_TERMINAL);
     }
-    let dir = crate::exec::workdir(dir)?;
+    let dir = crate::config::workdir(dir)?;
     setup::ask_trust(&dir, env)?;
     let settings = config::resolve(&dir, env, profile, &run)?;
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);

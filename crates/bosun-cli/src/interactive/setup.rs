@@ -87,7 +87,7 @@ pub(super) fn ui_options(conversation: &Conversation<'_>, env: &Env) -> bosun_tu
     options.color = env.get("NO_COLOR").is_none();
     options.history_file = history_file(&conversation.settings, env, &conversation.started.parts().1);
     options.paths = workspace_paths(&conversation.started.parts().1);
-    options.commands = super::commands::list();
+    options.commands = super::slash::list();
     options
 }
 

@@ -167,7 +167,7 @@ impl Hub {
     /// `HF_ENDPOINT` (default: the public hub) and `HF_TOKEN`, as `huggingface_hub` reads them.
     pub fn from_env(env: &Env) -> Result<Self> {
         let text = env.get("HF_ENDPOINT").unwrap_or(ENDPOINT);
-        let endpoint = crate::wire::http_url("HF_ENDPOINT", text)?;
+        let endpoint = crate::config::url::http_url("HF_ENDPOINT", text)?;
         if endpoint.cannot_be_a_base() || endpoint.query().is_some() {
             bail!("HF_ENDPOINT=`{text}` must be a plain base URL");
         }

@@ -17,6 +17,7 @@ mod hf;
 #[cfg(test)]
 mod hf_tests;
 mod list;
+mod pull;
 mod pypi;
 mod source;
 #[cfg(test)]
@@ -30,9 +31,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::ModelsCommand;
 use crate::config::Env;
-pub use fetch::{Progress, Sources, pull};
+pub use fetch::Progress;
 pub use hf::{HfRef, Hub};
 pub use list::{human, list};
+pub use pull::{Sources, pull};
 
 /// A model bosun knows how to fetch and check.
 #[derive(Debug)]

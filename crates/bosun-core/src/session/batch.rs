@@ -14,6 +14,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 
 use super::invoke::{Bounds, Runnable, Step, attempt, backoff, wait_before_retry};
+use super::opening::OpeningCall;
 use super::turn::{Emitter, TurnState};
 use super::{ResolvedTool, Session, ToolExecution};
 use crate::error::TurnErrorKind;
@@ -21,7 +22,8 @@ use crate::event::{Decision, Event};
 use crate::hooks::{HookInput, HookPoint};
 use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
-use crate::message::{CallId, ContentPart, Message, concat_text};
+use crate::message::{CallId, ContentPart, Message, StopReason, Usage, concat_text};
+use crate::model::{ModelResponse, ResponsePart};
 use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
 use crate::spend::Spent;
 use crate::tool::{Progress, ProgressSink, ToolContext, ToolOutput};
@@ -56,6 +58,27 @@ enum Gate {
 }
 
 impl Session {
+    /// Runs `calls` as one batch ahead of the first round.
+    pub(super) async fn opening_round(
+        &mut self,
+        state: &mut TurnState,
+        calls: Vec<OpeningCall>,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<(), TurnErrorKind> {
+        let parts = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, call)| ResponsePart::ToolCall {
+                provider_id: format!("bosun-opening-{index}"),
+                name: call.name,
+                arguments: call.arguments,
+                provider_data: None,
+            })
+            .collect();
+        let assistant = self.mint_assistant(ModelResponse::new(parts, Usage::default(), StopReason::ToolUse));
+        self.batch_round(state, assistant, false, emitter).await
+    }
+
     /// Runs the calls of `assistant` and commits it with their results.
     /// `counted`: the results are the model's own doing, for the
     /// persistence rules (the session's opening reads are not).

@@ -14,7 +14,7 @@ use crate::error::TurnErrorKind;
 use crate::event::Event;
 use crate::hooks::{HookInput, HookPoint, HookRun, StartSource, Verdict};
 use crate::journal::JournalRecord;
-use crate::message::{ContentPart, Message};
+use crate::message::ContentPart;
 use crate::model::{ModelResponse, ResponsePart};
 
 impl Session {
@@ -210,15 +210,5 @@ impl Session {
             Some((hook, reason)) => Err(TurnErrorKind::HookBlocked { hook, reason, prompt: false }),
             None => Ok(()),
         }
-    }
-}
-
-/// Adds `note` to the latest user message of a request's messages (a
-/// `BeforeModel` note: sent once, never stored).
-pub(crate) fn add_request_note(messages: &mut [Message], note: &str) {
-    if let Some(Message::User { content }) =
-        messages.iter_mut().rev().find(|message| matches!(message, Message::User { .. }))
-    {
-        content.push(ContentPart::text(note.to_owned()));
     }
 }

@@ -12,12 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::error::TurnErrorKind;
-use crate::message::{ContentPart, StopReason, Usage};
-use crate::model::{ModelResponse, ResponsePart};
-
-use super::Session;
-use super::turn::{Emitter, TurnState};
+use crate::message::ContentPart;
 
 /// One call the session makes before the first round.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,26 +34,3 @@ impl OpeningCall {
 /// What to call before the first round, given the turn's prompt. Called
 /// once per turn the person started (not for a turn a `Stop` hook started).
 pub type OpeningCalls = Arc<dyn Fn(&[ContentPart]) -> Vec<OpeningCall> + Send + Sync>;
-
-impl Session {
-    /// Runs `calls` as one batch ahead of the first round.
-    pub(super) async fn opening_round(
-        &mut self,
-        state: &mut TurnState,
-        calls: Vec<OpeningCall>,
-        emitter: &mut Emitter<'_>,
-    ) -> Result<(), TurnErrorKind> {
-        let parts = calls
-            .into_iter()
-            .enumerate()
-            .map(|(index, call)| ResponsePart::ToolCall {
-                provider_id: format!("bosun-opening-{index}"),
-                name: call.name,
-                arguments: call.arguments,
-                provider_data: None,
-            })
-            .collect();
-        let assistant = self.mint_assistant(ModelResponse::new(parts, Usage::default(), StopReason::ToolUse));
-        self.batch_round(state, assistant, false, emitter).await
-    }
-}

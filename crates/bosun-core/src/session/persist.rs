@@ -196,7 +196,17 @@ fn reports_exit_code(content: &[ContentPart]) -> bool {
 pub(crate) fn add_closing_note(messages: &mut [Message], note: &str) {
     match messages.last_mut() {
         Some(Message::ToolResult { content, .. }) => content.push(ContentPart::text(note.to_owned())),
-        _ => super::hooking::add_request_note(messages, note),
+        _ => add_request_note(messages, note),
+    }
+}
+
+/// Adds `note` to the latest user message of a request's messages (a
+/// `BeforeModel` note: sent once, never stored).
+pub(crate) fn add_request_note(messages: &mut [Message], note: &str) {
+    if let Some(Message::User { content }) =
+        messages.iter_mut().rev().find(|message| matches!(message, Message::User { .. }))
+    {
+        content.push(ContentPart::text(note.to_owned()));
     }
 }
 

@@ -436,7 +436,7 @@ impl Session {
     ) -> Result<(ModelResponse, usize), TurnErrorKind> {
         let mut messages = self.request_messages(&state.repeats, &self.compaction);
         if let Some(note) = notes.hook {
-            super::hooking::add_request_note(messages.to_mut(), note);
+            super::persist::add_request_note(messages.to_mut(), note);
         }
         // A model that keeps repeating calls it already made is offered no
         // tools, so it has to answer with what it has.

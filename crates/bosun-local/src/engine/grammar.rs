@@ -25,7 +25,7 @@
 use bosun_core::ToolDefinition;
 
 use super::hints::ArgumentValues;
-use super::quote::{self, Quote};
+use super::quote::{self, Quote, gbnf_literal};
 use crate::template::CallFormat;
 
 /// The grammar rule the wrapper grammar starts at.
@@ -241,23 +241,6 @@ fn regex_escape(text: &str) -> String {
         }
         out.push(c);
     }
-    out
-}
-
-/// `text` as a GBNF string literal.
-pub(crate) fn gbnf_literal(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 

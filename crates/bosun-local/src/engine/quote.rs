@@ -15,7 +15,6 @@
 
 use serde_json::{Value, json};
 
-use super::grammar::gbnf_literal;
 use super::hints::FileTexts;
 
 /// Most characters of file text quoted in one grammar, over all files.
@@ -57,6 +56,23 @@ impl Quote {
         }
         out
     }
+}
+
+/// `text` as a GBNF string literal.
+pub(crate) fn gbnf_literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// One character as a JSON string writes it.
