@@ -92,7 +92,7 @@ pub use journal::{
     Delivery, InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
 };
 pub use limits::{Limits, Pricing, turn_tokens};
-pub use message::{CallId, ContentPart, Message, StopReason, Usage};
+pub use message::{CallId, ContentPart, Message, SpentBy, StopReason, Usage};
 pub use model::{
     Capabilities, CountFuture, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
     ModelStream, ResponsePart, Support, Thinking, ToolChoice,

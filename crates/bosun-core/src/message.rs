@@ -49,7 +49,9 @@ impl fmt::Debug for CallId {
 ///
 /// JSON: `{"role":"user","content":[…]}`, `{"role":"assistant","content":[…],
 /// "usage":{…},"stop_reason":"stop"}`, `{"role":"tool_result","call_id":"…",
-/// "tool_name":"…","content":[…],"is_error":false}`, `{"role":"system","text":"…"}`.
+/// "tool_name":"…","content":[…],"is_error":false}` (with `"usage":{…}` and
+/// `"spent_by":"subagents"` when the tool spent on a model),
+/// `{"role":"system","text":"…"}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -90,7 +92,34 @@ pub enum Message {
         /// budget. Left out while zero, so older records read the same.
         #[serde(default, skip_serializing_if = "Usage::is_zero")]
         usage: Usage,
+        /// Whose spending `usage` is: the tool's own (an MCP server's
+        /// sampling) or sub-agents'. Left out for the tool's own, so older
+        /// records read the same.
+        #[serde(default, skip_serializing_if = "SpentBy::is_tool")]
+        spent_by: SpentBy,
     },
+}
+
+/// Whose model spending a tool result's usage is; the turn's spend is split
+/// by it (`Spend::tools`, `Spend::subagents`). Set by the tool on its output
+/// ([`crate::ToolOutput::with_subagent_usage`]), so no tool is told apart by
+/// its name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SpentBy {
+    /// The tool itself.
+    #[default]
+    Tool,
+    /// Sub-agents the tool ran.
+    Subagents,
+}
+
+impl SpentBy {
+    /// Whether this is the tool's own spending (the default).
+    pub fn is_tool(&self) -> bool {
+        *self == Self::Tool
+    }
 }
 
 impl Message {
@@ -112,6 +141,7 @@ impl Message {
             content: vec![ContentPart::text(text)],
             is_error,
             usage: Usage::default(),
+            spent_by: SpentBy::Tool,
         }
     }
 

@@ -248,6 +248,8 @@ pub struct ToolOutput {
     /// Tokens the tool spent on a model while it ran (see
     /// [`ToolOutput::with_usage`]).
     pub usage: crate::message::Usage,
+    /// Whose spending `usage` is (see [`ToolOutput::with_subagent_usage`]).
+    pub spent_by: crate::message::SpentBy,
 }
 
 impl ToolOutput {
@@ -258,6 +260,7 @@ impl ToolOutput {
             is_error: false,
             transient: false,
             usage: Default::default(),
+            spent_by: Default::default(),
         }
     }
 
@@ -268,6 +271,7 @@ impl ToolOutput {
             is_error: true,
             transient: false,
             usage: Default::default(),
+            spent_by: Default::default(),
         }
     }
 
@@ -278,6 +282,7 @@ impl ToolOutput {
             is_error: true,
             transient: true,
             usage: Default::default(),
+            spent_by: Default::default(),
         }
     }
 
@@ -289,8 +294,16 @@ impl ToolOutput {
         self
     }
 
+    /// Says sub-agents the tool ran spent `usage`: counted like
+    /// [`ToolOutput::with_usage`], in the turn's sub-agent bucket.
+    pub fn with_subagent_usage(mut self, usage: crate::message::Usage) -> Self {
+        self.usage = usage;
+        self.spent_by = crate::message::SpentBy::Subagents;
+        self
+    }
+
     /// A result from parts.
     pub fn new(content: Vec<ContentPart>, is_error: bool) -> Self {
-        Self { content, is_error, transient: false, usage: Default::default() }
+        Self { content, is_error, transient: false, usage: Default::default(), spent_by: Default::default() }
     }
 }

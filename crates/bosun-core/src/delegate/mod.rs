@@ -348,7 +348,7 @@ impl Tool for DelegateTasks {
                 text.push_str(&child.report(index));
             }
             let output = if failed == ended.len() { ToolOutput::error(text) } else { ToolOutput::text(text) };
-            output.with_usage(usage)
+            output.with_subagent_usage(usage)
         })
     }
 }

@@ -22,7 +22,7 @@ use crate::event::{Decision, Event};
 use crate::hooks::{HookInput, HookPoint};
 use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
-use crate::message::{CallId, ContentPart, Message, StopReason, Usage, concat_text};
+use crate::message::{CallId, ContentPart, Message, SpentBy, StopReason, Usage, concat_text};
 use crate::model::{ModelResponse, ResponsePart};
 use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
 use crate::spend::Spent;
@@ -105,12 +105,11 @@ impl Session {
         }
         // What the tools spent on models counts like a round's.
         for result in &results {
-            if let Message::ToolResult { usage, tool_name, .. } = result {
+            if let Message::ToolResult { usage, spent_by, .. } = result {
                 let spent = Spent::priced(*usage, self.pricing.as_deref());
-                if tool_name == crate::delegate::DELEGATE_TASKS {
-                    state.spend.subagents.add(spent);
-                } else {
-                    state.spend.tools.add(spent);
+                match spent_by {
+                    SpentBy::Subagents => state.spend.subagents.add(spent),
+                    _ => state.spend.tools.add(spent),
                 }
             }
         }
@@ -629,6 +628,7 @@ impl Session {
             content,
             is_error: output.is_error,
             usage: output.usage,
+            spent_by: output.spent_by,
         }
     }
 }

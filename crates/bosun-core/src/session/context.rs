@@ -213,7 +213,7 @@ impl Compaction {
                 }
                 Message::User { content }
             }
-            Message::ToolResult { call_id, tool_name, content, is_error, usage }
+            Message::ToolResult { call_id, tool_name, content, is_error, usage, spent_by }
                 if index < self.shorten_before =>
             {
                 Message::ToolResult {
@@ -222,6 +222,7 @@ impl Compaction {
                     content: content.iter().map(shorten_part).collect(),
                     is_error: *is_error,
                     usage: *usage,
+                    spent_by: *spent_by,
                 }
             }
             other => other.clone(),

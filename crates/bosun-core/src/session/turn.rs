@@ -546,13 +546,14 @@ impl Session {
                 // Before that, the call stays (each result still answers
                 // its call) and the result it repeats, shown earlier, is
                 // replaced by a note that says so.
-                Message::ToolResult { call_id, tool_name, is_error, usage, .. } if repeated => {
+                Message::ToolResult { call_id, tool_name, is_error, usage, spent_by, .. } if repeated => {
                     view.push(Message::ToolResult {
                         call_id: *call_id,
                         tool_name: tool_name.clone(),
                         content: vec![ContentPart::text(REPEATED_RESULT_NOTE)],
                         is_error: *is_error,
                         usage: *usage,
+                        spent_by: *spent_by,
                     });
                 }
                 _ if strip => view.push(message.without_reasoning()),

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use bosun_core::compaction::SUMMARY_PROMPT;
 use bosun_core::{
-    Event, InMemoryJournal, JournalRecord, ModelError, Pricing, Session, Spend, Spent, ToolCategory,
-    ToolOutput, TurnOptions, Usage, validate_history,
+    Event, InMemoryJournal, JournalRecord, Message, ModelError, Pricing, Session, Spend, Spent, SpentBy,
+    ToolCategory, ToolOutput, TurnOptions, Usage, validate_history,
 };
 use bosun_testing::{FnTool, Reply, ScriptedModel};
 use common::TestResult;
@@ -108,6 +108,35 @@ async fn a_failed_turn_keeps_what_its_rounds_spent() -> TestResult {
         _ => None,
     });
     assert_eq!(ended, Some(*spend));
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_bucket_of_a_tools_spending_travels_on_its_output_not_its_name() -> TestResult {
+    // A tool of any name that ran sub-agents says so on its output.
+    let runner = FnTool::new("run_helpers", ToolCategory::Read, |_, _| {
+        Box::pin(async { ToolOutput::text("helped").with_subagent_usage(Usage::new(40, 6)) })
+    });
+    let model = ScriptedModel::new()
+        .reply(Reply::new().tool_call("run_helpers", json!({})).tool_call("ask", json!({})))
+        .reply(Reply::new().text("done"));
+    let mut session = Session::builder(model).tool(runner).tool(sampling_tool()).build().await?;
+    let outcome = session.run("go", &mut Vec::new()).await?;
+    assert_eq!(outcome.spend.subagents.usage, Usage::new(40, 6), "{:?}", outcome.spend);
+    assert_eq!(outcome.spend.tools.usage, Usage::new(7, 3), "{:?}", outcome.spend);
+    // The result keeps whose spending it was; the tool's own is left out of
+    // the JSON, as before the field existed.
+    let results: Vec<serde_json::Value> = session
+        .history()
+        .iter()
+        .filter(|m| matches!(m, Message::ToolResult { .. }))
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(results[0]["spent_by"], "subagents", "{}", results[0]);
+    assert!(results[1].get("spent_by").is_none(), "{}", results[1]);
+    let older: Message = serde_json::from_value(json!({"role": "tool_result", "call_id":
+        "01a23de0-0000-7000-8000-000000000001", "tool_name": "x", "content": [], "usage": {"input": 1}}))?;
+    assert!(matches!(older, Message::ToolResult { spent_by: SpentBy::Tool, .. }), "{older:?}");
     Ok(())
 }
 

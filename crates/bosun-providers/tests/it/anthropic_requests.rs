@@ -339,6 +339,7 @@ async fn consecutive_messages_merge_and_tool_results_lead_their_turn() {
             content: Vec::new(),
             is_error: true,
             usage: Usage::default(),
+            spent_by: bosun_core::SpentBy::Tool,
         },
     ];
     let body =

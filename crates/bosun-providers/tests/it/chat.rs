@@ -389,6 +389,7 @@ async fn without_a_key_no_authorization_and_quirks_rename_fields() {
             content: vec![ContentPart::text("took it"), ContentPart::image("image/jpeg", vec![255])],
             is_error: false,
             usage: Usage::default(),
+            spent_by: bosun_core::SpentBy::Tool,
         },
     ];
     let mut options = GenerationOptions::default();
