@@ -464,14 +464,8 @@ const NAMED_FILES_READ: usize = 3;
 /// The opening calls that read, with `read_file`, the files a prompt names.
 fn read_named_files(workspace: Workspace) -> bosun_core::OpeningCalls {
     Arc::new(move |prompt: &[ContentPart]| {
-        let text: Vec<&str> = prompt
-            .iter()
-            .filter_map(|part| match part {
-                ContentPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        bosun_tools::named::named_files(&workspace, &text.join("\n"), NAMED_FILES_READ)
+        let text = bosun_core::message::text_lines(prompt);
+        bosun_tools::named::named_files(&workspace, &text, NAMED_FILES_READ)
             .into_iter()
             .map(|path| bosun_core::OpeningCall::new("read_file", serde_json::json!({ "path": path })))
             .collect()

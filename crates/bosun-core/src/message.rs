@@ -221,6 +221,20 @@ pub fn concat_text(parts: &[ContentPart]) -> String {
     out
 }
 
+/// The text parts of a content list, one per line (a prompt's words, as a
+/// reader of the whole prompt sees them; [`concat_text`] joins a streamed
+/// answer's pieces without a separator).
+pub fn text_lines(parts: &[ContentPart]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
 /// Concatenates the reasoning parts of a content list.
 pub fn concat_reasoning(parts: &[ContentPart]) -> String {
     let mut out = String::new();
@@ -429,6 +443,18 @@ mod serde_form {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn text_lines_puts_each_text_part_on_its_own_line() {
+        let parts = [
+            ContentPart::text("fix a.py"),
+            ContentPart::image("image/png", vec![1]),
+            ContentPart::text("and b.py"),
+        ];
+        assert_eq!(text_lines(&parts), "fix a.py\nand b.py");
+        assert_eq!(concat_text(&parts), "fix a.pyand b.py");
+        assert_eq!(text_lines(&[]), "");
+    }
 
     #[test]
     fn message_json_form_is_frozen() {

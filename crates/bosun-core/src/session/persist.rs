@@ -101,14 +101,7 @@ pub(crate) struct Progress {
 
 impl Progress {
     pub(crate) fn new(prompt: &[ContentPart]) -> Self {
-        let text: String = prompt
-            .iter()
-            .filter_map(|part| match part {
-                ContentPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = crate::message::text_lines(prompt);
         Self {
             intent: intent(&text),
             about_workspace: refers_to_workspace(&text),
