@@ -268,8 +268,13 @@ async fn a_read_only_directory_is_an_open_error_and_nothing_is_created() {
     let before = dir_state(&ro);
 
     if can_create_in(&ro) {
-        // Root ignores permission bits: run the scenario as nobody (65534).
-        let output = child_command(&[], "read-only", dir.path()).uid(65534).gid(65534).output();
+        // Root ignores permission bits: run the scenario as nobody (65534),
+        // from a copy of this binary that nobody can reach and run wherever
+        // the build directory lives (a home folder of mode 0700, say).
+        let exe = dir.path().join("child");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let output = child_command_from(exe, &[], "read-only", dir.path()).uid(65534).gid(65534).output();
         match output {
             Ok(output) if marks(&output).iter().any(|m| m == "READ-ONLY PASSED") => {}
             Ok(output) => panic!("the unprivileged child failed:\n{}", describe(&output)),
@@ -968,7 +973,11 @@ fn child_process() {
 /// This test executable running [`child_process`] as `role` on `path`,
 /// behind `wrapper` (a program and its arguments, e.g. `unshare …`).
 fn child_command(wrapper: &[&str], role: &str, path: &Path) -> Command {
-    let exe = std::env::current_exe().unwrap();
+    child_command_from(std::env::current_exe().unwrap(), wrapper, role, path)
+}
+
+/// [`child_command`] running the test binary at `exe`.
+fn child_command_from(exe: PathBuf, wrapper: &[&str], role: &str, path: &Path) -> Command {
     let mut command = match wrapper.split_first() {
         Some((program, arguments)) => {
             let mut command = Command::new(program);
