@@ -258,7 +258,7 @@ pub async fn exec(
     palettes: Palettes,
 ) -> Result<Outcome> {
     let dir = config::workdir(dir)?;
-    let settings = config::resolve(&dir, env, profile, &args.run)?;
+    let settings = config::resolve(&dir, env, profile, &(&args.run).into())?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
@@ -375,7 +375,7 @@ async fn on_stored(
     palettes: Palettes,
 ) -> Result<Outcome> {
     let dir = config::workdir(dir)?;
-    let settings = config::resolve(&dir, env, profile, run)?;
+    let settings = config::resolve(&dir, env, profile, &run.into())?;
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
     let signals = Signals::watch()?;

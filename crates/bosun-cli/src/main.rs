@@ -86,7 +86,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             let workdir = config::workdir(dir)?;
             // The options before `config show` (`settle` kept only those
             // that change settings) show the settings they make.
-            let settings = config::resolve(&workdir, env, profile, &cli.run)?;
+            let settings = config::resolve(&workdir, env, profile, &(&cli.run).into())?;
             // Values and key names come from files the repository wrote.
             print!("{}", sanitize::block(&config::show(&settings)));
             Ok(Outcome::Success)

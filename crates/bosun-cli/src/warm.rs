@@ -47,7 +47,7 @@ pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, palettes: Pale
         max_rounds: Some(1),
         ..RunOptions::default()
     };
-    let mut settings = config::resolve(&workspace_dir, env, profile, &run)?;
+    let mut settings = config::resolve(&workspace_dir, env, profile, &(&run).into())?;
     settings.sessions_db = Some(scratch.path().join("sessions.db"));
     let (workspace, tools) = crate::wire::tools(&workspace_dir, env, &settings)?;
     let answers = crate::mcp::Answers::none();

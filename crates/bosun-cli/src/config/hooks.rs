@@ -290,7 +290,6 @@ mod tests {
 
     use super::super::{Env, Settings, resolve};
     use super::*;
-    use crate::cli::RunOptions;
     use crate::config::tests::write;
 
     /// The user's config with `extra`, trusting `trusted` when given.
@@ -303,7 +302,7 @@ mod tests {
 
     fn settings_in(home: &Path, project: &Path) -> Result<Settings> {
         let home_var = home.display().to_string();
-        resolve(project, &Env::from_pairs(&[("HOME", &home_var)]), None, &RunOptions::default())
+        resolve(project, &Env::from_pairs(&[("HOME", &home_var)]), None, &crate::config::Overrides::default())
     }
 
     fn described(settings: &Settings) -> Vec<String> {

@@ -21,7 +21,6 @@ use anyhow::{Context, Result, bail};
 use bosun_core::permission::RuleOrigin;
 use bosun_core::{Mode, PermissionRule};
 
-use crate::cli::{ModeArg, RunOptions, SandboxArg};
 pub use hosts::KeyHost;
 pub use layer::{Layer, ProviderSettings, TrustLevel};
 pub use sandbox::{SandboxMode, SandboxSettings};
@@ -520,8 +519,34 @@ pub struct TurnLimits {
     pub cost_micros: Option<u64>,
 }
 
+/// What one command sets over every file and variable (the CLI's flags; a
+/// server's or an embedder's request): each given value is applied as a
+/// layer of its own, named by the flag that sets it.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--mode`, by its name (`read-only`, `propose`, `write`, `autonomous`).
+    pub mode: Option<&'static str>,
+    /// `--no-project-docs`.
+    pub no_project_docs: bool,
+    /// `--max-rounds`.
+    pub max_rounds: Option<u32>,
+    /// `--max-tokens`.
+    pub max_tokens: Option<u64>,
+    /// `--max-time`, in seconds.
+    pub max_time: Option<u64>,
+    /// `--max-cost`, in dollars.
+    pub max_cost: Option<f64>,
+    /// `--sandbox`.
+    pub sandbox: Option<SandboxMode>,
+}
+
 /// Resolves the settings for a command run in `dir`.
-pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions) -> Result<Settings> {
+pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &Overrides) -> Result<Settings> {
     let mut settings = Settings::defaults();
     let mut files = Vec::new();
     let mut user_layer = None;
@@ -574,13 +599,7 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         flag(Layer { base_url: Some(url.clone()), ..Layer::default() }, "--base-url")?;
     }
     if let Some(mode) = flags.mode {
-        let text = match mode {
-            ModeArg::ReadOnly => "read-only",
-            ModeArg::Propose => "propose",
-            ModeArg::Write => "write",
-            ModeArg::Autonomous => "autonomous",
-        };
-        flag(Layer { mode: Some(text.to_owned()), ..Layer::default() }, "--mode")?;
+        flag(Layer { mode: Some(mode.to_owned()), ..Layer::default() }, "--mode")?;
     }
     if flags.no_project_docs {
         flag(Layer { project_docs: Some(false), ..Layer::default() }, "--no-project-docs")?;
@@ -598,11 +617,6 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &RunOptions)
         flag(Layer { max_turn_cost: Some(dollars), ..Layer::default() }, "--max-cost")?;
     }
     if let Some(mode) = flags.sandbox {
-        let mode = match mode {
-            SandboxArg::ReadOnly => SandboxMode::ReadOnly,
-            SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            SandboxArg::Off => SandboxMode::Off,
-        };
         let table = sandbox::SandboxLayer { mode: Some(mode), ..sandbox::SandboxLayer::default() };
         flag(Layer { sandbox: Some(table), ..Layer::default() }, "--sandbox")?;
     }

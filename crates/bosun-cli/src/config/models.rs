@@ -259,7 +259,6 @@ pub fn pricing(settings: &Settings) -> Option<std::sync::Arc<dyn bosun_core::Pri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::RunOptions;
     use crate::config::tests::write;
     use crate::config::{Env, Source, resolve};
 
@@ -278,7 +277,8 @@ mod tests {
         };
         write(home.path(), ".config/bosun/config.toml", &format!("{user}{trust}"));
         let home_var = home.path().display().to_string();
-        resolve(&root, &Env::from_pairs(&[("HOME", &home_var)]), None, &RunOptions::default()).unwrap()
+        resolve(&root, &Env::from_pairs(&[("HOME", &home_var)]), None, &crate::config::Overrides::default())
+            .unwrap()
     }
 
     fn priced(model: &SessionModel) -> &Pricing {
@@ -415,7 +415,7 @@ context_window = 10
             write(home.path(), ".config/bosun/config.toml", &format!("[models.\"x\"]\n{entry}\n"));
             let home_var = home.path().display().to_string();
             let env = Env::from_pairs(&[("HOME", &home_var)]);
-            let error = resolve(dir.path(), &env, None, &RunOptions::default()).unwrap_err();
+            let error = resolve(dir.path(), &env, None, &crate::config::Overrides::default()).unwrap_err();
             let shown = format!("{error:#}");
             assert!(shown.contains(expected) && shown.contains("config.toml"), "{entry}: {shown}");
         }

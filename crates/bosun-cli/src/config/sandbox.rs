@@ -164,7 +164,7 @@ pub fn gate(
 mod tests {
     use super::super::{Env, resolve};
     use super::*;
-    use crate::cli::{RunOptions, SandboxArg};
+    use crate::config::Overrides;
     use crate::config::tests::write;
 
     /// A home with `user` as its config (trusting the project when
@@ -173,7 +173,7 @@ mod tests {
         user: &str,
         project: Option<&str>,
         trusted: bool,
-        flag: Option<SandboxArg>,
+        flag: Option<SandboxMode>,
     ) -> Result<SandboxSettings> {
         let home = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -189,7 +189,7 @@ mod tests {
             write(&root, ".bosun/config.toml", project);
         }
         let home_var = home.path().display().to_string();
-        let flags = RunOptions { sandbox: flag, ..RunOptions::default() };
+        let flags = Overrides { sandbox: flag, ..Overrides::default() };
         Ok(resolve(&root, &Env::from_pairs(&[("HOME", &home_var)]), None, &flags)?.sandbox)
     }
 
@@ -213,10 +213,10 @@ mod tests {
         assert_eq!((unset.mode, unset.network), (SandboxMode::Off, true), "trusted, user unset: applies");
         assert_eq!(unset.writable_roots, [PathBuf::from("/srv/theirs")]);
 
-        let flagged = settings(user, Some(project), true, Some(SandboxArg::Off)).unwrap();
+        let flagged = settings(user, Some(project), true, Some(SandboxMode::Off)).unwrap();
         assert_eq!(flagged.mode, SandboxMode::Off, "the flag over every file");
         let flagged =
-            settings("", Some("[sandbox]\nmode = \"read-only\"\n"), false, Some(SandboxArg::WorkspaceWrite));
+            settings("", Some("[sandbox]\nmode = \"read-only\"\n"), false, Some(SandboxMode::WorkspaceWrite));
         assert_eq!(flagged.unwrap().mode, SandboxMode::WorkspaceWrite);
     }
 
@@ -235,7 +235,7 @@ mod tests {
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         write(dir.path(), ".bosun/config.toml", looser);
         let home_var = home.path().display().to_string();
-        let all = resolve(dir.path(), &Env::from_pairs(&[("HOME", &home_var)]), None, &RunOptions::default())
+        let all = resolve(dir.path(), &Env::from_pairs(&[("HOME", &home_var)]), None, &Overrides::default())
             .unwrap();
         assert_eq!(all.sandbox, SandboxSettings::default(), "nothing looser applies");
         let ignored = &all.project.as_ref().unwrap().ignored;

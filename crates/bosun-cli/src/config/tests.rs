@@ -5,7 +5,6 @@ use std::path::Path;
 use bosun_core::Mode;
 
 use super::*;
-use crate::cli::RunOptions;
 
 /// Writes `text` to `dir/rel`, making its folders: the config tests' one
 /// way of laying out homes and projects.
@@ -32,7 +31,7 @@ fn layers_apply_in_order_and_remember_their_source() {
     );
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_MAX_ROUNDS", "7")]);
-    let flags = RunOptions { mode: Some(ModeArg::Autonomous), ..RunOptions::default() };
+    let flags = Overrides { mode: Some("autonomous"), ..Overrides::default() };
     let settings = resolve(project.path(), &env, None, &flags).unwrap();
     assert_eq!(settings.model.as_deref(), Some("openai/gpt-5"));
     assert_eq!(settings.mode, Mode::Autonomous);
@@ -47,9 +46,10 @@ fn layers_apply_in_order_and_remember_their_source() {
     );
     let shown = show(&settings);
     assert!(shown.contains("mode = autonomous    # flag --mode"), "{shown}");
-    let profiled = resolve(project.path(), &env, Some("fast"), &RunOptions::default()).unwrap();
+    let profiled = resolve(project.path(), &env, Some("fast"), &crate::config::Overrides::default()).unwrap();
     assert_eq!(profiled.model.as_deref(), Some("groq/llama"));
-    let missing = resolve(project.path(), &env, Some("nope"), &RunOptions::default()).unwrap_err();
+    let missing =
+        resolve(project.path(), &env, Some("nope"), &crate::config::Overrides::default()).unwrap_err();
     assert!(missing.to_string().contains("no profile `nope`"), "{missing}");
 }
 
@@ -89,10 +89,11 @@ fn local_model_limits_come_from_files_and_the_environment_and_are_checked() {
     );
     let home_var = home.path().display().to_string();
     let settings =
-        resolve(&root, &Env::from_pairs(&[("HOME", &home_var)]), None, &RunOptions::default()).unwrap();
+        resolve(&root, &Env::from_pairs(&[("HOME", &home_var)]), None, &crate::config::Overrides::default())
+            .unwrap();
     assert_eq!((settings.local_context, settings.local_threads), (Some(4096), Some(3)));
     let env = Env::from_pairs(&[("BOSUN_LOCAL_CONTEXT", "16384")]);
-    let settings = resolve(project.path(), &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(project.path(), &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.local_context, Some(16384));
     assert_eq!(settings.sources["local_context"].1, Source::Env("BOSUN_LOCAL_CONTEXT"));
     for (var, value, expected) in [
@@ -101,7 +102,7 @@ fn local_model_limits_come_from_files_and_the_environment_and_are_checked() {
         ("BOSUN_LOCAL_THREADS", "many", "not a number"),
     ] {
         let env = Env::from_pairs(&[(var, value)]);
-        let err = resolve(project.path(), &env, None, &RunOptions::default()).unwrap_err();
+        let err = resolve(project.path(), &env, None, &crate::config::Overrides::default()).unwrap_err();
         assert!(format!("{err:#}").contains(expected), "{var}={value}: {err:#}");
     }
 }
@@ -142,7 +143,7 @@ fn invariant_20_an_untrusted_project_config_only_narrows() {
     user_config(home.path(), None, "mode = \"write\"\n[permissions]\nshell = { deny = [\"rm\"] }");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.model, None);
     assert_eq!(settings.base_url, None);
     assert_eq!(settings.mode, Mode::Write, "autonomous is looser than the user's write");
@@ -184,7 +185,7 @@ fn invariant_20_a_trusted_project_applies_in_full_but_its_rules_stay_the_project
     user_config(home.path(), Some(&root), "");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(&root.join(".git"), &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root.join(".git"), &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.base_url.as_deref(), Some("http://attacker.example:9/v1"));
     assert!(settings.base_url_from_project);
     assert_eq!(settings.mode, Mode::Autonomous);
@@ -224,12 +225,12 @@ fn a_symlinked_or_huge_project_config_is_refused_unread() {
     let outside = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(outside.path(), "mode = \"read-only\"\n").unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join(".bosun/config.toml")).unwrap();
-    let err = resolve(root, &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap_err();
+    let err = resolve(root, &Env::from_pairs(&[]), None, &crate::config::Overrides::default()).unwrap_err();
     assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
     std::fs::remove_file(root.join(".bosun/config.toml")).unwrap();
     let big = std::fs::File::create(root.join(".bosun/config.toml")).unwrap();
     big.set_len(2 * 1024 * 1024 * 1024).unwrap();
-    let err = resolve(root, &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap_err();
+    let err = resolve(root, &Env::from_pairs(&[]), None, &crate::config::Overrides::default()).unwrap_err();
     assert!(format!("{err:#}").contains("larger than"), "{err:#}");
 }
 
@@ -247,7 +248,7 @@ fn provider_transport_settings_merge_by_key_and_an_untrusted_project_cannot_set_
     write(project.path(), ".bosun/config.toml", "[providers.openai]\nrequest_max_retries = 9\n");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(project.path(), &env, Some("slow"), &RunOptions::default()).unwrap();
+    let settings = resolve(project.path(), &env, Some("slow"), &crate::config::Overrides::default()).unwrap();
     let openai = settings.providers["openai"];
     assert_eq!(openai.request_max_retries, Some(1), "the untrusted project's 9 is ignored");
     assert_eq!(openai.stream_idle_timeout_ms, Some(600_000), "the profile's value over the file's");
@@ -256,7 +257,7 @@ fn provider_transport_settings_merge_by_key_and_an_untrusted_project_cannot_set_
     assert!(ignored.contains(&"providers.openai".to_owned()), "{ignored:?}");
     // A misspelt key is an error naming it.
     write(home.path(), ".config/bosun/config.toml", "[providers.openai]\nrequest_max_retry = 1\n");
-    let error = resolve(project.path(), &env, None, &RunOptions::default()).unwrap_err();
+    let error = resolve(project.path(), &env, None, &crate::config::Overrides::default()).unwrap_err();
     assert!(format!("{error:#}").contains("request_max_retry"), "{error:#}");
 }
 
@@ -270,7 +271,7 @@ fn local_model_comes_from_the_user_the_environment_or_a_trusted_project_only() {
     user_config(home.path(), None, "local_model = \"qwen3-4b-q4_k_m\"");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(
         settings.local_model.as_deref(),
         Some("qwen3-4b-q4_k_m"),
@@ -281,24 +282,24 @@ fn local_model_comes_from_the_user_the_environment_or_a_trusted_project_only() {
     assert!(show(&settings).contains("the local model qwen3-4b-q4_k_m (local_model)"), "{}", show(&settings));
 
     let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_LOCAL_MODEL", "hf:o/r/m.gguf")]);
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.local_model.as_deref(), Some("hf:o/r/m.gguf"));
     assert_eq!(settings.sources["local_model"].1, Source::Env("BOSUN_LOCAL_MODEL"));
 
     user_config(home.path(), Some(&root), "local_model = \"qwen3-4b-q4_k_m\"");
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.local_model.as_deref(), Some("/tmp/theirs.gguf"), "a trusted project may choose");
 
     let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_LOCAL_MODEL", " ")]);
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(
         settings.sources["local_model"].1,
         Source::File(root.join(".bosun/config.toml")),
         "blank is unset"
     );
     user_config(home.path(), None, "local_model = \"\"");
-    let error = resolve(&root, &env, None, &RunOptions::default()).unwrap_err();
+    let error = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap_err();
     assert!(
         format!("{error:#}").contains("local_model") && format!("{error:#}").contains("empty"),
         "{error:#}"
@@ -308,7 +309,8 @@ fn local_model_comes_from_the_user_the_environment_or_a_trusted_project_only() {
 #[test]
 fn local_steering_switches_have_measured_defaults_and_an_untrusted_project_cannot_change_them() {
     let empty = tempfile::tempdir().unwrap();
-    let defaults = resolve(empty.path(), &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap();
+    let defaults =
+        resolve(empty.path(), &Env::from_pairs(&[]), None, &crate::config::Overrides::default()).unwrap();
     assert!(defaults.local_first_call && defaults.local_brief_tools && defaults.local_examples);
     assert!(!defaults.local_path_grammar, "off: it lost a task on the local suite");
     let env = Env::from_pairs(&[
@@ -316,7 +318,7 @@ fn local_steering_switches_have_measured_defaults_and_an_untrusted_project_canno
         ("BOSUN_LOCAL_BRIEF_TOOLS", "false"),
         ("BOSUN_LOCAL_PATH_GRAMMAR", "1"),
     ]);
-    let settings = resolve(empty.path(), &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(empty.path(), &env, None, &crate::config::Overrides::default()).unwrap();
     assert!(!settings.local_first_call && !settings.local_brief_tools && settings.local_path_grammar);
     assert_eq!(settings.sources["local_first_call"].1, Source::Env("BOSUN_LOCAL_FIRST_CALL"));
 
@@ -327,7 +329,7 @@ fn local_steering_switches_have_measured_defaults_and_an_untrusted_project_canno
     write(&root, ".bosun/config.toml", "local_first_call = false\nlocal_path_grammar = true\n");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert!(settings.local_first_call && !settings.local_path_grammar, "untrusted: ignored");
     let ignored = &settings.project.as_ref().unwrap().ignored;
     assert!(
@@ -335,7 +337,7 @@ fn local_steering_switches_have_measured_defaults_and_an_untrusted_project_canno
             && ignored.contains(&"local_path_grammar".to_owned())
     );
     user_config(home.path(), Some(&root), "");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert!(!settings.local_first_call && settings.local_path_grammar, "trusted: applied");
 }
 
@@ -349,7 +351,7 @@ fn invariant_20_an_untrusted_project_cannot_start_mcp_servers_from_its_config_or
     user_config(home.path(), None, "[mcp_servers.mine]\ncommand = \"my-server\"\nargs = [\"--x\"]\n");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.mcp_servers.keys().collect::<Vec<_>>(), ["mine"]);
     let project_config = settings.project.as_ref().unwrap();
     assert!(
@@ -360,7 +362,7 @@ fn invariant_20_an_untrusted_project_cannot_start_mcp_servers_from_its_config_or
     assert!(settings.mcp_notices.iter().any(|n| n.contains(".mcp.json") && n.contains("bosun trust")));
 
     user_config(home.path(), Some(root), "[mcp_servers.json]\ncommand = \"mine-wins\"\n");
-    let settings = resolve(root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.mcp_servers.keys().collect::<Vec<_>>(), ["json", "theirs"]);
     assert_eq!(
         settings.mcp_servers["json"].entry.command.as_deref(),
@@ -380,12 +382,12 @@ fn a_trusted_projects_mcp_json_is_read_without_following_a_symlink() {
     user_config(home.path(), Some(root), "");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let error = resolve(root, &env, None, &RunOptions::default()).unwrap_err();
+    let error = resolve(root, &env, None, &crate::config::Overrides::default()).unwrap_err();
     assert!(format!("{error:#}").contains(".mcp.json"), "{error:#}");
 
     std::fs::remove_file(root.join(".mcp.json")).unwrap();
     write(root, ".mcp.json", r#"{"mcpServers": {"x": {"command": "srv", "args": ["${HOME}"]}}}"#);
-    let settings = resolve(root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.mcp_servers["x"].entry.args, [home_var]);
 }
 
@@ -415,7 +417,7 @@ fn turn_limits_layer_and_a_project_may_only_tighten_them() {
     );
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(project.path(), &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(project.path(), &env, None, &crate::config::Overrides::default()).unwrap();
     let limits = settings.turn_limits;
     assert_eq!(limits.tokens, Some(50_000), "the project's higher token limit is ignored");
     assert_eq!(limits.seconds, Some(60), "its lower time limit applies");
@@ -430,14 +432,14 @@ fn turn_limits_layer_and_a_project_may_only_tighten_them() {
 
     // Flags and variables win, and bad values are refused naming the key.
     let env = Env::from_pairs(&[("HOME", &home_var), ("BOSUN_MAX_TURN_TOKENS", "7")]);
-    let flags = RunOptions { max_cost: Some(0.25), max_time: Some(30), ..RunOptions::default() };
+    let flags = Overrides { max_cost: Some(0.25), max_time: Some(30), ..Overrides::default() };
     let settings = resolve(project.path(), &env, None, &flags).unwrap();
     assert_eq!(
         settings.turn_limits,
         TurnLimits { tokens: Some(7), seconds: Some(30), cost_micros: Some(250_000) }
     );
     assert_eq!(settings.sources["max_turn_cost"].1, Source::Flag("--max-cost"));
-    let flags = RunOptions { max_cost: Some(-1.0), ..RunOptions::default() };
+    let flags = Overrides { max_cost: Some(-1.0), ..Overrides::default() };
     let error = resolve(project.path(), &env, None, &flags).unwrap_err().to_string();
     assert!(error.contains("max_turn_cost = -1"), "{error}");
 }
@@ -445,14 +447,15 @@ fn turn_limits_layer_and_a_project_may_only_tighten_them() {
 #[test]
 fn subagent_settings_come_from_files_and_the_environment_with_their_source() {
     let empty = tempfile::tempdir().unwrap();
-    let defaults = resolve(empty.path(), &Env::from_pairs(&[]), None, &RunOptions::default()).unwrap();
+    let defaults =
+        resolve(empty.path(), &Env::from_pairs(&[]), None, &crate::config::Overrides::default()).unwrap();
     assert_eq!((defaults.subagents, defaults.max_subagents), (None, None), "unset: the wiring decides");
 
     let home = tempfile::tempdir().unwrap();
     user_config(home.path(), None, "subagents = false\nmax_subagents = 4");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let settings = resolve(empty.path(), &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(empty.path(), &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!((settings.subagents, settings.max_subagents), (Some(false), Some(4)));
     for key in ["subagents", "max_subagents"] {
         assert!(
@@ -464,7 +467,7 @@ fn subagent_settings_come_from_files_and_the_environment_with_their_source() {
 
     let env =
         Env::from_pairs(&[("HOME", &home_var), ("BOSUN_SUBAGENTS", "1"), ("BOSUN_MAX_SUBAGENTS", "10")]);
-    let settings = resolve(empty.path(), &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(empty.path(), &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!((settings.subagents, settings.max_subagents), (Some(true), Some(10)));
     assert_eq!(settings.sources["subagents"], ("true".to_owned(), Source::Env("BOSUN_SUBAGENTS")));
     assert_eq!(settings.sources["max_subagents"], ("10".to_owned(), Source::Env("BOSUN_MAX_SUBAGENTS")));
@@ -480,7 +483,10 @@ fn max_subagents_outside_1_to_10_is_an_error_naming_the_key_and_the_range() {
         ("BOSUN_SUBAGENTS", "maybe", "use true or false"),
     ] {
         let env = Env::from_pairs(&[(var, value)]);
-        let err = format!("{:#}", resolve(empty.path(), &env, None, &RunOptions::default()).unwrap_err());
+        let err = format!(
+            "{:#}",
+            resolve(empty.path(), &env, None, &crate::config::Overrides::default()).unwrap_err()
+        );
         assert!(err.contains(expected), "{var}={value}: {err}");
         if expected.starts_with("max_subagents") {
             assert!(err.contains("from 1 to 10") && err.contains("BOSUN_MAX_SUBAGENTS"), "{err}");
@@ -490,7 +496,8 @@ fn max_subagents_outside_1_to_10_is_an_error_naming_the_key_and_the_range() {
     user_config(home.path(), None, "max_subagents = 12");
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
-    let err = format!("{:#}", resolve(empty.path(), &env, None, &RunOptions::default()).unwrap_err());
+    let err =
+        format!("{:#}", resolve(empty.path(), &env, None, &crate::config::Overrides::default()).unwrap_err());
     assert!(err.contains("max_subagents = 12") && err.contains("from 1 to 10"), "{err}");
 }
 
@@ -506,22 +513,22 @@ fn a_project_may_only_lower_max_subagents() {
 
     user_config(home.path(), None, "max_subagents = 5");
     write(&root, ".bosun/config.toml", "max_subagents = 2\n");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.max_subagents, Some(2), "lower than the user's: applied");
     assert_eq!(settings.sources["max_subagents"].1, Source::File(root.join(".bosun/config.toml")));
     assert!(ignored(&settings).is_empty(), "{:?}", ignored(&settings));
 
     write(&root, ".bosun/config.toml", "max_subagents = 8\n");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.max_subagents, Some(5), "higher than the user's: ignored");
     assert_eq!(ignored(&settings), vec!["max_subagents (higher than the user's)".to_owned()]);
 
     // The user set nothing: the project is held to the default of 10.
     user_config(home.path(), None, "");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.max_subagents, Some(8), "lower than 10: applied");
     write(&root, ".bosun/config.toml", "max_subagents = 40\n");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.max_subagents, None);
     assert_eq!(ignored(&settings), vec!["max_subagents (higher than the default)".to_owned()]);
 }
@@ -537,21 +544,21 @@ fn a_project_may_turn_subagents_off_but_on_only_when_trusted() {
 
     user_config(home.path(), None, "subagents = true");
     write(&root, ".bosun/config.toml", "subagents = false\n");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.subagents, Some(false), "untrusted: off applies");
     assert_eq!(settings.sources["subagents"].1, Source::File(root.join(".bosun/config.toml")));
     assert!(settings.project.as_ref().unwrap().ignored.is_empty());
 
     user_config(home.path(), None, "");
     write(&root, ".bosun/config.toml", "subagents = true\n[profiles.p]\nsubagents = true\n");
-    let settings = resolve(&root, &env, Some("p"), &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, Some("p"), &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.subagents, None, "untrusted: on is ignored, the profile's too");
     let project_config = settings.project.as_ref().unwrap();
     assert_eq!(project_config.ignored, vec!["subagents".to_owned(), "profiles.p.subagents".to_owned()]);
     assert!(project_config.notice().unwrap().contains("subagents"));
 
     user_config(home.path(), Some(&root), "subagents = false");
-    let settings = resolve(&root, &env, None, &RunOptions::default()).unwrap();
+    let settings = resolve(&root, &env, None, &crate::config::Overrides::default()).unwrap();
     assert_eq!(settings.subagents, Some(true), "trusted: on applies");
     assert_eq!(settings.sources["subagents"].1, Source::File(root.join(".bosun/config.toml")));
     assert!(settings.project.as_ref().unwrap().ignored.is_empty());

@@ -9,7 +9,6 @@ use bosun_core::{ArgumentPattern, Mode, Permission, PermissionRule};
 
 use super::tests::write;
 use super::*;
-use crate::cli::RunOptions;
 
 /// A user config at `home` that trusts `dir` (or nothing), and `extra` lines.
 fn user_config(home: &Path, trusted: Option<&Path>, extra: &str) {
@@ -42,7 +41,7 @@ impl Dirs {
     }
 
     fn resolve(&self, profile: Option<&str>) -> Result<Settings> {
-        resolve(&self.root(), &self.env(), profile, &RunOptions::default())
+        resolve(&self.root(), &self.env(), profile, &crate::config::Overrides::default())
     }
 }
 

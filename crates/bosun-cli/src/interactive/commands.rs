@@ -111,7 +111,7 @@ impl Conversation<'_> {
         let mut run = self.run.clone();
         run.model = Some(args.to_owned());
         let dir = self.started.parts().1.root_path().to_path_buf();
-        let settings = crate::config::resolve(&dir, self.env, self.profile, &run)?;
+        let settings = crate::config::resolve(&dir, self.env, self.profile, &(&run).into())?;
         // The same stored session, resumed on the other model.
         self.reopen(&settings, Some(self.current())).await?;
         (self.settings, self.run) = (settings, run);

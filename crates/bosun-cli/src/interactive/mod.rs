@@ -53,7 +53,7 @@ pub async fn run(
     }
     let dir = crate::config::workdir(dir)?;
     setup::ask_trust(&dir, env)?;
-    let settings = config::resolve(&dir, env, profile, &run)?;
+    let settings = config::resolve(&dir, env, profile, &(&run).into())?;
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);
     let answers = crate::mcp::Answers::none();
     let started = Started::new(&dir, env, &settings, answers, palettes).await?;
