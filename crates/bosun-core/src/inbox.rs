@@ -22,8 +22,8 @@ use serde::Serialize;
 use tokio::sync::{Mutex, watch};
 
 use crate::journal::{Delivery, Journal, JournalError, JournalRecord, TurnRecordOutcome};
+use crate::message::UserInput;
 use crate::message::{ContentPart, Message};
-use crate::session::UserInput;
 
 /// A message waiting for delivery.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -188,7 +188,7 @@ pub enum JournalRecord {
         /// older units with a summary, 3 dropped them.
         tier: u8,
         /// The view.
-        compaction: crate::session::Compaction,
+        compaction: Compaction,
         /// What the summary request used (tier 2), so stores count it in
         /// the session's usage; left out while zero.
         #[serde(default, skip_serializing_if = "Usage::is_zero")]
@@ -335,6 +335,26 @@ impl Journal for InMemoryJournal {
 
 fn poisoned() -> JournalError {
     JournalError::new(JournalErrorKind::Other, "journal lock poisoned")
+}
+
+/// How history is compacted in what is sent: the journaled part (the
+/// session applies it, `session::context`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Compaction {
+    /// Tool results before this history index are shown shortened.
+    #[serde(default)]
+    pub shorten_before: usize,
+    /// History `1..elided_through` is not sent; `text` is, after the task.
+    #[serde(default)]
+    pub elided_through: usize,
+    /// The summary (tier 2) or the note (tier 3) shown in its place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The latest user message when it fell inside the elided range: sent
+    /// anyway, right after the task, so the current ask is never lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_ask: Option<usize>,
 }
 
 #[cfg(test)]

@@ -438,6 +438,39 @@ mod base64_bytes {
     }
 }
 
+/// What a turn takes as input: text or content parts from the user.
+#[derive(Clone, Debug)]
+pub struct UserInput(pub(crate) Result<Vec<ContentPart>, &'static str>);
+
+impl From<&str> for UserInput {
+    fn from(value: &str) -> Self {
+        Self(Ok(vec![ContentPart::text(value)]))
+    }
+}
+
+impl From<String> for UserInput {
+    fn from(value: String) -> Self {
+        Self(Ok(vec![ContentPart::text(value)]))
+    }
+}
+
+impl From<Vec<ContentPart>> for UserInput {
+    fn from(value: Vec<ContentPart>) -> Self {
+        Self(Ok(value))
+    }
+}
+
+impl From<Message> for UserInput {
+    fn from(value: Message) -> Self {
+        match value {
+            Message::User { content } => Self(Ok(content)),
+            Message::System { .. } => Self(Err("a system message")),
+            Message::Assistant { .. } => Self(Err("an assistant message")),
+            Message::ToolResult { .. } => Self(Err("a tool result")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod serde_form {
     use serde_json::json;

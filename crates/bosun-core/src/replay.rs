@@ -48,7 +48,7 @@ pub struct Replayed {
     /// mapped (invariant 4).
     pub provider_call_ids: BTreeMap<CallId, String>,
     /// What is sent of `messages`: the newest `compacted` record's view.
-    pub compaction: crate::session::Compaction,
+    pub compaction: crate::journal::Compaction,
     /// Messages queued while the session worked and not yet delivered,
     /// oldest first.
     pub queued: Vec<crate::inbox::Queued>,
@@ -364,7 +364,7 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
         return Err(ReplayError::NoSessionStart);
     };
     let mut authority = authority;
-    let mut compaction = crate::session::Compaction::default();
+    let mut compaction = crate::journal::Compaction::default();
     let mut messages = Vec::new();
     let mut ledger = Ledger::default();
     // Model ids of calls, from the records that carry them; only replay

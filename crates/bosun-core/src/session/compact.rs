@@ -9,14 +9,15 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{
-    Compaction, KEEP_UNITS, SUMMARY_PROMPT, chars_of, dropped_text, elision_end, latest_ask, shorten_start,
-    shortens_any, summary_text, transcript,
+    KEEP_UNITS, SUMMARY_PROMPT, chars_of, dropped_text, elision_end, latest_ask, shorten_start, shortens_any,
+    summary_text, transcript,
 };
 use super::turn::{Emitter, Repeats, TurnState, drain};
 use super::{Session, TurnOptions};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink};
 use crate::hooks::{CompactTrigger, HookInput, HookPoint};
+use crate::journal::Compaction;
 use crate::journal::JournalRecord;
 use crate::message::{Message, Usage, concat_text};
 use crate::model::{GenerationOptions, ModelEvent, ModelRequest, ResponsePart};

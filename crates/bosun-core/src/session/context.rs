@@ -20,7 +20,7 @@
 //! and batches stay whole. The task's message, the latest user message and
 //! the newest units are always kept.
 
-use serde::{Deserialize, Serialize};
+use crate::journal::Compaction;
 
 use crate::limits::shorten_middle;
 use crate::message::{ContentPart, Message, Usage};
@@ -47,25 +47,6 @@ const DROPPED_NOTE: &str = "[bosun: earlier messages of this conversation were l
 const MAX_TRANSCRIPT: usize = 200_000;
 /// Characters per token before any real count calibrates it.
 const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
-
-/// How history is compacted in what is sent: the journaled part.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Compaction {
-    /// Tool results before this history index are shown shortened.
-    #[serde(default)]
-    pub shorten_before: usize,
-    /// History `1..elided_through` is not sent; `text` is, after the task.
-    #[serde(default)]
-    pub elided_through: usize,
-    /// The summary (tier 2) or the note (tier 3) shown in its place.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// The latest user message when it fell inside the elided range: sent
-    /// anyway, right after the task, so the current ask is never lost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kept_ask: Option<usize>,
-}
 
 /// The estimator: real prompt counts, and characters per token learned
 /// from them for this model. Sessions keep one; public so the estimate's

@@ -24,9 +24,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub use crate::journal::Compaction;
+pub use crate::message::UserInput;
 pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
-pub use context::{Compaction, Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
+pub use context::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 pub use invoke::CANCELLED;
 
 use crate::authority::{AuthoritySnapshot, ToolAuthority};
@@ -34,7 +36,7 @@ use crate::error::BuildError;
 use crate::inbox::{Inbox, Queued};
 use crate::journal::JournalError;
 use crate::limits::{Limits, Pricing};
-use crate::message::{CallId, ContentPart, Message, StopReason, Usage};
+use crate::message::{CallId, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
 use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
 use crate::replay::Ledger;
@@ -206,39 +208,6 @@ pub struct TurnOutcome {
     /// or runs succeeded in the turn: the answer may claim a change that was
     /// never made.
     pub unfinished_change: bool,
-}
-
-/// What a turn takes as input: text or content parts from the user.
-#[derive(Clone, Debug)]
-pub struct UserInput(pub(crate) Result<Vec<ContentPart>, &'static str>);
-
-impl From<&str> for UserInput {
-    fn from(value: &str) -> Self {
-        Self(Ok(vec![ContentPart::text(value)]))
-    }
-}
-
-impl From<String> for UserInput {
-    fn from(value: String) -> Self {
-        Self(Ok(vec![ContentPart::text(value)]))
-    }
-}
-
-impl From<Vec<ContentPart>> for UserInput {
-    fn from(value: Vec<ContentPart>) -> Self {
-        Self(Ok(value))
-    }
-}
-
-impl From<Message> for UserInput {
-    fn from(value: Message) -> Self {
-        match value {
-            Message::User { content } => Self(Ok(content)),
-            Message::System { .. } => Self(Err("a system message")),
-            Message::Assistant { .. } => Self(Err("an assistant message")),
-            Message::ToolResult { .. } => Self(Err("a tool result")),
-        }
-    }
 }
 
 impl Session {

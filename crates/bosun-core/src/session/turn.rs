@@ -16,11 +16,11 @@ use std::ops::Range;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::context::Compaction;
 use super::{Session, TurnOptions, TurnOutcome, UserInput};
 use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
 use crate::hooks::{HookSet, MAX_STOP_CONTINUATIONS};
+use crate::journal::Compaction;
 use crate::journal::{Delivery, JournalRecord, TurnRecordOutcome};
 use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
