@@ -198,26 +198,27 @@ pub enum SandboxArg {
 
 impl From<&RunOptions> for crate::config::Overrides {
     fn from(run: &RunOptions) -> Self {
-        Self {
-            model: run.model.clone(),
-            base_url: run.base_url.clone(),
-            mode: run.mode.map(|mode| match mode {
-                ModeArg::ReadOnly => "read-only",
-                ModeArg::Propose => "propose",
-                ModeArg::Write => "write",
-                ModeArg::Autonomous => "autonomous",
-            }),
-            no_project_docs: run.no_project_docs,
-            max_rounds: run.max_rounds,
-            max_tokens: run.max_tokens,
-            max_time: run.max_time,
-            max_cost: run.max_cost,
-            sandbox: run.sandbox.map(|mode| match mode {
-                SandboxArg::ReadOnly => bosun_sandbox::SandboxMode::ReadOnly,
-                SandboxArg::WorkspaceWrite => bosun_sandbox::SandboxMode::WorkspaceWrite,
-                SandboxArg::Off => bosun_sandbox::SandboxMode::Off,
-            }),
-        }
+        // Field by field on a default: the library may add overrides.
+        let mut overrides = Self::default();
+        overrides.model = run.model.clone();
+        overrides.base_url = run.base_url.clone();
+        overrides.mode = run.mode.map(|mode| match mode {
+            ModeArg::ReadOnly => "read-only",
+            ModeArg::Propose => "propose",
+            ModeArg::Write => "write",
+            ModeArg::Autonomous => "autonomous",
+        });
+        overrides.no_project_docs = run.no_project_docs;
+        overrides.max_rounds = run.max_rounds;
+        overrides.max_tokens = run.max_tokens;
+        overrides.max_time = run.max_time;
+        overrides.max_cost = run.max_cost;
+        overrides.sandbox = run.sandbox.map(|mode| match mode {
+            SandboxArg::ReadOnly => bosun_sandbox::SandboxMode::ReadOnly,
+            SandboxArg::WorkspaceWrite => bosun_sandbox::SandboxMode::WorkspaceWrite,
+            SandboxArg::Off => bosun_sandbox::SandboxMode::Off,
+        });
+        overrides
     }
 }
 

@@ -4,7 +4,7 @@
 mod approve;
 mod children;
 mod cli;
-mod config;
+use bosun_agent::config;
 mod elicit;
 mod examples;
 mod exec;

@@ -305,7 +305,7 @@ fn entry_from_args(
 /// Writes `[mcp_servers.NAME]` into the user's file, replacing a server of
 /// that name.
 fn add(file: &Path, name: &str, entry: &McpServerEntry) -> Result<()> {
-    config::edit_user_file(file, |doc| {
+    Ok(config::edit_user_file(file, |doc| {
         let servers = config::top_table(doc, "mcp_servers", file)?;
         let mut table = toml_edit::Table::new();
         if let Some(command) = &entry.command {
@@ -332,7 +332,7 @@ fn add(file: &Path, name: &str, entry: &McpServerEntry) -> Result<()> {
         }
         servers.insert(name, toml_edit::Item::Table(table));
         Ok(())
-    })
+    })?)
 }
 
 /// Removes `[mcp_servers.NAME]` from the user's file; false when it was not there.

@@ -219,7 +219,8 @@ fn with_transport(mut config: ProviderConfig, transport: &ProviderSettings) -> P
 /// A base URL is configuration: one that cannot be used is refused before
 /// any request (exit 2), never reported later as a network failure.
 fn check_base_url(url: &str) -> Result<()> {
-    crate::config::url::http_url("the base URL", url).map(drop)
+    crate::config::url::http_url("the base URL", url)?;
+    Ok(())
 }
 
 /// A header that HTTP cannot carry is refused the same way.

@@ -75,6 +75,7 @@ pub mod message;
 pub mod model;
 pub mod permission;
 mod replay;
+pub mod sanitize;
 pub mod schema;
 mod session;
 pub mod spend;

@@ -26,12 +26,14 @@ mod modal;
 mod protocol;
 mod reader;
 mod render;
-pub mod sanitize;
 mod status;
 mod terminal;
 mod text;
 mod theme;
 pub mod wording;
+
+/// The sanitiser lives in `bosun-core`, below every front end that shows text.
+pub use bosun_core::sanitize;
 
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use bosun_mcp::{HttpTransport, OAuthConfig, Secret, ServerConfig, StdioTransport, Transport};
 use serde::Deserialize;
 
@@ -189,7 +189,7 @@ pub fn check_name(name: &str) -> Result<()> {
     if !fine {
         bail!(
             "MCP server name `{}` must be 1 to 32 letters, digits, `-` or `_` (no `__`)",
-            crate::sanitize::line(name)
+            bosun_core::sanitize::line(name)
         );
     }
     Ok(())
@@ -213,7 +213,7 @@ pub type McpJson = (Vec<(String, McpServerEntry)>, Vec<String>);
 /// does not know are named in the returned notices, never guessed at.
 pub fn parse_mcp_json(text: &str, env: &Env) -> Result<McpJson> {
     let root: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| anyhow::anyhow!("not valid JSON: {e}"))?;
+        serde_json::from_str(text).map_err(|e| crate::error::invalid!("not valid JSON: {e}"))?;
     let Some(servers) = root.get("mcpServers") else {
         bail!("no `mcpServers` object");
     };
@@ -230,9 +230,9 @@ pub fn parse_mcp_json(text: &str, env: &Env) -> Result<McpJson> {
         let text = |key: &str| -> Result<Option<String>> {
             match spec.get(key) {
                 None | Some(serde_json::Value::Null) => Ok(None),
-                Some(serde_json::Value::String(s)) => {
-                    Ok(Some(expand(s, env).map_err(|e| anyhow::anyhow!("mcpServers.{name}.{key}: {e}"))?))
-                }
+                Some(serde_json::Value::String(s)) => Ok(Some(
+                    expand(s, env).map_err(|e| crate::error::invalid!("mcpServers.{name}.{key}: {e}"))?,
+                )),
                 Some(_) => bail!("mcpServers.{name}.{key} is not a string"),
             }
         };
@@ -246,7 +246,7 @@ pub fn parse_mcp_json(text: &str, env: &Env) -> Result<McpJson> {
                             bail!("mcpServers.{name}.{key}.{k} is not a string")
                         };
                         let v = expand(v, env)
-                            .map_err(|e| anyhow::anyhow!("mcpServers.{name}.{key}.{k}: {e}"))?;
+                            .map_err(|e| crate::error::invalid!("mcpServers.{name}.{key}.{k}: {e}"))?;
                         out.insert(k.clone(), v);
                     }
                 }
@@ -264,9 +264,8 @@ pub fn parse_mcp_json(text: &str, env: &Env) -> Result<McpJson> {
                     Some(serde_json::Value::Array(items)) => items
                         .iter()
                         .map(|item| match item.as_str() {
-                            Some(s) => {
-                                expand(s, env).map_err(|e| anyhow::anyhow!("mcpServers.{name}.args: {e}"))
-                            }
+                            Some(s) => expand(s, env)
+                                .map_err(|e| crate::error::invalid!("mcpServers.{name}.args: {e}")),
                             None => bail!("mcpServers.{name}.args holds a value that is not a string"),
                         })
                         .collect::<Result<_>>()?,
@@ -282,7 +281,7 @@ pub fn parse_mcp_json(text: &str, env: &Env) -> Result<McpJson> {
             Some(other) => {
                 notices.push(format!(
                     "{MCP_JSON}: server `{name}` has type `{}`, which bosun does not speak (stdio, http); skipped",
-                    crate::sanitize::line(other)
+                    bosun_core::sanitize::line(other)
                 ));
                 continue;
             }
@@ -291,7 +290,7 @@ pub fn parse_mcp_json(text: &str, env: &Env) -> Result<McpJson> {
         for key in spec.keys().filter(|k| !known.contains(&k.as_str())) {
             notices.push(format!(
                 "{MCP_JSON}: `mcpServers.{name}.{}` is not read by bosun",
-                crate::sanitize::line(key)
+                bosun_core::sanitize::line(key)
             ));
         }
         entry.check(name)?;
@@ -315,7 +314,7 @@ fn expand(text: &str, env: &Env) -> Result<String> {
         };
         let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            bail!("`${{{}}}` is not a variable name", crate::sanitize::line(inner));
+            bail!("`${{{}}}` is not a variable name", bosun_core::sanitize::line(inner));
         }
         match (env.get(name), default) {
             (Some(value), _) => out.push_str(value),

@@ -9,7 +9,7 @@
 //! and prices say what the user will be billed and how much history is
 //! sent, so an untrusted project's config may not set them (`trust.rs`).
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use bosun_core::{Spend, Usage};
 use bosun_providers::{ModelInfo, ModelOverride, ModelTable, Price, Pricing};
 use serde::Deserialize;

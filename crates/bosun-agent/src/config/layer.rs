@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use serde::Deserialize;
 
 use super::Env;
@@ -236,7 +236,7 @@ impl Layer {
         refuse_secrets(&toml::Value::Table(table.clone()), "", path)?;
         let layer: Layer = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             let at = e.path().to_string();
-            anyhow::anyhow!("{}: at `{at}`: {}", path.display(), e.inner())
+            crate::error::invalid!("{}: at `{at}`: {}", path.display(), e.inner())
         })?;
         for (name, profile) in &layer.profiles {
             if !profile.profiles.is_empty() {

@@ -13,14 +13,14 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use bosun_core::hooks::HookPoint;
 use bosun_tools::hooks::CommandHookSpec;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Settings, Source};
-use crate::sanitize;
+use bosun_core::sanitize;
 
 /// The directory of Claude Code's project settings.
 pub const CLAUDE_DIR: &str = ".claude";
@@ -256,21 +256,22 @@ pub(super) fn read_claude_file(dir: &Path, name: &str) -> Result<Option<String>>
     let handle = match rustix::fs::open(&claude, flags | OFlags::DIRECTORY, Mode::empty()) {
         Ok(handle) => handle,
         Err(Errno::NOENT) => return Ok(None),
-        Err(Errno::LOOP | Errno::NOTDIR) => bail!(symlink(&claude)),
+        Err(Errno::LOOP | Errno::NOTDIR) => return Err(crate::Error::invalid(symlink(&claude))),
         Err(error) => return Err(error).with_context(|| format!("cannot read {}", claude.display())),
     };
     let path = claude.join(name);
     let file = match rustix::fs::openat(&handle, name, flags | OFlags::NONBLOCK, Mode::empty()) {
         Ok(file) => std::fs::File::from(file),
         Err(Errno::NOENT) => return Ok(None),
-        Err(Errno::LOOP) => bail!(symlink(&path)),
+        Err(Errno::LOOP) => return Err(crate::Error::invalid(symlink(&path))),
         Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
     };
     let meta = file.metadata().with_context(|| format!("cannot read {}", path.display()))?;
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
     }
-    let too_big = || anyhow::anyhow!("{} is larger than {} KiB", path.display(), MAX_SETTINGS_BYTES / 1024);
+    let too_big =
+        || crate::error::invalid!("{} is larger than {} KiB", path.display(), MAX_SETTINGS_BYTES / 1024);
     if meta.len() > MAX_SETTINGS_BYTES {
         return Err(too_big());
     }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use anyhow::{Result, bail};
+use crate::error::{Result, bail};
 use reqwest::Url;
 
 /// One origin that may receive a provider's key.
@@ -21,7 +21,7 @@ impl KeyHost {
     /// An entry as written in the user's config; what it cannot mean
     /// exactly (a path, credentials, another scheme) is an error.
     pub fn parse(entry: &str) -> Result<Self> {
-        let shown = crate::sanitize::line(entry);
+        let shown = bosun_core::sanitize::line(entry);
         let example = "write a host (`api.example.com`, https on 443) or an origin (`http://localhost:8080`)";
         let text = entry.trim();
         if text.is_empty() {
@@ -29,7 +29,7 @@ impl KeyHost {
         }
         let written = if text.contains("://") { text.to_owned() } else { format!("https://{text}") };
         let url = Url::parse(&written)
-            .map_err(|e| anyhow::anyhow!("allowed_key_hosts entry `{shown}`: {e}; {example}"))?;
+            .map_err(|e| crate::error::invalid!("allowed_key_hosts entry `{shown}`: {e}; {example}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             bail!("allowed_key_hosts entry `{shown}` is not http or https: {example}");
         }

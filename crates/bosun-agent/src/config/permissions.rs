@@ -13,7 +13,7 @@
 use std::fmt;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use bosun_core::permission::Capability;
 use bosun_core::{ArgumentPattern, Permission, PermissionRule};
 use serde::Deserialize;
@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::hooks::{CLAUDE_DIR, CLAUDE_SETTINGS, read_claude_file};
 use super::{Settings, Source};
-use crate::sanitize;
+use bosun_core::sanitize;
 
 /// Claude Code's names bosun reads, for messages.
 const CLAUDE_NAMES: &str =
@@ -39,11 +39,11 @@ pub fn toml_rules(name: &str, rule: &ToolRule) -> Result<Vec<PermissionRule>> {
         };
     }
     if name.starts_with("mcp__") {
-        mcp_tool(name).map_err(|why| anyhow::anyhow!("{at}: {why}"))?;
+        mcp_tool(name).map_err(|why| crate::error::invalid!("{at}: {why}"))?;
     } else if is_claude_form(name) {
         return match rule {
             ToolRule::Always(answer) => {
-                claude_rules(name, *answer).map_err(|why| anyhow::anyhow!("{at}: {why}"))
+                claude_rules(name, *answer).map_err(|why| crate::error::invalid!("{at}: {why}"))
             }
             // Claude Code's `Bash` is bosun's shell, which takes command lists.
             ToolRule::Prefixes(prefixes) if name == "Bash" => Ok(command_rules("shell", prefixes.entries())),

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use crate::error::{Result, bail};
 use serde::Deserialize;
 
 /// How much a sandboxed command may write: the sandbox's own type, so the

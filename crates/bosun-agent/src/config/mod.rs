@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, bail};
 use bosun_core::permission::RuleOrigin;
 use bosun_core::{Mode, PermissionRule};
 
@@ -30,9 +30,16 @@ pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table
 /// library's cap on children per parent.
 pub const MAX_SUBAGENTS: u32 = bosun_core::delegate::MAX_CHILDREN as u32;
 
-/// The process environment, read once in `main`.
-#[derive(Clone, Debug, Default)]
+/// The process environment, read once in `main` (or given by an embedder).
+#[derive(Clone, Default)]
 pub struct Env(BTreeMap<String, String>);
+
+/// Names only: the values include API keys.
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Env").field(&self.0.keys().collect::<Vec<_>>()).finish()
+    }
+}
 
 impl Env {
     /// The current process's environment.
@@ -50,8 +57,7 @@ impl Env {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// For tests and embedding: an environment from pairs.
-    #[cfg(test)]
+    /// An environment from pairs, for embedders and tests.
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
         Self(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
     }
@@ -449,7 +455,7 @@ impl Settings {
     }
 }
 
-pub(crate) fn parse_mode(text: &str) -> Result<Mode> {
+pub fn parse_mode(text: &str) -> Result<Mode> {
     Ok(match text {
         "read-only" => Mode::ReadOnly,
         "propose" => Mode::Propose,

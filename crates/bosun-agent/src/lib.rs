@@ -1,0 +1,10 @@
+//! The assembled bosun agent, for every front end: the `bosun` command,
+//! `serve`, ACP and any program that embeds bosun.
+//!
+//! [`config`] reads the layered configuration (user file, project file
+//! behind the trust gate, profiles, environment, flags) into [`config::Settings`].
+
+pub mod config;
+pub mod error;
+
+pub use error::{Error, Result};
