@@ -63,6 +63,7 @@ pub mod artifacts;
 pub mod authority;
 pub mod calendar;
 pub mod delegate;
+pub mod env;
 mod error;
 pub mod event;
 mod history;

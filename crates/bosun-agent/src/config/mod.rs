@@ -21,6 +21,7 @@ use crate::error::{Context, Result, bail};
 use bosun_core::permission::RuleOrigin;
 use bosun_core::{Mode, PermissionRule};
 
+pub use bosun_core::env::Env;
 pub use hosts::KeyHost;
 pub use layer::{Layer, ProviderSettings, TrustLevel};
 pub use sandbox::{SandboxMode, SandboxSettings};
@@ -29,39 +30,6 @@ pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table
 /// The most sub-agents a session may run at once (`max_subagents`): the
 /// library's cap on children per parent.
 pub const MAX_SUBAGENTS: u32 = bosun_core::delegate::MAX_CHILDREN as u32;
-
-/// The process environment, read once in `main` (or given by an embedder).
-#[derive(Clone, Default)]
-pub struct Env(BTreeMap<String, String>);
-
-/// Names only: the values include API keys.
-impl fmt::Debug for Env {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Env").field(&self.0.keys().collect::<Vec<_>>()).finish()
-    }
-}
-
-impl Env {
-    /// The current process's environment.
-    pub fn capture() -> Self {
-        Self(std::env::vars().collect())
-    }
-
-    /// One variable, if set and not empty.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
-    }
-
-    /// Every variable, as captured.
-    pub fn vars(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
-    /// An environment from pairs, for embedders and tests.
-    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
-        Self(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
-    }
-}
 
 /// Where a value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -563,11 +563,3 @@ fn a_project_may_turn_subagents_off_but_on_only_when_trusted() {
     assert_eq!(settings.sources["subagents"].1, Source::File(root.join(".bosun/config.toml")));
     assert!(settings.project.as_ref().unwrap().ignored.is_empty());
 }
-
-#[test]
-fn the_environment_shows_its_names_but_never_its_values() {
-    let env = Env::from_pairs(&[("OPENAI_API_KEY", "sk-secret-value"), ("HOME", "/h")]);
-    let shown = format!("{env:?}");
-    assert!(shown.contains("OPENAI_API_KEY") && shown.contains("HOME"), "{shown}");
-    assert!(!shown.contains("sk-secret-value") && !shown.contains("/h"), "{shown}");
-}
