@@ -32,6 +32,9 @@ pub enum Error {
     /// A model or price entry is not valid.
     #[error(transparent)]
     ModelTable(#[from] bosun_providers::ModelTableError),
+    /// The OS sandbox could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] bosun_sandbox::SandboxError),
     /// What bosun was doing when `source` happened. `{:#}` prints the whole
     /// chain, `doing: cause`, as anyhow does.
     #[error(fmt = show_context)]

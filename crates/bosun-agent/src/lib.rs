@@ -6,5 +6,9 @@
 
 pub mod config;
 pub mod error;
+pub mod examples;
+pub mod hints;
+pub mod instructions;
+pub mod sandboxing;
 
 pub use error::{Error, Result};

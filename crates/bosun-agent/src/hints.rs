@@ -32,6 +32,7 @@ const MAX_DEPTH: usize = 8;
 const ROOT: &str = ".";
 
 /// [`ArgumentHints`] from a workspace's entries.
+#[derive(Debug)]
 pub struct WorkspacePaths {
     workspace: Workspace,
 }

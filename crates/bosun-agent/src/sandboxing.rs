@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{Result, bail};
+use crate::error::{Result, bail};
 use bosun_core::Mode;
 use bosun_core::permission::{PROTECTED_DIRS, PROTECTED_FILES};
 use bosun_sandbox::{Sandbox, SandboxError, SandboxPolicy};
