@@ -9,6 +9,9 @@ pub mod error;
 pub mod examples;
 pub mod hints;
 pub mod instructions;
+pub mod mcp;
+mod notice;
 pub mod sandboxing;
 
 pub use error::{Error, Result};
+pub use notice::{Notice, Notices};

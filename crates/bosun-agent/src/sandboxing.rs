@@ -18,6 +18,7 @@ use bosun_core::permission::{PROTECTED_DIRS, PROTECTED_FILES};
 use bosun_sandbox::{Sandbox, SandboxError, SandboxPolicy};
 
 use crate::config::{Env, Settings};
+use crate::notice::Notices;
 
 /// Sandboxes built so far, by policy.
 static BUILT: Mutex<Vec<(SandboxPolicy, Arc<Sandbox>)>> = Mutex::new(Vec::new());
@@ -38,7 +39,12 @@ pub fn policy(workspace: &Path, env: &Env, settings: &Settings) -> SandboxPolicy
 }
 
 /// The sandbox for `workspace` under `settings`, built once per policy.
-pub fn for_workspace(workspace: &Path, env: &Env, settings: &Settings) -> Result<Arc<Sandbox>> {
+pub fn for_workspace(
+    workspace: &Path,
+    env: &Env,
+    settings: &Settings,
+    notices: &Notices,
+) -> Result<Arc<Sandbox>> {
     let policy = policy(workspace, env, settings);
     let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, sandbox)) = built.iter().find(|(known, _)| *known == policy) {
@@ -47,12 +53,12 @@ pub fn for_workspace(workspace: &Path, env: &Env, settings: &Settings) -> Result
     let sandbox = match Sandbox::new(policy.clone()) {
         Ok(sandbox) => {
             if let Some(partial) = sandbox.confines().then(|| sandbox.support().partial()).flatten() {
-                eprintln!("bosun: the sandbox holds only partly: {partial}");
+                notices.warn(format!("the sandbox holds only partly: {partial}"));
             }
             sandbox
         }
         Err(SandboxError::Unsupported(missing)) => {
-            eprintln!("bosun: {}", without_sandbox(settings.mode, &missing)?);
+            notices.warn(without_sandbox(settings.mode, &missing)?);
             Sandbox::off(workspace)
         }
         Err(error) => return Err(error.into()),

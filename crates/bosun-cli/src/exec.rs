@@ -21,6 +21,7 @@ use crate::cli::{CompactArgs, ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
 use crate::output::{HumanSink, JsonSink, Palette, Palettes};
 use crate::{sanitize, wire};
+use bosun_agent::mcp::ServerRequests;
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,7 +213,7 @@ fn warn(stderr: Palette, text: &str) {
 /// What starting the MCP servers gives a session: the tools (theirs
 /// added), the servers as its tool source, and what answers their requests.
 pub(crate) type McpParts<'a> =
-    (Vec<Arc<dyn bosun_core::Tool>>, Option<Arc<dyn bosun_core::ToolSource>>, &'a crate::mcp::Answers);
+    (Vec<Arc<dyn bosun_core::Tool>>, Option<Arc<dyn bosun_core::ToolSource>>, &'a ServerRequests);
 
 /// A command's workspace and tools, the configured MCP servers started
 /// and their tools added: stop `mcp` on every way out.
@@ -220,7 +221,7 @@ pub(crate) struct Started {
     workspace: bosun_tools::Workspace,
     tools: Vec<Arc<dyn bosun_core::Tool>>,
     pub(crate) mcp: Option<Arc<bosun_mcp::McpServers>>,
-    answers: crate::mcp::Answers,
+    answers: ServerRequests,
 }
 
 impl Started {
@@ -228,12 +229,13 @@ impl Started {
         dir: &Path,
         env: &Env,
         settings: &config::Settings,
-        answers: crate::mcp::Answers,
+        answers: ServerRequests,
         palettes: Palettes,
     ) -> Result<Self> {
-        let (workspace, mut tools) = wire::tools(dir, env, settings)?;
+        let notices = crate::mcp::stderr_notices(palettes.stderr);
+        let (workspace, mut tools) = wire::tools(dir, env, settings, &notices)?;
         let root = workspace.root_path();
-        let mcp = crate::mcp::start_into(settings, env, root, &mut tools, palettes.stderr, &answers).await;
+        let mcp = bosun_agent::mcp::start_into(settings, env, root, &mut tools, &answers, &notices).await;
         Ok(Self { workspace, tools, mcp, answers })
     }
 
@@ -245,7 +247,7 @@ impl Started {
     /// What a session is built from: the tools, the servers as their
     /// source, what answers their requests, and the workspace.
     pub(crate) fn parts(&self) -> (McpParts<'_>, bosun_tools::Workspace) {
-        ((self.tools.clone(), crate::mcp::source(&self.mcp), &self.answers), self.workspace.clone())
+        ((self.tools.clone(), bosun_agent::mcp::source(&self.mcp), &self.answers), self.workspace.clone())
     }
 }
 
@@ -261,7 +263,7 @@ pub async fn exec(
     let settings = config::resolve(&dir, env, profile, &(&args.run).into())?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
-    let answers = crate::mcp::Answers::for_run(&args.run, &settings, palettes);
+    let answers = crate::mcp::requests_for_run(&args.run, &settings, palettes);
     // Not before: reading the prompt from stdin should still die by Ctrl-C.
     let signals = Signals::watch()?;
     let starting = Started::new(&dir, env, &settings, answers, palettes);
@@ -271,7 +273,7 @@ pub async fn exec(
     let started = started?;
     let outcome = exec_with(&settings, env, &args.run, prompt, started.parts(), palettes, &signals).await;
     // Every server is stopped on every way out, the failing ones included.
-    crate::mcp::stop(started.mcp).await;
+    bosun_agent::mcp::stop(started.mcp).await;
     outcome
 }
 
@@ -377,7 +379,7 @@ async fn on_stored(
     let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &run.into())?;
     notice_ignored(&settings, run, palettes.stderr);
-    let answers = crate::mcp::Answers::for_run(run, &settings, palettes);
+    let answers = crate::mcp::requests_for_run(run, &settings, palettes);
     let signals = Signals::watch()?;
     let starting = Started::new(&dir, env, &settings, answers, palettes);
     let Some(started) = signals.unless_stopped(starting).await else {
@@ -395,7 +397,7 @@ async fn on_stored(
         },
         Some(Err(error)) => Err(error),
     };
-    crate::mcp::stop(started.mcp).await;
+    bosun_agent::mcp::stop(started.mcp).await;
     outcome
 }
 

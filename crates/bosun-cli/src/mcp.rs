@@ -5,13 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use bosun_core::ToolSource;
-use bosun_mcp::{
-    McpServers, ParentEnv, ServerConfig, ServerError, ServerEvent, ServerSandbox, StartOptions, Started,
-};
+use bosun_agent::mcp::ServerRequests;
+use bosun_agent::{Notice, Notices};
 
 use crate::cli::McpCommand;
-use crate::config::mcp::{McpSandbox, McpServerEntry, check_name};
+use crate::config::mcp::{McpServerEntry, check_name};
 use crate::config::{self, Env};
 use crate::output::{Palette, Palettes};
 use crate::sanitize;
@@ -68,179 +66,40 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
     }
 }
 
-/// The enabled servers as bosun-mcp takes them. Credentials named by
-/// variable are read from `env` here; a server whose variable is unset is
-/// left out, named in the returned notices.
-pub fn server_configs(settings: &config::Settings, env: &Env) -> (Vec<ServerConfig>, Vec<String>) {
-    let mut configs = Vec::new();
-    let mut notices = Vec::new();
-    let user = user_file(env).ok();
-    for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.entry.enabled()) {
-        match config::mcp::server_config(name, &server.entry, env) {
-            Ok(mut config) => {
-                if let Some(loosened) = server.entry.sandbox {
-                    if from_file(&server.source, user.as_deref()) {
-                        config.sandbox = match loosened {
-                            McpSandbox::Network => ServerSandbox::Network,
-                            McpSandbox::Off => ServerSandbox::Off,
-                        };
-                    } else {
-                        notices.push(format!(
-                            "MCP server `{name}`: its `sandbox` setting is ignored: only your own config ({}) may \
-                             loosen a server's sandbox",
-                            user.as_deref().map_or_else(|| "~/.config/bosun/config.toml".into(), |p| p.display().to_string())
-                        ));
-                    }
-                }
-                configs.push(config);
-            }
-            Err(error) => notices.push(format!("MCP server `{name}` not started: {error:#}")),
-        }
-    }
-    (configs, notices)
-}
-
-/// Whether `source` is `file` (the user's config), in a profile or not.
-fn from_file(source: &config::Source, file: Option<&Path>) -> bool {
-    match source {
-        config::Source::File(path) | config::Source::Profile(_, path) => Some(path.as_path()) == file,
-        _ => false,
-    }
-}
-
-/// What answers servers' requests of the person (elicitation) and of the
-/// model (sampling) in a run.
-pub struct Answers {
-    /// The terminal prompt, or a decline without a terminal.
-    pub elicitor: Arc<dyn bosun_mcp::Elicitor>,
-    /// The session's model, once [`ModelSampler::model_ready`] is told it.
-    pub sampler: Arc<crate::sampling::ModelSampler>,
-}
-
-impl std::fmt::Debug for Answers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Answers").field("sampler", &self.sampler).finish_non_exhaustive()
-    }
-}
-
-impl Answers {
-    /// For a run with these options (the approval flag) and settings (the mode).
-    pub fn for_run(run: &crate::cli::RunOptions, settings: &config::Settings, palettes: Palettes) -> Self {
-        let sampler = crate::sampling::ModelSampler::new(
-            settings.mode,
-            run.dangerously_approve_all,
-            palettes.tty,
-            palettes.stderr,
-        );
-        Self { elicitor: crate::elicit::elicitor(palettes.tty), sampler: Arc::new(sampler) }
-    }
-
-    /// For commands that run no session: decline and refuse.
-    pub fn none() -> Self {
-        Self {
-            elicitor: Arc::new(crate::elicit::NoTerminal),
-            sampler: Arc::new(crate::sampling::ModelSampler::refusing()),
-        }
-    }
-}
-
-/// Starts the configured servers in parallel, saying on stderr how each
-/// fares; a server that fails is named with why and the session goes on
-/// without it. None when no server is configured.
-pub async fn start(settings: &config::Settings, env: &Env, root: &Path, stderr: Palette) -> Option<Started> {
-    start_with(settings, env, root, stderr, &Answers::none()).await
-}
-
-/// [`start`], with servers' requests going to `answers`.
-pub async fn start_with(
+/// What answers servers' requests in a run with these options (the
+/// approval flag) and settings (the mode): the terminal, or a decline and a
+/// refusal without one.
+pub fn requests_for_run(
+    run: &crate::cli::RunOptions,
     settings: &config::Settings,
-    env: &Env,
-    root: &Path,
-    stderr: Palette,
-    answers: &Answers,
-) -> Option<Started> {
-    for notice in &settings.mcp_notices {
-        eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
-    }
-    let (configs, notices) = server_configs(settings, env);
-    for notice in &notices {
-        eprintln!("{}", stderr.red(&sanitize::line(&format!("bosun: {notice}"))));
-    }
-    if configs.is_empty() {
-        return None;
-    }
-    // Stdio servers run in the session's sandbox; one that cannot be built
-    // starts none (the session's tools already failed on it).
-    let sandbox = match crate::sandboxing::for_workspace(root, env, settings) {
-        Ok(sandbox) => sandbox,
-        Err(error) => {
-            eprintln!(
-                "{}",
-                stderr.red(&sanitize::line(&format!("bosun: MCP servers not started: {error:#}")))
-            );
-            return None;
-        }
-    };
-    let options = StartOptions::new(root, ParentEnv::from_vars(env.vars()))
-        .with_sandbox(sandbox)
-        .with_elicitor(Arc::clone(&answers.elicitor))
-        .with_sampler(Arc::clone(&answers.sampler) as Arc<dyn bosun_mcp::Sampler>)
-        .with_events(move |event| {
-            // What servers say is shown, never obeyed: one sanitised line each.
-            let line = match event {
-                ServerEvent::Starting { server } => format!("mcp: starting {server}"),
-                ServerEvent::Ready { server, tools } => format!("mcp: {server} ready ({tools} tools)"),
-                ServerEvent::Exited { server, reason } => format!("mcp: {server} {reason}"),
-                _ => return,
-            };
-            eprintln!("{}", stderr.dim(&sanitize::line(&line)));
-        });
-    let started = McpServers::start(configs, options).await;
-    for failure in &started.failures {
-        let hint = match failure {
-            ServerError::Unauthorized { server, .. } => format!(" (run `bosun mcp login {server}`)"),
-            _ => String::new(),
-        };
-        eprintln!("{}", stderr.red(&sanitize::block(&format!("mcp: {failure}{hint}"))));
-    }
-    for rejected in &started.rejected {
-        eprintln!("{}", stderr.dim(&sanitize::line(&format!("mcp: {rejected}"))));
-    }
-    Some(started)
+    palettes: Palettes,
+) -> ServerRequests {
+    let sampler = crate::sampling::ModelSampler::new(
+        settings.mode,
+        run.dangerously_approve_all,
+        palettes.tty,
+        palettes.stderr,
+    );
+    ServerRequests::new(crate::elicit::elicitor(palettes.tty), Arc::new(sampler))
 }
 
-/// [`start`], with the servers' tools added to `tools`. The servers come
-/// back shared: the session asks them between rounds for tools withdrawn,
-/// back or new (their `ToolSource`), and [`stop`] shuts them down.
-pub async fn start_into(
-    settings: &config::Settings,
-    env: &Env,
-    root: &Path,
-    tools: &mut Vec<Arc<dyn bosun_core::Tool>>,
-    stderr: Palette,
-    answers: &Answers,
-) -> Option<Arc<McpServers>> {
-    let started = start_with(settings, env, root, stderr, answers).await?;
-    let servers = Arc::new(started.servers);
-    tools.extend(servers.tools());
-    tools.extend(servers.resource_tools());
-    Some(servers)
+/// For commands that run no session: decline and refuse.
+pub fn no_requests() -> ServerRequests {
+    ServerRequests::new(
+        Arc::new(crate::elicit::NoTerminal),
+        Arc::new(crate::sampling::ModelSampler::refusing()),
+    )
 }
 
-/// The servers as the session's tool source.
-pub fn source(servers: &Option<Arc<McpServers>>) -> Option<Arc<dyn ToolSource>> {
-    servers.as_ref().map(|s| Arc::clone(s) as Arc<dyn ToolSource>)
+/// Notices on stderr: warnings red and named as bosun's, the rest dim; one
+/// sanitised block each (what servers say is shown, never obeyed).
+pub fn stderr_notices(stderr: Palette) -> Notices {
+    Notices::new(move |notice| match notice {
+        Notice::Warning(text) => eprintln!("{}", stderr.red(&sanitize::block(&format!("bosun: {text}")))),
+        other => eprintln!("{}", stderr.dim(&sanitize::line(other.text()))),
+    })
 }
 
-/// Shuts down what [`start_into`] started, if anything.
-pub async fn stop(servers: Option<Arc<McpServers>>) {
-    if let Some(servers) = servers {
-        servers.shutdown().await;
-    }
-}
-
-/// `bosun mcp tools [NAME]`: starts the servers and prints each tool as
-/// bosun offers it, with its lowered parameter schema.
 async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, env: &Env) -> Result<()> {
     let root = config::workdir(dir)?;
     let mut settings = config::resolve(&root, env, profile, &Default::default())?;
@@ -250,7 +109,8 @@ async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, en
         };
         settings.mcp_servers = [(name.to_owned(), server)].into();
     }
-    let Some(started) = start(&settings, env, &root, Palette::default()).await else {
+    let notices = stderr_notices(Palette::default());
+    let Some(started) = bosun_agent::mcp::start(&settings, env, &root, &no_requests(), &notices).await else {
         bail!("no MCP server is configured and enabled (see `bosun mcp list`)");
     };
     let failed = !started.failures.is_empty();
@@ -368,32 +228,6 @@ fn list(settings: &config::Settings) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_users_own_config_loosens_a_servers_sandbox() {
-        let home = tempfile::tempdir().unwrap();
-        let home_var = home.path().display().to_string();
-        let env = Env::from_pairs(&[("HOME", &home_var)]);
-        let file = config::user_file(&env).unwrap();
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(
-            &file,
-            "[mcp_servers.api]\ncommand = \"true\"\nsandbox = \"network\"\n[mcp_servers.plain]\ncommand = \"true\"\n",
-        )
-        .unwrap();
-        let work = tempfile::tempdir().unwrap();
-        let settings = config::resolve(work.path(), &env, None, &Default::default()).unwrap();
-        let (configs, notices) = server_configs(&settings, &env);
-        let sandbox_of = |name: &str| configs.iter().find(|c| c.name == name).map(|c| c.sandbox);
-        assert_eq!(sandbox_of("api"), Some(ServerSandbox::Network));
-        assert_eq!(sandbox_of("plain"), Some(ServerSandbox::Policy));
-        assert!(notices.is_empty(), "{notices:?}");
-        // The same setting from any other file (a trusted project's) is not
-        // the user's word.
-        let project = config::Source::File(work.path().join(".bosun/config.toml"));
-        assert!(!from_file(&project, Some(&file)));
-        assert!(from_file(&config::Source::Profile("p".into(), file.clone()), Some(&file)));
-    }
 
     #[test]
     fn add_then_remove_round_trips_through_the_user_file_keeping_the_rest() {

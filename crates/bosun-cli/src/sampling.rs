@@ -58,6 +58,12 @@ impl std::fmt::Debug for ModelSampler {
     }
 }
 
+impl bosun_agent::mcp::SessionSampler for ModelSampler {
+    fn model_ready(&self, model: &Arc<dyn Model>, name: &str) {
+        let _ = self.model.set((Arc::clone(model), name.to_owned()));
+    }
+}
+
 impl ModelSampler {
     /// A sampler for a run in `mode`, approving all when `approve_all`.
     pub fn new(mode: Mode, approve_all: bool, tty: Palette, stderr: Palette) -> Self {
@@ -80,12 +86,6 @@ impl ModelSampler {
             granted: Mutex::new(BTreeSet::new()),
             stderr: Palette::default(),
         }
-    }
-
-    /// The session's model is built: requests from now on go to it, named
-    /// `name` to the servers.
-    pub fn model_ready(&self, model: &Arc<dyn Model>, name: &str) {
-        let _ = self.model.set((Arc::clone(model), name.to_owned()));
     }
 
     async fn approve(&self, request: &SamplingRequest) -> Result<(), SamplingRefused> {
@@ -198,6 +198,7 @@ fn push_text(out: &mut String, role: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bosun_agent::mcp::SessionSampler;
     use bosun_testing::{Reply, ScriptedModel};
 
     fn request(messages: Vec<Message>) -> SamplingRequest {

@@ -49,8 +49,9 @@ pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, palettes: Pale
     };
     let mut settings = config::resolve(&workspace_dir, env, profile, &(&run).into())?;
     settings.sessions_db = Some(scratch.path().join("sessions.db"));
-    let (workspace, tools) = crate::wire::tools(&workspace_dir, env, &settings)?;
-    let answers = crate::mcp::Answers::none();
+    let (workspace, tools) =
+        crate::wire::tools(&workspace_dir, env, &settings, &crate::mcp::stderr_notices(palettes.stderr))?;
+    let answers = crate::mcp::no_requests();
     let approver = std::sync::Arc::new(crate::approve::NoTerminal);
     let (mut session, _id) =
         crate::exec::new_session(&settings, env, workspace, (tools, None, &answers), palettes, approver)

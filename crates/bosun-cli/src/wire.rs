@@ -278,9 +278,14 @@ pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
 
 /// The workspace and its tools: the brief set for a local model unless
 /// `local_brief_tools` is off.
-pub fn tools(dir: &Path, env: &Env, settings: &Settings) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
+pub fn tools(
+    dir: &Path,
+    env: &Env,
+    settings: &Settings,
+    notices: &bosun_agent::Notices,
+) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
     let workspace = Workspace::open(dir)?;
-    let sandbox = crate::sandboxing::for_workspace(workspace.root_path(), env, settings)?;
+    let sandbox = crate::sandboxing::for_workspace(workspace.root_path(), env, settings, notices)?;
     let shell = shell_config(&workspace, env).with_sandbox(sandbox);
     let skills = skills(&workspace, settings, env).skills;
     let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
@@ -327,10 +332,11 @@ pub fn command_hooks(
     let root = workspace.root_path();
     // `tools` builds the same sandbox first and stops the start when it
     // cannot; a failure here is that one, already reported.
-    let shell = match crate::sandboxing::for_workspace(root, env, settings) {
+    let shell = match crate::sandboxing::for_workspace(root, env, settings, &bosun_agent::Notices::ignored())
+    {
         Ok(sandbox) => shell_config(workspace, env).with_sandbox(sandbox),
         Err(error) => {
-            eprintln!("bosun: hooks: the sandbox could not be built: {error:#}");
+            tracing::warn!("hooks: the sandbox could not be built: {error:#}");
             shell_config(workspace, env)
         }
     };

@@ -55,10 +55,10 @@ pub async fn run(
     setup::ask_trust(&dir, env)?;
     let settings = config::resolve(&dir, env, profile, &(&run).into())?;
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);
-    let answers = crate::mcp::Answers::none();
+    let answers = crate::mcp::no_requests();
     let started = Started::new(&dir, env, &settings, answers, palettes).await?;
     let outcome = converse(&started, settings, run, resume, env, profile, palettes).await;
-    crate::mcp::stop(started.mcp.clone()).await;
+    bosun_agent::mcp::stop(started.mcp.clone()).await;
     outcome
 }
 
