@@ -57,3 +57,73 @@ fn source_files_open_with_a_doc_comment_and_stay_small() {
         assert!(lines <= 800, "{} has {lines} lines; split it by responsibility", file.display());
     }
 }
+
+/// Every test ARCHITECTURE.md's invariant table names exists: a backticked
+/// `snake_case` name is a test function somewhere in the workspace (`name_*`
+/// a prefix of at least one, and of exactly N when the table says "(N
+/// tests"), and a backticked `crates/…` path is a file. So the table cannot
+/// claim a test that was renamed or deleted.
+#[test]
+fn the_invariant_table_names_only_tests_that_exist() {
+    let architecture = fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let table: Vec<&str> = architecture
+        .lines()
+        .skip_while(|line| !line.starts_with("## Invariants and the tests that hold them"))
+        .take_while(|line| !line.starts_with("## Stable forms"))
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| #"))
+        .collect();
+    assert!(table.len() >= 21, "the invariant table has {} rows", table.len());
+    let mut files = Vec::new();
+    for entry in fs::read_dir(workspace().join("crates")).unwrap().flatten() {
+        rust_files(&entry.path(), &mut files);
+    }
+    let functions: Vec<String> = files
+        .iter()
+        .filter_map(|f| fs::read_to_string(f).ok())
+        .flat_map(|text| {
+            text.split("fn ")
+                .skip(1)
+                .map(|rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+                .collect::<Vec<String>>()
+        })
+        .collect();
+    let mut wrong = Vec::new();
+    for row in table {
+        let cells: Vec<&str> = row.split('|').collect();
+        let tests = cells.get(3).copied().unwrap_or_default();
+        for name in tests.split('`').skip(1).step_by(2) {
+            if name.starts_with("crates/") {
+                if !workspace().join(name).exists() {
+                    wrong.push(format!("no file {name}"));
+                }
+                continue;
+            }
+            let is_name =
+                name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '*')
+                    && name.matches('_').count() >= 2;
+            if !is_name {
+                continue;
+            }
+            match name.strip_suffix('*') {
+                Some(prefix) => {
+                    let found = functions.iter().filter(|f| f.starts_with(prefix)).count();
+                    let after = tests.split(&format!("`{name}`")).nth(1).unwrap_or_default().trim_start();
+                    let claimed = after
+                        .strip_prefix('(')
+                        .and_then(|rest| rest.split_once(" test"))
+                        .and_then(|(n, _)| n.parse::<usize>().ok());
+                    match claimed {
+                        Some(n) if n != found => {
+                            wrong.push(format!("`{name}`: the table says {n}, there are {found}"))
+                        }
+                        None if found == 0 => wrong.push(format!("`{name}`: no such test")),
+                        _ => {}
+                    }
+                }
+                None if !functions.iter().any(|f| f == name) => wrong.push(format!("`{name}`: no such test")),
+                None => {}
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "ARCHITECTURE.md's invariant table is wrong:\n{}", wrong.join("\n"));
+}
