@@ -23,6 +23,9 @@ pub enum Error {
     /// A JSON document did not parse.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A local model file could not be found or fetched, or a URL is not valid.
+    #[error(transparent)]
+    Models(#[from] bosun_models::Error),
     /// The session store could not be opened or read.
     #[error(transparent)]
     Store(#[from] bosun_store::StoreError),
@@ -32,9 +35,6 @@ pub enum Error {
     /// A model or price entry is not valid.
     #[error(transparent)]
     ModelTable(#[from] bosun_providers::ModelTableError),
-    /// A local model file could not be found or fetched, or a URL is not valid.
-    #[error(transparent)]
-    Models(#[from] bosun_models::Error),
     /// What bosun was doing when `source` happened. `{:#}` prints the whole
     /// chain, `doing: cause`, as anyhow does.
     #[error(fmt = show_context)]
