@@ -23,6 +23,9 @@ pub enum Error {
     /// A JSON document did not parse.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A local model file could not be found or fetched, or a URL is not valid.
+    #[error(transparent)]
+    Models(#[from] bosun_models::Error),
     /// The session store could not be opened or read.
     #[error(transparent)]
     Store(#[from] bosun_store::StoreError),

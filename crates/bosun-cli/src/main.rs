@@ -99,7 +99,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
                 _ => None,
             };
             if let cli::ModelsCommand::Warm { name } = &command {
-                let path = models::resolve_local(env, name.as_deref().or(local_model.as_deref()))?;
+                let path = bosun_models::resolve_local(env, name.as_deref().or(local_model.as_deref()))?;
                 let tokens = warm::warm(&path, env, profile, palettes).await?;
                 eprintln!("{}", palettes.stderr.dim(&format!("prompt cache ready: {tokens} tokens")));
                 return Ok(Outcome::Success);

@@ -30,7 +30,7 @@ const TASK: &str = "Reply with the single word: ready.";
 
 /// Whether `model` (a local GGUF) has a prompt cache in the data directory.
 pub fn is_warm(model: &Path, env: &Env) -> bool {
-    crate::models::prompt_cache_dir(env).is_ok_and(|dir| !bosun_local::prompt_caches(&dir, model).is_empty())
+    bosun_models::prompt_cache_dir(env).is_ok_and(|dir| !bosun_local::prompt_caches(&dir, model).is_empty())
 }
 
 /// Fills the prompt cache of the local model at `model` with what every

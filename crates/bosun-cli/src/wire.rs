@@ -39,7 +39,7 @@ pub async fn model(
     let spec = settings.model.as_deref();
     let local =
         match spec {
-            None => Some(crate::models::resolve_local(env, settings.local_model.as_deref()).with_context(
+            None => Some(bosun_models::resolve_local(env, settings.local_model.as_deref()).with_context(
                 || {
                     match &settings.local_model {
                 Some(name) => format!("the configured local_model `{name}` cannot be used"),
@@ -50,7 +50,7 @@ pub async fn model(
             }
                 },
             )?),
-            Some(spec) if spec.starts_with("hf:") => Some(crate::models::local_path(env, Some(spec))?),
+            Some(spec) if spec.starts_with("hf:") => Some(bosun_models::local_path(env, Some(spec))?),
             Some(spec) if spec.starts_with("local:") => Some(PathBuf::from(&spec["local:".len()..])),
             Some(spec) if spec.starts_with("local/") => {
                 let rest = &spec["local/".len()..];
@@ -58,7 +58,7 @@ pub async fn model(
                 if rest.ends_with(".gguf") && Path::new(rest).is_file() {
                     Some(PathBuf::from(rest))
                 } else {
-                    Some(crate::models::local_path(env, Some(rest))?)
+                    Some(bosun_models::local_path(env, Some(rest))?)
                 }
             }
             Some(_) => None,
@@ -80,7 +80,7 @@ pub async fn model(
         }
         // Each command is a new process with the same system prompt and
         // tools: the prompt cache spares processing them again.
-        if let Ok(dir) = crate::models::prompt_cache_dir(env) {
+        if let Ok(dir) = bosun_models::prompt_cache_dir(env) {
             options = options.prompt_cache(dir);
         }
         let mut loaded = tokio::task::spawn_blocking(move || LocalModel::load(&path, options))
@@ -141,7 +141,7 @@ pub fn window_notice(settings: &Settings) -> Result<Option<String>> {
 pub fn model_label(settings: &Settings) -> String {
     match &settings.model {
         Some(spec) => spec.clone(),
-        None => format!("local/{}", settings.local_model.as_deref().unwrap_or(crate::models::DEFAULT_MODEL)),
+        None => format!("local/{}", settings.local_model.as_deref().unwrap_or(bosun_models::DEFAULT_MODEL)),
     }
 }
 

@@ -85,7 +85,7 @@ pub struct Settings {
     pub local_threads: Option<u32>,
     /// The layers of a local model offloaded to a GPU.
     pub local_gpu_layers: Option<u32>,
-    /// The local model run when no `--model` is given (see `models::resolve_local`).
+    /// The local model run when no `--model` is given (see `bosun_models::resolve_local`).
     pub local_model: Option<String>,
     /// Whether a local model's first round must call a tool.
     pub local_first_call: bool,

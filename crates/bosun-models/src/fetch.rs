@@ -3,44 +3,52 @@
 //! when the primary fails in any way; size and sha256 checked before the
 //! file takes its final name. A file that fails the check is deleted.
 
-use std::io::{IsTerminal, Read, SeekFrom};
+use std::fmt;
+use std::io::{Read, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::header::{CONTENT_RANGE, RANGE};
 use reqwest::{Client, Response, StatusCode};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncSeekExt, AsyncWriteExt, BufWriter};
 
-use crate::output::Palette;
+use crate::error::{Context, Error, Result, bail, fail};
+use crate::list::human;
 
-/// Progress on stderr: bars only on a terminal, notes always.
-#[derive(Clone, Copy, Debug)]
+/// What a pull tells the person waiting for it: notes, lines of what is
+/// happening, handed to the front end to show as it shows things; and,
+/// when `bars` is on (the front end knows stderr is a terminal), byte
+/// counts drawn as bars on stderr.
 pub struct Progress {
     bars: bool,
-    palette: Palette,
+    note: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Progress").field("bars", &self.bars).finish_non_exhaustive()
+    }
 }
 
 impl Progress {
-    /// Bars when stderr is a terminal.
-    pub fn stderr(palette: Palette) -> Self {
-        Self { bars: std::io::stderr().is_terminal(), palette }
+    /// Bars on stderr when `bars`; each note to `note`.
+    pub fn new(bars: bool, note: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self { bars, note: Box::new(note) }
     }
 
-    /// Notes only.
-    #[cfg(test)]
+    /// No bars, notes dropped (tests, and callers that show nothing).
     pub fn quiet() -> Self {
-        Self { bars: false, palette: Palette::PLAIN }
+        Self::new(false, |_| {})
     }
 
     /// A line of what is happening.
     pub fn note(&self, text: &str) {
-        eprintln!("{}", self.palette.dim(text));
+        (self.note)(text);
     }
 
-    /// A byte-counting bar (hidden off a terminal).
+    /// A byte-counting bar (hidden without `bars`: it still counts).
     pub fn bar(&self, label: &str, total: Option<u64>) -> ProgressBar {
         if !self.bars {
             return ProgressBar::hidden();
@@ -68,7 +76,7 @@ pub fn partial_path(dir: &Path, file: &str) -> PathBuf {
 /// The HTTP client: fails fast when a host is unreachable, and gives up on a
 /// download that stalls for a minute (the `.part` stays for the next try).
 pub fn client() -> Result<Client> {
-    client_builder().build().context("cannot set up the HTTP client")
+    client_builder().build().map_err(Error::Client)
 }
 
 /// The settings of [`client`], for a client that needs more (the hub's token).
@@ -143,7 +151,7 @@ async fn get(client: &Client, url: &str, from: u64) -> Result<Response> {
     if from > 0 {
         request = request.header(RANGE, format!("bytes={from}-"));
     }
-    request.send().await.map_err(|error| anyhow!("cannot reach {url}: {}", cause(&error)))
+    request.send().await.map_err(|error| fail!(Download: "cannot reach {url}: {}", cause(&error)))
 }
 
 /// A reqwest error as its innermost cause: the outer layers only repeat the URL.
@@ -184,9 +192,11 @@ pub async fn download(
     if have > 0 {
         match response.status() {
             StatusCode::PARTIAL_CONTENT if range_start(&response) == Some(have) => {
-                progress.note(&format!("resuming {label} at {}", super::human(have)));
+                progress.note(&format!("resuming {label} at {}", human(have)));
             }
-            StatusCode::PARTIAL_CONTENT => bail!("{url} answered the range request with the wrong range"),
+            StatusCode::PARTIAL_CONTENT => {
+                bail!(Download: "{url} answered the range request with the wrong range");
+            }
             StatusCode::RANGE_NOT_SATISFIABLE => {
                 have = 0;
                 response = get(client, url, 0).await?;
@@ -200,13 +210,13 @@ pub async fn download(
     }
     let status = response.status();
     if !status.is_success() {
-        bail!("{url} answered {status}");
+        bail!(Download: "{url} answered {status}");
     }
     let total = response.content_length().map(|length| length + have);
     if let (Some(expected), Some(total)) = (expected, total)
         && total != expected
     {
-        bail!("{url} offers {total} bytes, expected {expected}");
+        bail!(Download: "{url} offers {total} bytes, expected {expected}");
     }
     let mut file = tokio::fs::OpenOptions::new()
         .create(true)
@@ -216,18 +226,18 @@ pub async fn download(
         .await
         .with_context(|| format!("cannot write {}", path.display()))?;
     file.set_len(have).await.with_context(|| format!("cannot write {}", path.display()))?;
-    file.seek(SeekFrom::End(0)).await?;
+    file.seek(SeekFrom::End(0)).await.with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let bar = progress.bar(label, expected.or(total));
     bar.set_position(have);
     let mut written = have;
     let body: Result<()> = async {
         while let Some(chunk) = response.chunk().await.map_err(|error| {
-            anyhow!("the download from {url} broke off after {written} bytes: {}", cause(&error))
+            fail!(Download: "the download from {url} broke off after {written} bytes: {}", cause(&error))
         })? {
             written += chunk.len() as u64;
-            if expected.is_some_and(|size| written > size) {
-                bail!("{url} sent more than the expected {} bytes", expected.unwrap_or_default());
+            if let Some(size) = expected.filter(|size| written > *size) {
+                bail!(Download: "{url} sent more than the expected {size} bytes");
             }
             out.write_all(&chunk).await.with_context(|| format!("cannot write {}", path.display()))?;
             bar.set_position(written);
@@ -244,7 +254,7 @@ pub async fn download(
     if let Some(expected) = expected
         && written != expected
     {
-        bail!("the download from {url} ended after {written} of {expected} bytes");
+        bail!(Download: "the download from {url} ended after {written} of {expected} bytes");
     }
     Ok(())
 }
@@ -255,7 +265,7 @@ pub async fn verify(path: &Path, size: Option<u64>, sha256: &str, progress: &Pro
     if let Some(size) = size
         && len != size
     {
-        bail!("{} is {len} bytes, expected {size}", path.display());
+        return Err(Error::Size { path: path.to_owned(), actual: len, expected: size });
     }
     let bar = progress.bar("checking sha256", Some(len));
     let owned = path.to_owned();
@@ -265,7 +275,7 @@ pub async fn verify(path: &Path, size: Option<u64>, sha256: &str, progress: &Pro
         .context("the sha256 check was interrupted")??;
     bar.finish_and_clear();
     if !digest.eq_ignore_ascii_case(sha256) {
-        bail!("{} has sha256 {digest}, expected {sha256}", path.display());
+        return Err(Error::Checksum { path: path.to_owned(), actual: digest, expected: sha256.to_owned() });
     }
     Ok(())
 }

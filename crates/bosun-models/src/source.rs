@@ -6,8 +6,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+
+use crate::error::{Context, Result};
 
 /// Largest sidecar read; ours are a few hundred bytes.
 const MAX_BYTES: u64 = 64 * 1024;

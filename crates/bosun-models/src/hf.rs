@@ -17,14 +17,15 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use bosun_core::env::Env;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Client, Url};
 use serde::Deserialize;
 
-use super::fetch::{self, Expected, Progress};
-use super::source::{self, Record};
-use crate::config::Env;
+use crate::error::{Context, Error, Result, bail, fail};
+use crate::fetch::{self, Expected, Progress};
+use crate::list::human;
+use crate::source::{self, Record};
 
 /// The public hub.
 pub const ENDPOINT: &str = "https://huggingface.co";
@@ -57,7 +58,9 @@ impl HfRef {
     /// other characters a file name should not hold).
     pub fn parse(text: &str) -> Result<Self> {
         let shape = "hf:OWNER/REPO[@REVISION]/FILE.gguf";
-        let rest = text.strip_prefix("hf:").with_context(|| format!("`{text}` is not {shape}"))?;
+        let Some(rest) = text.strip_prefix("hf:") else {
+            bail!("`{text}` is not {shape}");
+        };
         let mut parts = rest.split('/');
         let (Some(owner), Some(repo_rev)) = (parts.next(), parts.next()) else {
             bail!("`{text}` is not {shape}");
@@ -167,7 +170,7 @@ impl Hub {
     /// `HF_ENDPOINT` (default: the public hub) and `HF_TOKEN`, as `huggingface_hub` reads them.
     pub fn from_env(env: &Env) -> Result<Self> {
         let text = env.get("HF_ENDPOINT").unwrap_or(ENDPOINT);
-        let endpoint = crate::config::url::http_url("HF_ENDPOINT", text)?;
+        let endpoint = crate::url::http_url("HF_ENDPOINT", text)?;
         if endpoint.cannot_be_a_base() || endpoint.query().is_some() {
             bail!("HF_ENDPOINT=`{text}` must be a plain base URL");
         }
@@ -181,18 +184,18 @@ impl Hub {
         let mut headers = HeaderMap::new();
         if let Some(token) = &self.token {
             let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| anyhow!("HF_TOKEN holds characters an HTTP header cannot carry"))?;
+                .map_err(|_| fail!(Invalid: "HF_TOKEN holds characters an HTTP header cannot carry"))?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        fetch::client_builder().default_headers(headers).build().context("cannot set up the HTTP client")
+        fetch::client_builder().default_headers(headers).build().map_err(Error::Client)
     }
 
     /// The endpoint URL with `segments` appended, each escaped as a path segment.
     fn url(&self, segments: &[&str]) -> Result<Url> {
         let mut url = self.endpoint.clone();
         url.path_segments_mut()
-            .map_err(|()| anyhow!("HF_ENDPOINT cannot take a path"))?
+            .map_err(|()| fail!(Invalid: "HF_ENDPOINT cannot take a path"))?
             .pop_if_empty()
             .extend(segments);
         Ok(url)
@@ -206,7 +209,7 @@ impl Hub {
     }
 
     /// The size and sha256 the hub reports for `file`, checked.
-    pub async fn pin(&self, client: &Client, file: &HfRef) -> Result<Pin> {
+    pub(crate) async fn pin(&self, client: &Client, file: &HfRef) -> Result<Pin> {
         let url = self.url(&["api", "models", &file.owner, &file.repo, "paths-info", file.revision()])?;
         let body = serde_json::json!({ "paths": [file.path] }).to_string();
         let mut response = client
@@ -215,7 +218,7 @@ impl Hub {
             .body(body)
             .send()
             .await
-            .map_err(|error| anyhow!("cannot reach {url}: {}", fetch::cause(&error)))?;
+            .map_err(|error| fail!(Download: "cannot reach {url}: {}", fetch::cause(&error)))?;
         let status = response.status();
         if matches!(status.as_u16(), 401 | 403) {
             let hint = if self.token.is_some() {
@@ -223,20 +226,22 @@ impl Hub {
             } else {
                 "a gated or private repository needs HF_TOKEN"
             };
-            bail!("the hub refused {} ({status}): {hint}", file.repo_id());
+            bail!(Hub: "the hub refused {} ({status}): {hint}", file.repo_id());
         }
         if status.as_u16() == 404 {
-            bail!("the hub has no repository {} at revision {} ({status})", file.repo_id(), file.revision());
+            bail!(Hub: "the hub has no repository {} at revision {} ({status})", file.repo_id(), file.revision());
         }
         if !status.is_success() {
-            bail!("{url} answered {status}");
+            bail!(Download: "{url} answered {status}");
         }
         let mut bytes = Vec::new();
-        while let Some(chunk) =
-            response.chunk().await.map_err(|error| anyhow!("cannot read {url}: {}", fetch::cause(&error)))?
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| fail!(Download: "cannot read {url}: {}", fetch::cause(&error)))?
         {
             if bytes.len() + chunk.len() > MAX_INFO_BYTES {
-                bail!("{url} answered more than {} KiB; refusing it", MAX_INFO_BYTES / 1024);
+                bail!(Hub: "{url} answered more than {} KiB; refusing it", MAX_INFO_BYTES / 1024);
             }
             bytes.extend_from_slice(&chunk);
         }
@@ -264,7 +269,7 @@ struct Lfs {
 
 /// What a file from the hub must be.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pin {
+pub(crate) struct Pin {
     /// Its size in bytes.
     pub size: u64,
     /// Its sha256 (the LFS oid), lowercase hex.
@@ -274,13 +279,13 @@ pub struct Pin {
 /// The pin in a paths-info answer, which must be about `file` itself.
 fn pin_from(file: &HfRef, entries: Vec<PathInfo>) -> Result<Pin> {
     let Some(entry) = entries.into_iter().find(|entry| entry.path == file.path) else {
-        bail!("the hub lists no file `{}` in {} at revision {}", file.path, file.repo_id(), file.revision());
+        bail!(Hub: "the hub lists no file `{}` in {} at revision {}", file.path, file.repo_id(), file.revision());
     };
     if entry.kind.as_deref().is_some_and(|kind| kind != "file") {
-        bail!("`{}` in {} is not a file", file.path, file.repo_id());
+        bail!(Hub: "`{}` in {} is not a file", file.path, file.repo_id());
     }
     let Some(lfs) = entry.lfs else {
-        bail!(
+        bail!(Hub:
             "the hub reports no sha256 for `{}` in {}: it is not stored with Git LFS, so there is nothing to \
              check the download against; refusing it",
             file.path,
@@ -289,10 +294,10 @@ fn pin_from(file: &HfRef, entries: Vec<PathInfo>) -> Result<Pin> {
     };
     let sha256 = lfs.oid.to_ascii_lowercase();
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("the hub's LFS oid for `{}` is not a sha256; refusing it", file.path);
+        bail!(Hub: "the hub's LFS oid for `{}` is not a sha256; refusing it", file.path);
     }
     if entry.size.is_some_and(|size| size != lfs.size) {
-        bail!(
+        bail!(Hub:
             "the hub reports two sizes for `{}` ({:?} and {}); refusing it",
             file.path,
             entry.size,
@@ -300,7 +305,7 @@ fn pin_from(file: &HfRef, entries: Vec<PathInfo>) -> Result<Pin> {
         );
     }
     if lfs.size == 0 {
-        bail!("the hub reports `{}` as empty; refusing it", file.path);
+        bail!(Hub: "the hub reports `{}` as empty; refusing it", file.path);
     }
     Ok(Pin { size: lfs.size, sha256 })
 }
@@ -316,7 +321,7 @@ pub async fn pull(file: &HfRef, hub: &Hub, dir: &Path, progress: &Progress) -> R
     let pin = hub.pin(&client, file).await?;
     progress.note(&format!(
         "{file}: {} at revision {}, sha256 {} (the hub's LFS oid)",
-        super::human(pin.size),
+        human(pin.size),
         file.revision(),
         pin.sha256
     ));

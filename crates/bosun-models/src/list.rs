@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use bosun_core::sanitize;
 
-use super::{FROM_HUB, KNOWN, fetch, gguf, source};
-use crate::sanitize;
+use crate::catalog::{DEFAULT_MODEL, FROM_HUB, KNOWN};
+use crate::{fetch, gguf, source};
 
 /// What `list` says of a hub catalog entry's checksum.
-pub const FROM_THE_HUB: &str = "checksum from the hub at pull time";
+pub(crate) const FROM_THE_HUB: &str = "checksum from the hub at pull time";
 
 /// Bytes for people: 491.4 MB.
 pub fn human(bytes: u64) -> String {
@@ -52,8 +52,8 @@ fn cell(text: &str, max: usize) -> String {
 
 type Row = [String; 6];
 
-/// The table.
-pub fn list(dir: &Path) -> Result<String> {
+/// The table of `bosun models list` for the models directory `dir`.
+pub fn list(dir: &Path) -> String {
     let mut rows: Vec<Row> = Vec::new();
     let mut claimed: Vec<String> = Vec::new();
     for model in KNOWN {
@@ -64,7 +64,7 @@ pub fn list(dir: &Path) -> Result<String> {
             (None, Some(part)) => format!("partial ({}%)", part.saturating_mul(100) / model.size.max(1)),
             (None, None) => "not pulled".to_owned(),
         };
-        let name = if model.name == super::DEFAULT_MODEL {
+        let name = if model.name == DEFAULT_MODEL {
             format!("{} (default)", model.name)
         } else {
             model.name.to_owned()
@@ -117,7 +117,7 @@ pub fn list(dir: &Path) -> Result<String> {
     }
     others.sort();
     rows.extend(others);
-    Ok(table(&rows))
+    table(&rows)
 }
 
 fn table(rows: &[Row]) -> String {

