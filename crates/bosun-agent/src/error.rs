@@ -38,6 +38,21 @@ pub enum Error {
     /// The OS sandbox could not be set up.
     #[error(transparent)]
     Sandbox(#[from] bosun_sandbox::SandboxError),
+    /// The workspace could not be opened.
+    #[error(transparent)]
+    Workspace(#[from] bosun_tools::WorkspaceError),
+    /// A session could not be built or resumed.
+    #[error(transparent)]
+    Build(#[from] bosun_core::BuildError),
+    /// A hosted model's configuration is not usable.
+    #[error(transparent)]
+    Provider(#[from] bosun_providers::ProviderError),
+    /// The local model could not be loaded.
+    #[error(transparent)]
+    Local(#[from] bosun_local::LocalError),
+    /// A task bosun started for the work stopped before it finished.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
     /// What bosun was doing when `source` happened. `{:#}` prints the whole
     /// chain, `doing: cause`, as anyhow does.
     #[error(fmt = show_context)]

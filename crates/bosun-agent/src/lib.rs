@@ -4,14 +4,19 @@
 //! [`config`] reads the layered configuration (user file, project file
 //! behind the trust gate, profiles, environment, flags) into [`config::Settings`].
 
+mod agent;
+pub mod children;
 pub mod config;
 pub mod error;
 pub mod examples;
 pub mod hints;
 pub mod instructions;
 pub mod mcp;
+pub mod model;
 mod notice;
+pub mod parts;
 pub mod sandboxing;
 
+pub use agent::{Agent, AgentBuilder, StoredSession};
 pub use error::{Error, Result};
 pub use notice::{Notice, Notices};

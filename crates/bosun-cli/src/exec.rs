@@ -20,8 +20,9 @@ use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
 use crate::cli::{CompactArgs, ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
 use crate::output::{HumanSink, JsonSink, Palette, Palettes};
-use crate::{sanitize, wire};
+use crate::sanitize;
 use bosun_agent::mcp::ServerRequests;
+use bosun_agent::{Agent, StoredSession};
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,55 +201,29 @@ pub(crate) fn notice_ignored(settings: &config::Settings, run: &RunOptions, stde
     for notice in &settings.hook_notices {
         eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {notice}"))));
     }
-    if let Some(notice) = wire::window_notice(settings).ok().flatten().filter(|_| !run.json) {
+    if let Some(notice) = bosun_agent::model::window_notice(settings).ok().flatten().filter(|_| !run.json) {
         eprintln!("{}", stderr.dim(&sanitize::line(&notice)));
     }
 }
 
-/// A warning on stderr, one line.
-fn warn(stderr: Palette, text: &str) {
-    eprintln!("{}", stderr.red(&sanitize::line(&format!("warning: {text}"))));
-}
-
-/// What starting the MCP servers gives a session: the tools (theirs
-/// added), the servers as its tool source, and what answers their requests.
-pub(crate) type McpParts<'a> =
-    (Vec<Arc<dyn bosun_core::Tool>>, Option<Arc<dyn bosun_core::ToolSource>>, &'a ServerRequests);
-
-/// A command's workspace and tools, the configured MCP servers started
-/// and their tools added: stop `mcp` on every way out.
-pub(crate) struct Started {
-    workspace: bosun_tools::Workspace,
-    tools: Vec<Arc<dyn bosun_core::Tool>>,
-    pub(crate) mcp: Option<Arc<bosun_mcp::McpServers>>,
-    answers: ServerRequests,
-}
-
-impl Started {
-    pub(crate) async fn new(
-        dir: &Path,
-        env: &Env,
-        settings: &config::Settings,
-        answers: ServerRequests,
-        palettes: Palettes,
-    ) -> Result<Self> {
-        let notices = crate::mcp::stderr_notices(palettes.stderr);
-        let (workspace, mut tools) = wire::tools(dir, env, settings, &notices)?;
-        let root = workspace.root_path();
-        let mcp = bosun_agent::mcp::start_into(settings, env, root, &mut tools, &answers, &notices).await;
-        Ok(Self { workspace, tools, mcp, answers })
-    }
-
-    /// The tool named `name`, when the workspace or a server offers it.
-    pub(crate) fn tool(&self, name: &str) -> Option<Arc<dyn bosun_core::Tool>> {
-        self.tools.iter().find(|t| t.definition().name == name).cloned()
-    }
-
-    /// What a session is built from: the tools, the servers as their
-    /// source, what answers their requests, and the workspace.
-    pub(crate) fn parts(&self) -> (McpParts<'_>, bosun_tools::Workspace) {
-        ((self.tools.clone(), bosun_agent::mcp::source(&self.mcp), &self.answers), self.workspace.clone())
-    }
+/// The agent of a command: the workspace and its tools, the configured MCP
+/// servers started and their tools added, notices on stderr. Shut it down
+/// on every way out.
+pub(crate) async fn start_agent(
+    dir: &Path,
+    env: &Env,
+    settings: &config::Settings,
+    requests: ServerRequests,
+    palettes: Palettes,
+) -> Result<Agent> {
+    let agent = Agent::builder(dir)
+        .env(env.clone())
+        .settings(settings.clone())
+        .server_requests(requests)
+        .notices(crate::mcp::stderr_notices(palettes.stderr))
+        .build()
+        .await?;
+    Ok(agent)
 }
 
 /// `bosun exec`.
@@ -266,69 +241,34 @@ pub async fn exec(
     let answers = crate::mcp::requests_for_run(&args.run, &settings, palettes);
     // Not before: reading the prompt from stdin should still die by Ctrl-C.
     let signals = Signals::watch()?;
-    let starting = Started::new(&dir, env, &settings, answers, palettes);
-    let Some(started) = signals.unless_stopped(starting).await else {
+    let starting = start_agent(&dir, env, &settings, answers, palettes);
+    let Some(agent) = signals.unless_stopped(starting).await else {
         return Ok(signals.stopped_before_a_turn(args.run.json));
     };
-    let started = started?;
-    let outcome = exec_with(&settings, env, &args.run, prompt, started.parts(), palettes, &signals).await;
+    let agent = agent?;
+    let outcome = exec_with(&agent, &args.run, prompt, palettes, &signals).await;
     // Every server is stopped on every way out, the failing ones included.
-    bosun_agent::mcp::stop(started.mcp).await;
+    agent.shutdown().await;
     outcome
 }
 
 async fn exec_with(
-    settings: &config::Settings,
-    env: &Env,
+    agent: &Agent,
     run: &RunOptions,
     prompt: String,
-    (parts, workspace): (McpParts<'_>, bosun_tools::Workspace),
     palettes: Palettes,
     signals: &Signals,
 ) -> Result<Outcome> {
     let approver = approver(run, palettes.tty);
-    let building = new_session(settings, env, workspace, parts, palettes, approver);
+    let building = agent.new_session(approver);
     let Some(built) = signals.unless_stopped(building).await else {
         return Ok(signals.stopped_before_a_turn(run.json));
     };
     let (mut session, id) = built?;
+    let settings = agent.settings();
     let judged =
         Judged { costing: config::models::session_model(settings)?.costing, strict: strict(settings) };
     drive(&mut session, prompt.into(), run, &id, (palettes.stderr, judged), signals).await
-}
-
-/// A new stored session on the configured model, with the workspace's
-/// tools, hooks, sub-agents and artifacts: the session and its id.
-pub(crate) async fn new_session(
-    settings: &config::Settings,
-    env: &Env,
-    workspace: bosun_tools::Workspace,
-    (tools, source, answers): McpParts<'_>,
-    palettes: Palettes,
-    approver: Arc<dyn ApprovalHandler>,
-) -> Result<(Session, String)> {
-    let (model, window) = wire::model(settings, env, &workspace).await?;
-    answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
-    let store = wire::store(settings, env)?;
-    let journal = store.new_session().with_model(wire::model_label(settings));
-    let id = journal.session_id().to_owned();
-    let (system, warning) = wire::system_prompt(&workspace, settings, env);
-    if let Some(warning) = warning {
-        warn(palettes.stderr, &warning);
-    }
-    let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
-    let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
-    let builder =
-        crate::children::with_delegation(builder, &store, &id, (settings, env, &workspace), &mut |w| {
-            warn(palettes.stderr, w)
-        });
-    let session = wire::with_artifacts(builder, settings, &store, &id)
-        .system_prompt(system)
-        .journal(journal)
-        .shared_approver(approver)
-        .build()
-        .await?;
-    Ok((session, id))
 }
 
 /// `bosun resume`.
@@ -381,14 +321,13 @@ async fn on_stored(
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::requests_for_run(run, &settings, palettes);
     let signals = Signals::watch()?;
-    let starting = Started::new(&dir, env, &settings, answers, palettes);
-    let Some(started) = signals.unless_stopped(starting).await else {
+    let starting = start_agent(&dir, env, &settings, answers, palettes);
+    let Some(agent) = signals.unless_stopped(starting).await else {
         return Ok(signals.stopped_before_a_turn(run.json));
     };
-    let started = started?;
-    let (parts, workspace) = started.parts();
+    let agent = agent?;
     let approver = approver(run, palettes.tty);
-    let opening = open_stored(&settings, env, which, workspace, parts, palettes, approver);
+    let opening = open_stored(&agent, &settings, which, approver);
     let outcome = match signals.unless_stopped(opening).await {
         None => Ok(signals.stopped_before_a_turn(run.json)),
         Some(Ok((mut session, id, words))) => match then {
@@ -397,7 +336,7 @@ async fn on_stored(
         },
         Some(Err(error)) => Err(error),
     };
-    bosun_agent::mcp::stop(started.mcp).await;
+    agent.shutdown().await;
     outcome
 }
 
@@ -434,51 +373,25 @@ pub(crate) struct Stored {
     pub(crate) words: Vec<String>,
 }
 
-/// A stored session resumed on the configured model, its journal recording
-/// that model: the session, its id, and the words left for a prompt.
+/// The stored session `which` names, resumed under `settings`: the
+/// session, its id, and the words left for a prompt.
 pub(crate) async fn open_stored(
+    agent: &Agent,
     settings: &config::Settings,
-    env: &Env,
     which: Stored,
-    workspace: bosun_tools::Workspace,
-    (tools, source, answers): McpParts<'_>,
-    palettes: Palettes,
     approver: Arc<dyn ApprovalHandler>,
 ) -> Result<(Session, String, Vec<String>)> {
-    let (model, window) = wire::model(settings, env, &workspace).await?;
-    answers.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
-    let store = wire::store(settings, env)?;
     let mut words = which.words;
-    let id = match (which.id, which.last) {
-        (Some(id), false) => id,
+    let stored = match (which.id, which.last) {
+        (Some(id), false) => StoredSession::Id(id),
         (first, true) => {
             // `resume --last PROMPT…`: no id, so the first word is the prompt's.
             words.splice(0..0, first);
-            let filter = bosun_store::ListFilter::workspace(workspace.identity().path.clone());
-            let latest = store.list(&filter)?.into_iter().next();
-            latest.map(|s| s.id).context("no session of this workspace to resume")?
+            StoredSession::Latest
         }
         (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
     };
-    let journal = store.open_session(&id)?.with_model(wire::model_label(settings));
-    let parts = (settings, env, &workspace);
-    let builder = match store.show(&id)?.summary.parent {
-        // A sub-agent resumed by itself: the authority it was recorded with.
-        Some(_) => crate::children::resumed_child(&store, &id, model, window, tools, source, parts)?,
-        None => {
-            let builder = wire::builder(model, window, &workspace, tools, source, settings)?;
-            let builder = crate::children::with_delegation(builder, &store, &id, parts, &mut |w| {
-                warn(palettes.stderr, w)
-            });
-            wire::with_artifacts(builder, settings, &store, &id)
-        }
-    };
-    let builder = wire::with_hooks(builder, settings, env, &workspace, &id);
-    let session = builder
-        .shared_approver(approver)
-        .resume(journal)
-        .await
-        .with_context(|| format!("cannot resume session {id}"))?;
+    let (session, id) = agent.open_as(settings, stored, approver).await?;
     Ok((session, id, words))
 }
 

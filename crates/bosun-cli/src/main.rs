@@ -2,9 +2,8 @@
 //! logic lives in the library crates; this binary only wires them together.
 
 mod approve;
-mod children;
 mod cli;
-use bosun_agent::{config, examples, hints, instructions, sandboxing};
+use bosun_agent::config;
 mod elicit;
 mod exec;
 mod harden;
@@ -19,7 +18,6 @@ mod sampling;
 mod sanitize;
 mod sessions;
 mod warm;
-mod wire;
 
 use std::process::ExitCode;
 

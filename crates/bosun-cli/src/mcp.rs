@@ -91,11 +91,11 @@ pub fn no_requests() -> ServerRequests {
     )
 }
 
-/// Notices on stderr: warnings red and named as bosun's, the rest dim; one
-/// sanitised block each (what servers say is shown, never obeyed).
+/// Notices on stderr: warnings red, the rest dim; sanitised (what servers
+/// and files say is shown, never obeyed).
 pub fn stderr_notices(stderr: Palette) -> Notices {
     Notices::new(move |notice| match notice {
-        Notice::Warning(text) => eprintln!("{}", stderr.red(&sanitize::block(&format!("bosun: {text}")))),
+        Notice::Warning(text) => eprintln!("{}", stderr.red(&sanitize::block(&format!("warning: {text}")))),
         other => eprintln!("{}", stderr.dim(&sanitize::line(other.text()))),
     })
 }

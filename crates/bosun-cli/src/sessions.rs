@@ -17,7 +17,6 @@ use crate::config::workdir;
 use crate::config::{self, Env};
 use crate::output::Palette;
 use crate::sanitize;
-use crate::wire;
 
 fn store(
     dir: Option<&Path>,
@@ -26,7 +25,7 @@ fn store(
 ) -> Result<(bosun_store::Store, std::path::PathBuf, config::Settings)> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &Default::default())?;
-    Ok((wire::store(&settings, env)?, dir, settings))
+    Ok((bosun_agent::parts::store(&settings, env)?, dir, settings))
 }
 
 /// The usage line of `sessions show`: the stored tokens and their cost.

@@ -49,13 +49,15 @@ pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, palettes: Pale
     };
     let mut settings = config::resolve(&workspace_dir, env, profile, &(&run).into())?;
     settings.sessions_db = Some(scratch.path().join("sessions.db"));
-    let (workspace, tools) =
-        crate::wire::tools(&workspace_dir, env, &settings, &crate::mcp::stderr_notices(palettes.stderr))?;
-    let answers = crate::mcp::no_requests();
+    // The cache holds what every session opens with; servers are the user's
+    // own choice per workspace, and none is started to warm.
+    settings.mcp_servers.clear();
+    let agent =
+        crate::exec::start_agent(&workspace_dir, env, &settings, crate::mcp::no_requests(), palettes).await?;
     let approver = std::sync::Arc::new(crate::approve::NoTerminal);
-    let (mut session, _id) =
-        crate::exec::new_session(&settings, env, workspace, (tools, None, &answers), palettes, approver)
-            .await?;
+    let built = agent.new_session(approver).await;
+    agent.shutdown().await;
+    let (mut session, _id) = built?;
     let outcome = session.run(TASK, &mut NullSink).await.context("the warming turn failed")?;
     Ok(outcome.usage.input)
 }

@@ -67,22 +67,14 @@ impl Conversation<'_> {
         if same {
             self.park().await?;
         }
-        let opened =
-            super::setup::session(self.started, settings, self.env, self.palettes, &self.approver, which)
-                .await;
+        let opened = super::setup::session(self.agent, settings, &self.approver, which).await;
         let (session, id) = match opened {
             Ok(opened) => opened,
             Err(error) if same => {
                 // Back to the session as it was, on the settings it ran with.
-                let back = super::setup::session(
-                    self.started,
-                    &self.settings,
-                    self.env,
-                    self.palettes,
-                    &self.approver,
-                    Some(self.current()),
-                )
-                .await;
+                let back =
+                    super::setup::session(self.agent, &self.settings, &self.approver, Some(self.current()))
+                        .await;
                 return match back {
                     Ok((session, id)) => {
                         self.switch(session, id);
@@ -104,19 +96,19 @@ impl Conversation<'_> {
 
     async fn model(&mut self, args: &str) -> anyhow::Result<()> {
         if args.is_empty() {
-            let shown = format!("model: {}", crate::wire::model_label(&self.settings));
+            let shown = format!("model: {}", bosun_agent::model::model_label(&self.settings));
             self.notice(NoticeKind::Info, shown);
             return Ok(());
         }
         let mut run = self.run.clone();
         run.model = Some(args.to_owned());
-        let dir = self.started.parts().1.root_path().to_path_buf();
+        let dir = self.agent.root().to_path_buf();
         let settings = crate::config::resolve(&dir, self.env, self.profile, &(&run).into())?;
         // The same stored session, resumed on the other model.
         self.reopen(&settings, Some(self.current())).await?;
         (self.settings, self.run) = (settings, run);
         self.send_status();
-        self.notice(NoticeKind::Info, format!("model: {}", crate::wire::model_label(&self.settings)));
+        self.notice(NoticeKind::Info, format!("model: {}", bosun_agent::model::model_label(&self.settings)));
         Ok(())
     }
 
@@ -153,8 +145,8 @@ impl Conversation<'_> {
 
     /// The session picker: this workspace's recent sessions, newest first.
     async fn pick_recent(&self) -> anyhow::Result<Option<String>> {
-        let store = crate::wire::store(&self.settings, self.env)?;
-        let workspace = self.started.parts().1.identity().path.clone();
+        let store = bosun_agent::parts::store(&self.settings, self.env)?;
+        let workspace = self.agent.workspace().identity().path.clone();
         let mut filter = bosun_store::ListFilter::workspace(workspace);
         filter.limit = Some(RECENT);
         let now = std::time::SystemTime::now()
@@ -183,7 +175,7 @@ impl Conversation<'_> {
     }
 
     async fn fork(&mut self) -> anyhow::Result<()> {
-        let store = crate::wire::store(&self.settings, self.env)?;
+        let store = bosun_agent::parts::store(&self.settings, self.env)?;
         let at = store.show(&self.id)?.history.last().map(|(m, _)| *m);
         let Some(at) = at else { anyhow::bail!("nothing to fork yet: the session has no messages") };
         let branch = store.fork(&self.id, at)?;
@@ -208,7 +200,7 @@ impl Conversation<'_> {
     }
 
     fn cost(&self) -> anyhow::Result<()> {
-        let store = crate::wire::store(&self.settings, self.env)?;
+        let store = bosun_agent::parts::store(&self.settings, self.env)?;
         let detail = store.show(&self.id)?;
         self.notice(NoticeKind::Info, crate::sessions::usage_line(&detail, &self.settings)?);
         Ok(())
@@ -251,7 +243,7 @@ impl Conversation<'_> {
     /// rules (a denied command does not run; one that would ask runs, since
     /// the person typed it), its output shown. Esc stops it.
     pub(super) async fn shell(&mut self, command: &str, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
-        let Some(tool) = self.started.tool("shell") else {
+        let Some(tool) = self.agent.tool("shell") else {
             self.notice(NoticeKind::Error, "no shell tool in this session (disabled in the config?)");
             return Flow::Continue;
         };

@@ -26,8 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunOptions;
 use crate::config::{self, Env};
-use crate::exec::{Outcome, Started, Stored};
+use crate::exec::{Outcome, Stored};
 use crate::output::Palettes;
+use bosun_agent::Agent;
 
 /// The line printed when there is no terminal to converse on.
 const NO_TERMINAL: &str =
@@ -56,28 +57,26 @@ pub async fn run(
     let settings = config::resolve(&dir, env, profile, &(&run).into())?;
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);
     let answers = crate::mcp::no_requests();
-    let started = Started::new(&dir, env, &settings, answers, palettes).await?;
-    let outcome = converse(&started, settings, run, resume, env, profile, palettes).await;
-    bosun_agent::mcp::stop(started.mcp.clone()).await;
+    let agent = crate::exec::start_agent(&dir, env, &settings, answers, palettes).await?;
+    let outcome = converse(&agent, settings, run, resume, env, profile).await;
+    agent.shutdown().await;
     outcome
 }
 
 async fn converse(
-    started: &Started,
+    agent: &Agent,
     settings: config::Settings,
     run: RunOptions,
     resume: Option<Stored>,
     env: &Env,
     profile: Option<&str>,
-    palettes: Palettes,
 ) -> Result<Outcome> {
     let (to_ui, to_ui_rx) = unbounded_channel();
     let (from_ui_tx, from_ui) = unbounded_channel();
     let approver: Arc<dyn ApprovalHandler> =
-        Arc::new(UiApprover { to_ui: to_ui.clone(), workspace: started.parts().1 });
+        Arc::new(UiApprover { to_ui: to_ui.clone(), workspace: agent.workspace().clone() });
     let mut conversation =
-        Conversation::open(started, settings, run, env, profile, palettes, to_ui.clone(), approver, resume)
-            .await?;
+        Conversation::open(agent, settings, run, env, profile, to_ui.clone(), approver, resume).await?;
     let options = setup::ui_options(&conversation, env);
     let signals = exit_on_signals(from_ui_tx.clone());
     let ui = tokio::spawn(bosun_tui::run(options, to_ui_rx, from_ui_tx));
@@ -147,12 +146,11 @@ struct Spent {
 
 /// The session a conversation is on, and what it needs to rebuild one.
 struct Conversation<'a> {
-    started: &'a Started,
+    agent: &'a Agent,
     settings: config::Settings,
     run: RunOptions,
     env: &'a Env,
     profile: Option<&'a str>,
-    palettes: Palettes,
     to_ui: UnboundedSender<ToUi>,
     approver: Arc<dyn ApprovalHandler>,
     session: Session,
@@ -177,25 +175,23 @@ enum Flow {
 impl<'a> Conversation<'a> {
     #[allow(clippy::too_many_arguments)]
     async fn open(
-        started: &'a Started,
+        agent: &'a Agent,
         settings: config::Settings,
         run: RunOptions,
         env: &'a Env,
         profile: Option<&'a str>,
-        palettes: Palettes,
         to_ui: UnboundedSender<ToUi>,
         approver: Arc<dyn ApprovalHandler>,
         resume: Option<Stored>,
     ) -> Result<Self> {
-        let (session, id) = setup::session(started, &settings, env, palettes, &approver, resume).await?;
+        let (session, id) = setup::session(agent, &settings, &approver, resume).await?;
         let queue_watch = watch_queue(session.inbox(), to_ui.clone());
         Ok(Self {
-            started,
+            agent,
             settings,
             run,
             env,
             profile,
-            palettes,
             to_ui,
             approver,
             session,
@@ -214,7 +210,8 @@ impl<'a> Conversation<'a> {
     /// Starts the status line's counts from what the store holds of the
     /// session (a resumed one has spent already).
     fn load_stored_spend(&self) {
-        let stored = crate::wire::store(&self.settings, self.env).and_then(|s| Ok(s.show(&self.id)?.summary));
+        let stored =
+            bosun_agent::parts::store(&self.settings, self.env).and_then(|s| Ok(s.show(&self.id)?.summary));
         if let Ok(summary) = stored {
             let total = summary.spend.total();
             let tokens = bosun_core::turn_tokens(&summary.usage);
@@ -253,8 +250,11 @@ impl<'a> Conversation<'a> {
 
     fn status(&self) -> Status {
         let spent = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut status =
-            Status::new(crate::wire::model_label(&self.settings), self.session.mode().to_string(), &self.id);
+        let mut status = Status::new(
+            bosun_agent::model::model_label(&self.settings),
+            self.session.mode().to_string(),
+            &self.id,
+        );
         status.tokens = spent.tokens;
         status.cost_micros = if spent.unpriced { None } else { spent.cost_micros };
         status.context_used = spent.context.zip(self.session.context_window());
@@ -302,7 +302,7 @@ impl<'a> Conversation<'a> {
                     if text.trim().is_empty() {
                         self.run_queued(&mut from_ui).await
                     } else {
-                        let prompt = setup::attach(&self.started.parts().1, &text, &mut |w| {
+                        let prompt = setup::attach(self.agent.workspace(), &text, &mut |w| {
                             self.notice(NoticeKind::Warning, w)
                         });
                         self.turn(Some(prompt.into()), &mut from_ui).await

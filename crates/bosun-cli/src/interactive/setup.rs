@@ -15,9 +15,9 @@ use sha2::{Digest, Sha256};
 
 use super::Conversation;
 use crate::config::{self, Env, TrustLevel};
-use crate::exec::{Started, Stored};
-use crate::output::Palettes;
+use crate::exec::Stored;
 use crate::sanitize;
+use bosun_agent::Agent;
 
 /// At most this many workspace paths are offered after `@`.
 const MAX_PATHS: usize = 5_000;
@@ -53,29 +53,16 @@ pub(super) fn ask_trust(dir: &Path, env: &Env) -> Result<()> {
 
 /// The session to converse on: a new one, or the stored one `resume` names.
 pub(super) async fn session(
-    started: &Started,
+    agent: &Agent,
     settings: &config::Settings,
-    env: &Env,
-    palettes: Palettes,
     approver: &Arc<dyn ApprovalHandler>,
     resume: Option<Stored>,
 ) -> Result<(Session, String)> {
-    let (parts, workspace) = started.parts();
     match resume {
-        None => {
-            crate::exec::new_session(settings, env, workspace, parts, palettes, Arc::clone(approver)).await
-        }
+        None => Ok(agent.new_session_as(settings, Arc::clone(approver)).await?),
         Some(which) => {
-            let (session, id, _) = crate::exec::open_stored(
-                settings,
-                env,
-                which,
-                workspace,
-                parts,
-                palettes,
-                Arc::clone(approver),
-            )
-            .await?;
+            let (session, id, _) =
+                crate::exec::open_stored(agent, settings, which, Arc::clone(approver)).await?;
             Ok((session, id))
         }
     }
@@ -85,15 +72,15 @@ pub(super) async fn session(
 pub(super) fn ui_options(conversation: &Conversation<'_>, env: &Env) -> bosun_tui::Options {
     let mut options = bosun_tui::Options::new(conversation.status());
     options.color = env.get("NO_COLOR").is_none();
-    options.history_file = history_file(&conversation.settings, env, &conversation.started.parts().1);
-    options.paths = workspace_paths(&conversation.started.parts().1);
+    options.history_file = history_file(&conversation.settings, env, conversation.agent.workspace());
+    options.paths = workspace_paths(conversation.agent.workspace());
     options.commands = super::slash::list();
     options
 }
 
 /// Up/Down history, per workspace, beside the sessions database.
 fn history_file(settings: &config::Settings, env: &Env, workspace: &Workspace) -> Option<PathBuf> {
-    let store = crate::wire::store_path(settings, env).ok()?;
+    let store = bosun_agent::parts::store_path(settings, env).ok()?;
     let digest = Sha256::digest(workspace.root_path().as_os_str().as_encoded_bytes());
     let name: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
     Some(store.parent()?.join("history").join(format!("{name}.jsonl")))

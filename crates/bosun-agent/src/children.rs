@@ -1,4 +1,4 @@
-//! Sub-agents on the command line: `delegate_tasks` for hosted models, its
+//! Sub-agents: `delegate_tasks` for hosted models, its
 //! children kept as sessions in the sessions database, each linked to the
 //! parent session and the call that started it (docs/agents.md).
 //!
@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use anyhow::Result;
+use crate::error::Result;
 use bosun_core::delegate::{AgentProfile, ChildSessions, ChildSlot, ChildTask, Delegation, SlotFuture};
 use bosun_core::{CallId, SessionBuilder};
 use bosun_store::Store;
@@ -17,7 +17,7 @@ use bosun_tools::Workspace;
 use bosun_tools::agents::{AgentDef, AgentOrigin};
 
 use crate::config::{Env, Settings};
-use crate::wire;
+use crate::notice::Notices;
 
 /// Whether the session offers `delegate_tasks`: `subagents` when set, else
 /// on for hosted models and off for the local one (a small model's tool
@@ -82,17 +82,30 @@ pub struct StoredChildren {
     settings: Arc<Settings>,
     env: Arc<Env>,
     workspace: Workspace,
+    notices: Notices,
+}
+
+impl std::fmt::Debug for StoredChildren {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredChildren").field("parent", &self.parent).finish_non_exhaustive()
+    }
 }
 
 impl StoredChildren {
     /// Children of the stored session `parent`.
-    pub fn new(store: Store, parent: &str, settings: &Settings, env: &Env, workspace: &Workspace) -> Self {
+    pub fn new(
+        store: Store,
+        parent: &str,
+        (settings, env, workspace): (&Settings, &Env, &Workspace),
+        notices: &Notices,
+    ) -> Self {
         Self {
             store,
             parent: parent.to_owned(),
             settings: Arc::new(settings.clone()),
             env: Arc::new(env.clone()),
             workspace: workspace.clone(),
+            notices: notices.clone(),
         }
     }
 
@@ -114,13 +127,14 @@ impl StoredChildren {
         let mut model = None;
         if let Some(asked) = agent.and_then(|a| a.model.as_deref()) {
             settings.model = Some(self.model_spec(asked));
-            let (resolved, window) = wire::model(&settings, &self.env, &self.workspace).await?;
+            let (resolved, window) =
+                crate::model::model(&settings, &self.env, &self.workspace, &self.notices).await?;
             model = Some((resolved, window));
         }
         let journal = self
             .store
             .new_session()
-            .with_model(wire::model_label(&settings))
+            .with_model(crate::model::model_label(&settings))
             .with_parent(&self.parent, call_id.to_string());
         let id = journal.session_id().to_owned();
         let mut slot = ChildSlot::new(id.clone());
@@ -128,7 +142,7 @@ impl StoredChildren {
         if !crate::config::models::uses_local_model(&settings) {
             slot.artifacts = Some(Arc::new(self.store.artifacts(&id)));
         }
-        slot.hooks = wire::command_hooks(&settings, &self.env, &self.workspace, &id);
+        slot.hooks = crate::parts::command_hooks(&settings, &self.env, &self.workspace, &id);
         if let Some((resolved, window)) = model {
             slot.model = Some(resolved);
             slot.context_window = window;
@@ -152,20 +166,20 @@ impl ChildSessions for StoredChildren {
 
 /// Adds delegation to the builder of the top-level stored session
 /// `session`, when it is enabled; warnings about the agent files go to
-/// `warn`.
+/// `notices`.
 pub fn with_delegation(
     builder: SessionBuilder,
     store: &Store,
     session: &str,
     parts: (&Settings, &Env, &Workspace),
-    warn: &mut dyn FnMut(&str),
+    notices: &Notices,
 ) -> SessionBuilder {
     if !enabled(parts.0) {
         return builder;
     }
-    let (delegation, warnings) = delegation(store, session, 0, parts);
-    for warning in &warnings {
-        warn(warning);
+    let (delegation, warnings) = delegation(store, session, 0, parts, notices);
+    for warning in warnings {
+        notices.warn(warning);
     }
     builder.delegation(delegation)
 }
@@ -177,10 +191,12 @@ fn delegation(
     store: &Store,
     session: &str,
     depth: u32,
-    (settings, env, workspace): (&Settings, &Env, &Workspace),
+    parts: (&Settings, &Env, &Workspace),
+    notices: &Notices,
 ) -> (Delegation, Vec<String>) {
+    let (settings, env, workspace) = parts;
     let (agents, warnings) = agents(workspace, settings, env);
-    let children = StoredChildren::new(store.clone(), session, settings, env, workspace);
+    let children = StoredChildren::new(store.clone(), session, parts, notices);
     let mut delegation = Delegation::new(Arc::new(children)).agents(agents).at_depth(depth);
     if let Some(n) = settings.max_subagents {
         delegation = delegation.max_children(n as usize);
@@ -196,11 +212,11 @@ fn delegation(
 pub fn resumed_child(
     store: &Store,
     id: &str,
-    model: Arc<dyn bosun_core::Model>,
-    window: Option<u64>,
+    (model, window): (Arc<dyn bosun_core::Model>, Option<u64>),
     tools: Vec<Arc<dyn bosun_core::Tool>>,
     source: Option<Arc<dyn bosun_core::ToolSource>>,
     (settings, env, workspace): (&Settings, &Env, &Workspace),
+    notices: &Notices,
 ) -> Result<SessionBuilder> {
     use bosun_core::artifacts::ReadArtifact;
     use bosun_core::delegate::{DELEGATE_TASKS, FIND_TOOLS, deferred_tools};
@@ -217,7 +233,7 @@ pub fn resumed_child(
         .collect();
     let mut narrowed = settings.clone();
     narrowed.disabled_tools.retain(|name| names.contains(name.as_str()));
-    let mut builder = wire::builder(model, window, workspace, tools, source, &narrowed)?;
+    let mut builder = crate::parts::builder(model, window, workspace, tools, source, &narrowed)?;
     if names.contains(FIND_TOOLS) {
         builder = builder.tools([deferred_tools(Vec::new()).0]);
     }
@@ -225,7 +241,7 @@ pub fn resumed_child(
         builder = builder.artifacts(Arc::new(store.artifacts(id)));
     }
     if names.contains(DELEGATE_TASKS) {
-        let (delegation, _) = delegation(store, id, depth(store, id), (settings, env, workspace));
+        let (delegation, _) = delegation(store, id, depth(store, id), (settings, env, workspace), notices);
         builder = builder.delegation(delegation);
     }
     Ok(builder)

@@ -1,0 +1,348 @@
+//! The assembled agent: configuration resolved for a workspace, its tools
+//! (the workspace's, an embedder's own, the configured MCP servers'), and
+//! sessions built on them, new or stored, with the store, hooks, skills,
+//! sub-agents, artifacts and the system prompt. Every front end builds its
+//! sessions here, so each gets the same agent.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bosun_core::{ApprovalHandler, Model, Session, Tool};
+use bosun_mcp::McpServers;
+use bosun_tools::Workspace;
+
+use crate::children;
+use crate::config::{self, Env, Overrides, Settings};
+use crate::error::{Context, Result};
+use crate::mcp::ServerRequests;
+use crate::notice::Notices;
+
+/// How an [`Agent`] is assembled: the workspace, the environment and
+/// configuration it reads, and what a program adds of its own.
+#[must_use]
+pub struct AgentBuilder {
+    dir: PathBuf,
+    env: Env,
+    profile: Option<String>,
+    overrides: Overrides,
+    settings: Option<Settings>,
+    tools: Vec<Arc<dyn Tool>>,
+    model: Option<(Arc<dyn Model>, Option<u64>)>,
+    requests: ServerRequests,
+    notices: Notices,
+}
+
+impl AgentBuilder {
+    /// The environment configuration is read with (default: empty, so
+    /// nothing is read from the process's own unless given).
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The configuration profile to apply.
+    pub fn profile(mut self, name: impl Into<String>) -> Self {
+        self.profile = Some(name.into());
+        self
+    }
+
+    /// Values set by the program (a front end's flags), above every file.
+    pub fn overrides(mut self, overrides: Overrides) -> Self {
+        self.overrides = overrides;
+        self
+    }
+
+    /// Settings the program already resolved (then `profile` and
+    /// `overrides` are not applied again).
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// A tool of the program's own, offered beside the workspace's.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// A model of the program's own instead of the configured one, with its
+    /// context window in tokens when known.
+    pub fn model(mut self, model: Arc<dyn Model>, context_window: Option<u64>) -> Self {
+        self.model = Some((model, context_window));
+        self
+    }
+
+    /// What answers MCP servers' questions and sampling requests (default:
+    /// declined and refused).
+    pub fn server_requests(mut self, requests: ServerRequests) -> Self {
+        self.requests = requests;
+        self
+    }
+
+    /// Where notices go (default: dropped).
+    pub fn notices(mut self, notices: Notices) -> Self {
+        self.notices = notices;
+        self
+    }
+
+    /// Resolves the configuration, opens the workspace and starts the
+    /// configured MCP servers.
+    ///
+    /// # Errors
+    /// When the configuration is invalid, the workspace cannot be opened or
+    /// its sandbox cannot be built. A server that fails to start is a
+    /// notice, not an error.
+    pub async fn build(self) -> Result<Agent> {
+        let settings = match self.settings {
+            Some(settings) => settings,
+            None => config::resolve(&self.dir, &self.env, self.profile.as_deref(), &self.overrides)?,
+        };
+        let (workspace, mut tools) = crate::parts::tools(&self.dir, &self.env, &settings, &self.notices)?;
+        tools.extend(self.tools);
+        let root = workspace.root_path().to_path_buf();
+        let mcp =
+            crate::mcp::start_into(&settings, &self.env, &root, &mut tools, &self.requests, &self.notices)
+                .await;
+        Ok(Agent {
+            settings,
+            env: self.env,
+            workspace,
+            tools,
+            mcp,
+            model: self.model,
+            requests: self.requests,
+            notices: self.notices,
+        })
+    }
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("dir", &self.dir)
+            .field("profile", &self.profile)
+            .field("tools", &tool_names(&self.tools))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which stored session to open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoredSession {
+    /// The session with this id.
+    Id(String),
+    /// The workspace's most recent session.
+    Latest,
+}
+
+/// A workspace with its configuration and tools, ready to run sessions.
+/// [`Agent::shutdown`] stops the MCP servers it started.
+pub struct Agent {
+    settings: Settings,
+    env: Env,
+    workspace: Workspace,
+    tools: Vec<Arc<dyn Tool>>,
+    mcp: Option<Arc<McpServers>>,
+    model: Option<(Arc<dyn Model>, Option<u64>)>,
+    requests: ServerRequests,
+    notices: Notices,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("root", &self.root())
+            .field("model", &crate::model::model_label(&self.settings))
+            .field("tools", &tool_names(&self.tools))
+            .finish_non_exhaustive()
+    }
+}
+
+fn tool_names(tools: &[Arc<dyn Tool>]) -> Vec<String> {
+    tools.iter().map(|tool| tool.definition().name.clone()).collect()
+}
+
+impl Agent {
+    /// An agent for the workspace at `dir`.
+    pub fn builder(dir: impl Into<PathBuf>) -> AgentBuilder {
+        AgentBuilder {
+            dir: dir.into(),
+            env: Env::default(),
+            profile: None,
+            overrides: Overrides::default(),
+            settings: None,
+            tools: Vec::new(),
+            model: None,
+            requests: ServerRequests::refused(),
+            notices: Notices::ignored(),
+        }
+    }
+
+    /// The agent the user's configuration describes for `dir`, read with `env`.
+    ///
+    /// # Errors
+    /// As [`AgentBuilder::build`].
+    pub async fn from_config(dir: impl Into<PathBuf>, env: Env) -> Result<Self> {
+        Self::builder(dir).env(env).build().await
+    }
+
+    /// The resolved configuration.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The environment configuration was read with.
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The workspace's root directory.
+    pub fn root(&self) -> &Path {
+        self.workspace.root_path()
+    }
+
+    /// Every tool sessions are offered.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    /// The tool named `name`, when the workspace, the program or a server offers it.
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.definition().name == name).cloned()
+    }
+
+    /// The MCP servers that started, if any.
+    pub fn mcp_servers(&self) -> Option<&Arc<McpServers>> {
+        self.mcp.as_ref()
+    }
+
+    /// A new stored session under this agent's settings, asking `approver`.
+    ///
+    /// # Errors
+    /// When the model cannot be loaded, the store cannot be opened or the
+    /// session cannot be built (a disabled tool that does not exist, a cost
+    /// limit on a model with no prices).
+    pub async fn new_session(&self, approver: Arc<dyn ApprovalHandler>) -> Result<(Session, String)> {
+        self.new_session_as(&self.settings, approver).await
+    }
+
+    /// [`Agent::new_session`] under other `settings` (a front end that
+    /// changed the model or mode since the agent was built).
+    ///
+    /// # Errors
+    /// As [`Agent::new_session`].
+    pub async fn new_session_as(
+        &self,
+        settings: &Settings,
+        approver: Arc<dyn ApprovalHandler>,
+    ) -> Result<(Session, String)> {
+        let (model, window) = self.model(settings).await?;
+        let store = crate::parts::store(settings, &self.env)?;
+        let journal = store.new_session().with_model(crate::model::model_label(settings));
+        let id = journal.session_id().to_owned();
+        let (system, warning) = crate::parts::system_prompt(&self.workspace, settings, &self.env);
+        if let Some(warning) = warning {
+            self.notices.warn(warning);
+        }
+        let parts = (settings, &self.env, &self.workspace);
+        let builder = crate::parts::builder(
+            model,
+            window,
+            &self.workspace,
+            self.tools.clone(),
+            self.source(),
+            settings,
+        )?;
+        let builder = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id);
+        let builder = children::with_delegation(builder, &store, &id, parts, &self.notices);
+        let session = crate::parts::with_artifacts(builder, settings, &store, &id)
+            .system_prompt(system)
+            .journal(journal)
+            .shared_approver(approver)
+            .build()
+            .await?;
+        Ok((session, id))
+    }
+
+    /// A stored session resumed on this agent's model, its journal
+    /// recording that model. A sub-agent's session resumes with the
+    /// authority it was recorded with.
+    ///
+    /// # Errors
+    /// When there is no such session, or it was recorded under another
+    /// authority (invariant 7), or as [`Agent::new_session`].
+    pub async fn open(
+        &self,
+        which: StoredSession,
+        approver: Arc<dyn ApprovalHandler>,
+    ) -> Result<(Session, String)> {
+        self.open_as(&self.settings, which, approver).await
+    }
+
+    /// [`Agent::open`] under other `settings` (the same session resumed on
+    /// another model).
+    ///
+    /// # Errors
+    /// As [`Agent::open`].
+    pub async fn open_as(
+        &self,
+        settings: &Settings,
+        which: StoredSession,
+        approver: Arc<dyn ApprovalHandler>,
+    ) -> Result<(Session, String)> {
+        let (model, window) = self.model(settings).await?;
+        let store = crate::parts::store(settings, &self.env)?;
+        let id = match which {
+            StoredSession::Id(id) => id,
+            StoredSession::Latest => {
+                let filter = bosun_store::ListFilter::workspace(self.workspace.identity().path.clone());
+                let latest = store.list(&filter)?.into_iter().next();
+                latest.map(|s| s.id).context("no session of this workspace to resume")?
+            }
+        };
+        let journal = store.open_session(&id)?.with_model(crate::model::model_label(settings));
+        let parts = (settings, &self.env, &self.workspace);
+        let (tools, source) = (self.tools.clone(), self.source());
+        let builder = match store.show(&id)?.summary.parent {
+            Some(_) => {
+                children::resumed_child(&store, &id, (model, window), tools, source, parts, &self.notices)?
+            }
+            None => {
+                let builder = crate::parts::builder(model, window, &self.workspace, tools, source, settings)?;
+                let builder = children::with_delegation(builder, &store, &id, parts, &self.notices);
+                crate::parts::with_artifacts(builder, settings, &store, &id)
+            }
+        };
+        let builder = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id);
+        let session = builder
+            .shared_approver(approver)
+            .resume(journal)
+            .await
+            .with_context(|| format!("cannot resume session {id}"))?;
+        Ok((session, id))
+    }
+
+    /// Stops the MCP servers this agent started.
+    pub async fn shutdown(self) {
+        crate::mcp::stop(self.mcp).await;
+    }
+
+    async fn model(&self, settings: &Settings) -> Result<(Arc<dyn Model>, Option<u64>)> {
+        let (model, window) = match &self.model {
+            Some((model, window)) => (Arc::clone(model), *window),
+            None => crate::model::model(settings, &self.env, &self.workspace, &self.notices).await?,
+        };
+        self.requests.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
+        Ok((model, window))
+    }
+
+    fn source(&self) -> Option<Arc<dyn bosun_core::ToolSource>> {
+        crate::mcp::source(&self.mcp)
+    }
+}

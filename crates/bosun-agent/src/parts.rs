@@ -1,0 +1,249 @@
+//! What a session is built from besides its model: the workspace's tools
+//! in the sandbox, the store, command hooks, the system prompt with project
+//! instructions and skills, and the session builder with the configured
+//! mode, rules, limits and prices.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_core::{ContentPart, Model, Session, SessionBuilder, Tool, ToolChoice};
+use bosun_store::Store;
+use bosun_tools::hooks::CommandHook;
+use bosun_tools::{Workspace, WorkspaceTools};
+
+use crate::config::models::uses_local_model;
+use crate::config::{Env, Settings};
+use crate::error::{Context, Result, bail};
+use crate::instructions;
+use crate::notice::Notices;
+
+/// Keeps outputs past the bound whole in the session's store, with the
+/// `read_artifact` tool, for a hosted model. Not for the local one: a small
+/// model's tool list is kept short (its prompt is measured by the local
+/// task suite), and its context could not take many pages anyway.
+pub fn with_artifacts(
+    builder: bosun_core::SessionBuilder,
+    settings: &Settings,
+    store: &bosun_store::Store,
+    session: &str,
+) -> bosun_core::SessionBuilder {
+    if uses_local_model(settings) { builder } else { builder.artifacts(Arc::new(store.artifacts(session))) }
+}
+
+/// The session database path.
+pub fn store_path(settings: &Settings, env: &Env) -> Result<PathBuf> {
+    if let Some(path) = &settings.sessions_db {
+        return Ok(path.clone());
+    }
+    bosun_store::default_path(|name| env.get(name).map(str::to_owned))
+        .context("cannot tell where to keep sessions: set BOSUN_HOME or HOME")
+}
+
+/// Opens the store.
+pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
+    let path = store_path(settings, env)?;
+    Ok(Store::open(&path)?)
+}
+
+/// The workspace and its tools: the brief set for a local model unless
+/// `local_brief_tools` is off.
+pub fn tools(
+    dir: &Path,
+    env: &Env,
+    settings: &Settings,
+    notices: &Notices,
+) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
+    let workspace = Workspace::open(dir)?;
+    let sandbox = crate::sandboxing::for_workspace(workspace.root_path(), env, settings, notices)?;
+    let shell = shell_config(&workspace, env).with_sandbox(sandbox);
+    let skills = skills(&workspace, settings, env).skills;
+    let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
+    let tools = if settings.local_brief_tools && uses_local_model(settings) {
+        tools.build_brief()
+    } else {
+        tools.build()
+    };
+    Ok((workspace, tools))
+}
+
+/// What the shell and command hooks run with: the workspace root, PATH and
+/// HOME from bosun's environment, nothing else of it.
+fn shell_config(workspace: &Workspace, env: &Env) -> bosun_tools::ShellConfig {
+    bosun_tools::ShellConfig::new(workspace.root_path().to_path_buf())
+        .with_path(env.get("PATH").unwrap_or("/usr/local/bin:/usr/bin:/bin"))
+        .with_home(env.get("HOME"))
+}
+
+/// Adds the configured command hooks (docs/hooks.md) to `builder`, in
+/// their order, each run for the stored session `session` in the workspace
+/// root with the shell's PATH and HOME.
+pub fn with_hooks(
+    mut builder: SessionBuilder,
+    settings: &Settings,
+    env: &Env,
+    workspace: &Workspace,
+    session: &str,
+) -> SessionBuilder {
+    for hook in command_hooks(settings, env, workspace, session) {
+        builder = builder.hook(hook);
+    }
+    builder
+}
+
+/// The configured command hooks, in their order, each run for the stored
+/// session `session` in the workspace root with the shell's PATH and HOME.
+pub fn command_hooks(
+    settings: &Settings,
+    env: &Env,
+    workspace: &Workspace,
+    session: &str,
+) -> Vec<Arc<dyn bosun_core::hooks::SessionHooks>> {
+    let root = workspace.root_path();
+    // `tools` builds the same sandbox first and stops the start when it
+    // cannot; a failure here is that one, already reported.
+    let shell = match crate::sandboxing::for_workspace(root, env, settings, &Notices::ignored()) {
+        Ok(sandbox) => shell_config(workspace, env).with_sandbox(sandbox),
+        Err(error) => {
+            tracing::warn!("hooks: the sandbox could not be built: {error:#}");
+            shell_config(workspace, env)
+        }
+    };
+    settings
+        .hooks
+        .iter()
+        .map(|hook| {
+            Arc::new(CommandHook::new(hook.spec.clone(), session, root, &shell))
+                as Arc<dyn bosun_core::hooks::SessionHooks>
+        })
+        .collect()
+}
+
+const BASE_PROMPT: &str = "You are bosun, a careful coding agent working in the user's workspace. Use the tools \
+to read, search, edit and run things; paths are relative to the workspace root. Read a file before changing it, \
+keep changes small and focused, and run the project's checks when it helps. When you are done, answer briefly \
+with what you did.";
+
+/// The prompt for small local models. Measured on Qwen2.5-Coder-0.5B: the
+/// longer prompt above, with the tool list, makes it guess what a file says
+/// instead of reading it; this shorter one, which says plainly that files are
+/// unseen until read, gets the call.
+const LOCAL_PROMPT: &str = "You are bosun, a helpful coding assistant. You cannot see the user's files: call \
+read_file to read one, and the other tools to search, edit or run things. Paths are relative to the workspace \
+root. When you have what you need, answer briefly.";
+
+/// The system prompt, with project instructions when enabled and the
+/// skills' list; also returns a warning to show when the instructions were
+/// cut or a skill was skipped.
+pub fn system_prompt(workspace: &Workspace, settings: &Settings, env: &Env) -> (String, Option<String>) {
+    let base = if uses_local_model(settings) { LOCAL_PROMPT } else { BASE_PROMPT };
+    let mut prompt = base.to_owned();
+    let mut warnings = Vec::new();
+    if settings.project_docs {
+        // Read through the workspace's own handle, as the file tools read.
+        let found = instructions::collect(workspace);
+        if let Some(section) = instructions::section(&found) {
+            prompt.push_str(&section);
+        }
+        warnings.extend(found.warning);
+    }
+    let found = skills(workspace, settings, env);
+    prompt.extend(found.skills.prompt_section());
+    warnings.extend(found.warnings);
+    (prompt, (!warnings.is_empty()).then(|| warnings.join("; ")))
+}
+
+/// The skills of a run (docs/skills.md): the user's (`skills/` beside the
+/// user's config file) and, unless `project_docs` is off, the project's.
+/// An untrusted project's are read too, as its AGENTS.md is: prompt text and
+/// files to read, not authority.
+fn skills(workspace: &Workspace, settings: &Settings, env: &Env) -> bosun_tools::skills::Discovery {
+    let user = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("skills")));
+    bosun_tools::skills::discover(settings.project_docs.then_some(workspace), user.as_deref())
+}
+
+/// A builder with everything but the journal, prompt and approver.
+pub fn builder(
+    model: Arc<dyn Model>,
+    context_window: Option<u64>,
+    workspace: &Workspace,
+    tools: Vec<Arc<dyn Tool>>,
+    source: Option<Arc<dyn bosun_core::ToolSource>>,
+    settings: &Settings,
+) -> Result<SessionBuilder> {
+    let mut builder = Session::builder_shared(model)
+        .workspace(workspace.identity().clone())
+        .tools(tools)
+        .mode(settings.mode)
+        .rules(settings.rules.clone())
+        .clock(settings.clock);
+    if let Some(source) = source {
+        builder = builder.tool_source(source);
+    }
+    if let Some(rounds) = settings.max_rounds {
+        builder = builder.max_rounds(rounds);
+    }
+    if let Some(secs) = settings.tool_timeout_secs {
+        builder = builder.tool_timeout(Duration::from_secs(secs));
+    }
+    let limits = settings.turn_limits;
+    if let Some(tokens) = limits.tokens {
+        builder = builder.max_turn_tokens(tokens);
+    }
+    if let Some(secs) = limits.seconds {
+        builder = builder.max_turn_time(Duration::from_secs(secs));
+    }
+    if let Some(micros) = limits.cost_micros {
+        // A cost limit on a model bosun cannot price could never be kept.
+        let Some(pricing) = crate::config::models::pricing(settings) else {
+            bail!(
+                "max_turn_cost is set, but bosun has no prices for {}: add them under [models] in the config, \
+                 or drop the cost limit",
+                settings.model.as_deref().unwrap_or("the local model")
+            );
+        };
+        builder = builder.max_turn_cost(micros, pricing);
+    } else if let Some(pricing) = crate::config::models::pricing(settings) {
+        // Events, the journal and `sessions show` then carry costs.
+        builder = builder.pricing(pricing);
+    }
+    if let Some(window) = context_window {
+        builder = builder.context_window(window);
+    }
+    if let Some(fraction) = settings.compact_at {
+        builder = builder.compact_at(fraction);
+    }
+    if settings.local_persistence && uses_local_model(settings) {
+        // The rules decide the first round too: a look only when the
+        // prompt is about the workspace (`local_first_call`).
+        let rules = bosun_core::Persistence::for_small_models().with_look_first(settings.local_first_call);
+        builder = builder.persistence(rules);
+    } else if settings.local_first_call && uses_local_model(settings) {
+        builder = builder.first_round_tool_choice(ToolChoice::Required);
+    }
+    if settings.local_read_named && uses_local_model(settings) {
+        builder = builder.opening_calls(read_named_files(workspace.clone()));
+    }
+    // `disabled_tools` leaves tools out of what the model is offered; a
+    // call to one gets a refusal before any approval (invariant 5). A name
+    // that is no tool fails the build, naming it.
+    for tool in &settings.disabled_tools {
+        builder = builder.disable(tool.clone());
+    }
+    Ok(builder)
+}
+
+/// Files a local model is shown before its first round: up to this many
+/// that the prompt names.
+const NAMED_FILES_READ: usize = 3;
+
+/// The opening calls that read, with `read_file`, the files a prompt names.
+fn read_named_files(workspace: Workspace) -> bosun_core::OpeningCalls {
+    Arc::new(move |prompt: &[ContentPart]| {
+        let text = bosun_core::message::text_lines(prompt);
+        bosun_tools::named::named_files(&workspace, &text, NAMED_FILES_READ)
+            .into_iter()
+            .map(|path| bosun_core::OpeningCall::new("read_file", serde_json::json!({ "path": path })))
+            .collect()
+    })
+}
