@@ -10,7 +10,9 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use bosun_core::delegate::{AgentProfile, ChildSessions, ChildSlot, ChildTask, Delegation, SlotFuture};
+use bosun_core::delegate::{
+    AgentProfile, ChildSessions, ChildSlot, ChildTask, Delegation, DelegationExt, SlotFuture,
+};
 use bosun_core::{CallId, SessionBuilder};
 use bosun_store::Store;
 use bosun_tools::Workspace;

@@ -104,7 +104,7 @@ pub use permission::{
 pub use replay::{ReplayError, Replayed, replay};
 pub use session::{
     CompactOutcome, Compaction, OpeningCall, OpeningCalls, Persistence, Session, SessionBuilder,
-    ToolExecution, TurnOptions, TurnOutcome, UserInput,
+    SessionScope, ToolExecution, TurnOptions, TurnOutcome, UserInput,
 };
 pub use spend::{Spend, Spent};
 pub use tool::{

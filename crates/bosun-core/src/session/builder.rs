@@ -19,7 +19,9 @@ use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
 use crate::schema::CompiledSchema;
 use crate::session::ids::CallIdRegistry;
-use crate::session::{OpeningCalls, Persistence, ResolvedTool, Session, ToolExecution, ToolSet};
+use crate::session::{
+    OpeningCalls, Persistence, ResolvedTool, Session, SessionScope, ToolExecution, ToolSet,
+};
 use crate::tool::Tool;
 use crate::tool_source::ToolSource;
 
@@ -52,10 +54,12 @@ pub struct SessionBuilder {
     compact_at: f64,
     hooks: crate::hooks::HookSet,
     child: bool,
-    /// Filled with the session's tools and rules at build, for the
-    /// `delegate_tasks` tool `delegation` added.
-    delegate_scope: Option<Arc<std::sync::OnceLock<crate::delegate::ParentScope>>>,
+    /// Told the session's scope once it is built or resumed.
+    on_build: Vec<OnBuild>,
 }
+
+/// What [`SessionBuilder::on_build`] keeps until the session exists.
+type OnBuild = Box<dyn FnOnce(&SessionScope) + Send>;
 
 impl fmt::Debug for SessionBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -105,7 +109,7 @@ impl SessionBuilder {
             compact_at: DEFAULT_COMPACT_AT,
             hooks: crate::hooks::HookSet::default(),
             child: false,
-            delegate_scope: None,
+            on_build: Vec::new(),
         }
     }
 
@@ -123,18 +127,17 @@ impl SessionBuilder {
         self
     }
 
-    /// Adds the `delegate_tasks` tool: sub-agents under this session's
-    /// authority ([`crate::delegate`]). Its children get the tools, mode,
-    /// rules, approver and limits the session has when it is built.
-    pub fn delegation(mut self, delegation: crate::delegate::Delegation) -> Self {
-        let scope = Arc::new(std::sync::OnceLock::new());
-        self.tools.push(Arc::new(crate::delegate::DelegateTasks::new(delegation, Arc::clone(&scope))));
-        self.delegate_scope = Some(scope);
+    /// Tells `told` what the session runs under ([`SessionScope`]) once it
+    /// is built or resumed: how a tool given to this builder learns the
+    /// session it serves before its first call (delegation starts its
+    /// children from it). Not called by [`SessionBuilder::authority_snapshot`].
+    pub fn on_build(mut self, told: impl FnOnce(&SessionScope) + Send + 'static) -> Self {
+        self.on_build.push(Box::new(told));
         self
     }
 
     /// Sets every limit at once (a child inherits its parent's).
-    pub(crate) fn limits(mut self, limits: Limits) -> Self {
+    pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
@@ -454,8 +457,28 @@ impl SessionBuilder {
         Ok(session)
     }
 
+    /// What the session will run under, with its (resolved) system prompt.
+    fn scope(&self, system: Option<String>) -> SessionScope {
+        let tools = self.tools.iter().filter(|t| !self.disabled.contains(&t.definition().name)).cloned();
+        SessionScope {
+            model: Arc::clone(&self.model),
+            tools: tools.collect(),
+            mode: self.mode,
+            rules: self.rules.clone(),
+            approver: Arc::clone(&self.approver),
+            limits: self.limits,
+            pricing: self.pricing.clone(),
+            system,
+            context_window: self.context_window,
+            compact_at: self.compact_at,
+            artifacts: self.artifacts.clone(),
+            workspace: self.workspace.clone(),
+            clock: self.clock,
+        }
+    }
+
     fn into_session(
-        self,
+        mut self,
         resolved: Resolved,
         system: Option<String>,
         history: Vec<Message>,
@@ -464,23 +487,12 @@ impl SessionBuilder {
         pending: Pending,
     ) -> Session {
         let call_ids = CallIdRegistry::resumed(call_ids(&history), provider_call_ids);
-        if let Some(scope) = &self.delegate_scope {
-            let tools = self.tools.iter().filter(|t| !self.disabled.contains(&t.definition().name)).cloned();
-            let _ = scope.set(crate::delegate::ParentScope {
-                model: Arc::clone(&self.model),
-                tools: tools.collect(),
-                mode: self.mode,
-                rules: self.rules.clone(),
-                approver: Arc::clone(&self.approver),
-                limits: self.limits,
-                pricing: self.pricing.clone(),
-                system: system.clone(),
-                context_window: self.context_window,
-                compact_at: self.compact_at,
-                artifacts: self.artifacts.clone(),
-                workspace: self.workspace.clone(),
-                clock: self.clock,
-            });
+        let told = std::mem::take(&mut self.on_build);
+        if !told.is_empty() {
+            let scope = self.scope(system.clone());
+            for told in told {
+                told(&scope);
+            }
         }
         let mut session = Session {
             capabilities: self.model.capabilities(),

@@ -15,6 +15,7 @@ pub use opening::{OpeningCall, OpeningCalls};
 pub use persist::Persistence;
 mod invoke;
 mod record;
+mod scope;
 mod turn;
 mod updates;
 
@@ -30,6 +31,7 @@ pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
 pub use context::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 pub use invoke::CANCELLED;
+pub use scope::SessionScope;
 
 use crate::authority::{AuthoritySnapshot, ToolAuthority};
 use crate::error::BuildError;
