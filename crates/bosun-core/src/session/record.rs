@@ -10,8 +10,8 @@ use super::turn::{Emitter, TurnState};
 use crate::error::TurnErrorKind;
 use crate::event::Event;
 use crate::inbox::Slot;
-use crate::journal::{Delivery, JournalError, JournalErrorKind, JournalRecord};
-use crate::message::Message;
+use crate::journal::{JournalError, JournalErrorKind, JournalRecord};
+use crate::message::{Delivery, Message};
 
 impl Session {
     /// The one writer of the turn's records. Checks `record` against the

@@ -21,8 +21,8 @@ use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
 use crate::hooks::{HookSet, MAX_STOP_CONTINUATIONS};
 use crate::journal::Compaction;
-use crate::journal::{Delivery, JournalRecord, TurnRecordOutcome};
-use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
+use crate::journal::{JournalRecord, TurnRecordOutcome};
+use crate::message::{ContentPart, Delivery, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
     GenerationOptions, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart,
     Support, Thinking,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::builder::resolve_tool;
 use super::turn::{Emitter, TurnState};
 use super::{Session, ToolSet};
-use crate::AuthoritySnapshot;
+use crate::authority::AuthoritySnapshot;
 use crate::error::TurnErrorKind;
 use crate::event::Event;
 use crate::journal::JournalRecord;
