@@ -15,8 +15,9 @@ use tokio::sync::mpsc;
 
 use super::invoke::{Bounds, Runnable, Step, attempt, backoff, wait_before_retry};
 use super::opening::OpeningCall;
+use super::tools::ResolvedTool;
 use super::turn::{Emitter, TurnState};
-use super::{ResolvedTool, Session, ToolExecution};
+use super::{Session, ToolExecution};
 use crate::error::TurnErrorKind;
 use crate::event::{Decision, Event};
 use crate::hooks::{HookInput, HookPoint};
@@ -210,23 +211,10 @@ impl Session {
         emitter.emit(proposed).map_err(|_| state.cancelled(emitter))?;
         // Invariant 5: a call to an unknown or disabled tool gets a synthetic
         // error result before any approval or execution.
-        let Some(tool) = self.tools.get(&call.name).cloned() else {
-            let known: Vec<&str> = self.active.iter().map(String::as_str).collect();
-            let text = format!("unknown tool `{}`; available tools: {}", call.name, known.join(", "));
-            return Ok(Gate::Done(refusal(call, text)));
+        let tool = match self.tools.callable(&call.name) {
+            Ok(tool) => tool,
+            Err(why) => return Ok(Gate::Done(refusal(call, why))),
         };
-        if !self.active.contains(&call.name) {
-            return Ok(Gate::Done(refusal(
-                call,
-                format!("tool `{}` is disabled in this session", call.name),
-            )));
-        }
-        if let Some(why) = self.withdrawn.get(&call.name) {
-            return Ok(Gate::Done(refusal(
-                call,
-                format!("tool `{}` is not available now: {why}", call.name),
-            )));
-        }
         // Invariant 6, first check: before approval.
         if let Err(error) = tool.schema.validate(&call.arguments) {
             return Ok(Gate::Done(refusal(call, invalid_arguments(call, &error))));

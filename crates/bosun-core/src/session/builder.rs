@@ -17,11 +17,9 @@ use crate::message::{CallId, Message};
 use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
 use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
-use crate::schema::CompiledSchema;
 use crate::session::ids::CallIdRegistry;
-use crate::session::{
-    OpeningCalls, Persistence, ResolvedTool, Session, SessionScope, ToolExecution, ToolSet,
-};
+use crate::session::tools::{ResolvedTool, ToolSet, ToolTable};
+use crate::session::{OpeningCalls, Persistence, Session, SessionScope, ToolExecution};
 use crate::tool::Tool;
 use crate::tool_source::ToolSource;
 
@@ -354,7 +352,7 @@ impl SessionBuilder {
     fn resolve(&self) -> Result<Resolved, BuildError> {
         let mut tools = BTreeMap::new();
         for tool in &self.tools {
-            let resolved = resolve_tool(tool)?;
+            let resolved = ResolvedTool::resolve(tool)?;
             let name = resolved.definition.name.clone();
             if tools.insert(name.clone(), Arc::new(resolved)).is_some() {
                 return Err(BuildError::DuplicateTool(name));
@@ -494,12 +492,10 @@ impl SessionBuilder {
                 told(&scope);
             }
         }
-        let mut session = Session {
+        Session {
             capabilities: self.model.capabilities(),
             model: self.model,
-            tools: resolved.tools,
-            active: resolved.active,
-            withdrawn: BTreeMap::new(),
+            tools: ToolTable::new(resolved.tools, resolved.active, BTreeMap::new()),
             source: self.source,
             pricing: self.pricing,
             artifacts: self.artifacts,
@@ -511,8 +507,6 @@ impl SessionBuilder {
             start_notes: None,
             compaction: Default::default(),
             estimator: Default::default(),
-            advertised_chars: 0,
-            advertised: Vec::new(),
             system,
             history,
             options: self.options,
@@ -530,30 +524,6 @@ impl SessionBuilder {
             call_ids,
             ledger,
             journal_lost: None,
-        };
-        session.refresh_advertised();
-        session
+        }
     }
-}
-
-/// Checks a tool's name and compiles its schema: the one way a tool enters
-/// the ceiling, at build time or from a [`ToolSource`] between rounds.
-pub(crate) fn resolve_tool(tool: &Arc<dyn Tool>) -> Result<ResolvedTool, BuildError> {
-    let definition = tool.definition().clone();
-    let name = definition.name.clone();
-    let valid_name = (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !valid_name {
-        return Err(BuildError::ToolName(name));
-    }
-    let schema = CompiledSchema::compile(&definition.parameters)
-        .map_err(|source| BuildError::Schema { tool: name.clone(), source })?;
-    Ok(ResolvedTool {
-        category: tool.category(),
-        cancellation: tool.cancellation(),
-        retry: tool.retry(),
-        tool: Arc::clone(tool),
-        schema,
-        definition,
-    })
 }

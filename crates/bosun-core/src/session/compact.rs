@@ -39,7 +39,7 @@ impl Session {
     /// Characters of a request carrying `messages` this round: the
     /// estimator's measure, for the estimate and for learning from a reply.
     pub(crate) fn request_chars(&self, repeats: &Repeats, messages: &[Message]) -> usize {
-        let tools = if repeats.answer_only() { 0 } else { self.advertised_chars };
+        let tools = self.tools.offered_chars(repeats.answer_only());
         chars_of(self.system.as_deref(), messages, tools)
     }
 
@@ -57,7 +57,7 @@ impl Session {
         let view = self.request_messages(&Repeats::default(), &self.compaction);
         // The view's messages before the response: those of history before it.
         let before = view.len().saturating_sub(self.history.len() - index);
-        let chars = chars_of(self.system.as_deref(), &view[..before], self.advertised_chars);
+        let chars = chars_of(self.system.as_deref(), &view[..before], self.tools.offered_chars(false));
         self.estimator.observe(chars, &usage);
     }
 
@@ -66,7 +66,7 @@ impl Session {
     async fn estimate_with(&self, repeats: &Repeats, compaction: &Compaction) -> u64 {
         let messages = self.request_messages(repeats, compaction);
         let chars = self.request_chars(repeats, &messages);
-        let tools: &[_] = if repeats.answer_only() { &[] } else { self.advertised.as_slice() };
+        let tools = self.tools.offered(repeats.answer_only());
         let request = ModelRequest {
             system: self.system.as_deref(),
             messages,

@@ -16,10 +16,10 @@ pub use persist::Persistence;
 mod invoke;
 mod record;
 mod scope;
+mod tools;
 mod turn;
 mod updates;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -33,7 +33,7 @@ pub use context::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of}
 pub use invoke::CANCELLED;
 pub use scope::SessionScope;
 
-use crate::authority::{AuthoritySnapshot, ToolAuthority};
+use crate::authority::AuthoritySnapshot;
 use crate::error::BuildError;
 use crate::inbox::{Inbox, Queued};
 use crate::journal::JournalError;
@@ -42,9 +42,8 @@ use crate::message::{CallId, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
 use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
 use crate::replay::Ledger;
-use crate::schema::CompiledSchema;
-use crate::tool::{CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolDefinition};
 use crate::tool_source::ToolSource;
+use tools::ToolTable;
 
 /// Whether the calls of one response run at once or one after another.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,28 +54,6 @@ pub enum ToolExecution {
     /// Calls run in order; after a cancellation no further call starts.
     Sequential,
 }
-
-pub(crate) struct ResolvedTool {
-    pub(crate) tool: Arc<dyn Tool>,
-    pub(crate) definition: ToolDefinition,
-    pub(crate) schema: CompiledSchema,
-    pub(crate) category: ToolCategory,
-    pub(crate) cancellation: CancellationPolicy,
-    pub(crate) retry: RetryPolicy,
-}
-
-impl ResolvedTool {
-    /// The tool as the authority snapshot records it.
-    pub(crate) fn authority(&self) -> ToolAuthority {
-        ToolAuthority {
-            definition: self.definition.clone(),
-            category: self.category,
-            cancellation: self.cancellation,
-        }
-    }
-}
-
-pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
 
 /// An agent conversation: runs one turn at a time (invariant 1).
 ///
@@ -91,12 +68,8 @@ pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
 pub struct Session {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) capabilities: Capabilities,
-    pub(crate) tools: ToolSet,
-    pub(crate) active: BTreeSet<String>,
-    /// Tools their source withdrew (a server died or dropped them): out of
-    /// the request and refused, whether active or not, until offered again.
-    /// Tools the source withdrew, each with what a call to it is told.
-    pub(crate) withdrawn: BTreeMap<String, String>,
+    /// The ceiling, the active subset, the withdrawn, and what is shown.
+    pub(crate) tools: ToolTable,
     /// Asked between rounds for tools withdrawn, back, or new.
     pub(crate) source: Option<Arc<dyn ToolSource>>,
     /// Prices a turn's usage for its cost limit.
@@ -118,13 +91,6 @@ pub struct Session {
     /// What is sent of history (journaled as `compacted`).
     pub(crate) compaction: Compaction,
     pub(crate) estimator: context::Estimator,
-    /// Characters of the advertised tool definitions, for the estimate.
-    pub(crate) advertised_chars: usize,
-    /// Definitions shown to the model: the active tools only. A disabled
-    /// tool is withdrawn from the request even when history calls it (its
-    /// calls and results stay in history; a call to it now is refused,
-    /// invariant 5), as the answer-only round withdraws every tool.
-    pub(crate) advertised: Vec<ToolDefinition>,
     pub(crate) system: Option<String>,
     pub(crate) history: Vec<Message>,
     pub(crate) options: GenerationOptions,
@@ -159,7 +125,7 @@ impl fmt::Debug for Session {
         f.debug_struct("Session")
             .field("turns", &self.ledger.turns())
             .field("messages", &self.history.len())
-            .field("active", &self.active)
+            .field("active", self.tools.active())
             .field("mode", &self.mode)
             .field("authority", &self.authority.digest())
             .finish_non_exhaustive()
@@ -288,17 +254,17 @@ impl Session {
 
     /// Names of the active tools, sorted.
     pub fn active_tools(&self) -> impl Iterator<Item = &str> {
-        self.active.iter().map(String::as_str)
+        self.tools.active().iter().map(String::as_str)
     }
 
     /// Names of the tools their source withdrew, sorted.
     pub fn withdrawn_tools(&self) -> impl Iterator<Item = &str> {
-        self.withdrawn.keys().map(String::as_str)
+        self.tools.withdrawn().keys().map(String::as_str)
     }
 
     /// Names of every tool in the authority ceiling, sorted.
     pub fn available_tools(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+        self.tools.ceiling().keys().map(String::as_str)
     }
 
     /// The model's own id for a session-minted call id; a resumed session
@@ -320,18 +286,12 @@ impl Session {
 
     /// Disables a tool; it stays in the authority ceiling.
     pub fn disable_tool(&mut self, name: &str) -> Result<(), BuildError> {
-        self.check_known(name)?;
-        self.active.remove(name);
-        self.refresh_advertised();
-        Ok(())
+        self.tools.disable(name)
     }
 
     /// Re-enables a tool of the authority ceiling.
     pub fn enable_tool(&mut self, name: &str) -> Result<(), BuildError> {
-        self.check_known(name)?;
-        self.active.insert(name.to_owned());
-        self.refresh_advertised();
-        Ok(())
+        self.tools.enable(name)
     }
 
     /// Replaces the active subset. Atomic: an unknown name changes nothing.
@@ -340,37 +300,12 @@ impl Session {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut next = BTreeSet::new();
-        for name in names {
-            let name = name.as_ref();
-            self.check_known(name)?;
-            next.insert(name.to_owned());
-        }
-        self.active = next;
-        self.refresh_advertised();
-        Ok(())
+        self.tools.set_active(names)
     }
 
     /// Re-enables every tool of the authority ceiling.
     pub fn restore_tools(&mut self) {
-        self.active = self.tools.keys().cloned().collect();
-        self.refresh_advertised();
-    }
-
-    fn check_known(&self, name: &str) -> Result<(), BuildError> {
-        if self.tools.contains_key(name) { Ok(()) } else { Err(BuildError::UnknownTool(name.to_owned())) }
-    }
-
-    pub(crate) fn refresh_advertised(&mut self) {
-        self.advertised = self
-            .tools
-            .values()
-            .filter(|t| {
-                self.active.contains(&t.definition.name) && !self.withdrawn.contains_key(&t.definition.name)
-            })
-            .map(|t| t.definition.clone())
-            .collect();
-        self.advertised_chars = serde_json::to_string(&self.advertised).map_or(0, |json| json.len());
+        self.tools.restore();
     }
 
     /// What is sent of history now.

@@ -441,7 +441,7 @@ impl Session {
         // A model that keeps repeating calls it already made is offered no
         // tools, so it has to answer with what it has.
         let answer_only = state.repeats.answer_only();
-        let tools: &[_] = if answer_only { &[] } else { self.advertised.as_slice() };
+        let tools = self.tools.offered(answer_only);
         // The estimator learns from what this very request carried.
         let sent = self.request_chars(&state.repeats, &messages);
         let mut options = generation.clone();
