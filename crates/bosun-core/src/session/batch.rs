@@ -25,7 +25,7 @@ use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, SpentBy, StopReason, Usage, concat_text};
 use crate::model::{ModelResponse, ResponsePart};
-use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
+use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall};
 use crate::spend::Spent;
 use crate::tool::{Progress, ProgressSink, ToolContext, ToolOutput};
 
@@ -264,7 +264,7 @@ impl Session {
             }
         };
         let proposed = ProposedCall::new(&call.name, tool.category, &call.arguments, &effects);
-        let decided = decide(self.mode, &self.rules, &proposed);
+        let decided = self.policy.decide(&proposed);
         let (permission, why, protected) = (decided.permission, decided.reason, decided.protected);
         // A hook's ask makes an allowed or granted call ask; a denial stays.
         if let Some((hook, reason)) = hook_ask
@@ -284,7 +284,7 @@ impl Session {
                 emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
                 Ok(Gate::Done(refusal(call, format!("denied: {why}"))))
             }
-            Permission::Ask if self.grants.covers(&call.name, &call.arguments, protected) => {
+            Permission::Ask if self.policy.granted(&call.name, &call.arguments, protected) => {
                 let decided =
                     Event::ApprovalDecided { call_id: call.id, decision: Decision::Granted, reason: None };
                 emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
@@ -318,7 +318,7 @@ impl Session {
             reason: why,
         };
         emitter.emit(requested).map_err(|_| state.cancelled(emitter))?;
-        let approver = Arc::clone(&self.approver);
+        let approver = self.policy.approver();
         let decision = tokio::select! {
             biased;
             () = state.cancel.cancelled() => return Err(state.cancelled(emitter)),
@@ -327,7 +327,7 @@ impl Session {
         let (shown, reason, gate) = match decision {
             ApprovalDecision::ApproveOnce => (Decision::ApproveOnce, None, Gate::Run(tool)),
             ApprovalDecision::ApproveForSession { scope } => {
-                self.grants.grant(scope, &call.name, &call.arguments);
+                self.policy.grant(scope, &call.name, &call.arguments);
                 (Decision::ApproveForSession, None, Gate::Run(tool))
             }
             ApprovalDecision::Deny { reason } => {

@@ -15,9 +15,10 @@ use crate::journal::{Journal, JournalRecord};
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message};
 use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
-use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
+use crate::permission::{ApprovalHandler, DenyAll, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
 use crate::session::ids::CallIdRegistry;
+use crate::session::policy::Policy;
 use crate::session::tools::{ResolvedTool, ToolSet, ToolTable};
 use crate::session::{OpeningCalls, Persistence, Session, SessionScope, ToolExecution};
 use crate::tool::Tool;
@@ -513,10 +514,7 @@ impl SessionBuilder {
             first_round: self.first_round,
             persistence: self.persistence,
             opening: self.opening,
-            mode: self.mode,
-            rules: self.rules,
-            approver: self.approver,
-            grants: Grants::default(),
+            policy: Policy::new(self.mode, self.rules, self.approver),
             limits: self.limits,
             execution: self.execution,
             shared: Shared::new(Slot::new(self.journal, pending)),

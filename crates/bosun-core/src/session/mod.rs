@@ -11,6 +11,7 @@ mod hooking;
 mod ids;
 mod opening;
 mod persist;
+mod policy;
 pub use opening::{OpeningCall, OpeningCalls};
 pub use persist::Persistence;
 mod invoke;
@@ -40,9 +41,10 @@ use crate::journal::JournalError;
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
-use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
+use crate::permission::Mode;
 use crate::replay::Ledger;
 use crate::tool_source::ToolSource;
+use policy::Policy;
 use tools::ToolTable;
 
 /// Whether the calls of one response run at once or one after another.
@@ -100,10 +102,8 @@ pub struct Session {
     pub(crate) persistence: Persistence,
     /// See [`SessionBuilder::opening_calls`].
     pub(crate) opening: Option<OpeningCalls>,
-    pub(crate) mode: Mode,
-    pub(crate) rules: Vec<PermissionRule>,
-    pub(crate) approver: Arc<dyn ApprovalHandler>,
-    pub(crate) grants: Grants,
+    /// The mode, rules and approver a call is decided by, and the grants.
+    pub(crate) policy: Policy,
     pub(crate) limits: Limits,
     pub(crate) execution: ToolExecution,
     /// The journal and the queue of messages sent while a turn runs,
@@ -126,7 +126,7 @@ impl fmt::Debug for Session {
             .field("turns", &self.ledger.turns())
             .field("messages", &self.history.len())
             .field("active", self.tools.active())
-            .field("mode", &self.mode)
+            .field("mode", &self.policy.mode())
             .field("authority", &self.authority.digest())
             .finish_non_exhaustive()
     }
@@ -244,12 +244,12 @@ impl Session {
 
     /// The permission mode.
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.policy.mode()
     }
 
     /// Changes the permission mode for later turns.
     pub fn set_mode(&mut self, mode: Mode) {
-        self.mode = mode;
+        self.policy.set_mode(mode);
     }
 
     /// Names of the active tools, sorted.
