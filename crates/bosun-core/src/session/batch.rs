@@ -91,7 +91,7 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
         let batch = self.run_batch(state, &assistant, emitter).await;
-        if let Some(lost) = &self.journal_lost {
+        if let Some(lost) = self.durable.lost() {
             // Nothing more is written; `fail` closes the turn as the
             // durable records end it.
             return Err(batch.stopped.unwrap_or_else(|| TurnErrorKind::Journal(lost.clone())));

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, WorkspaceIdentity};
 use crate::error::BuildError;
 use crate::history::{call_ids, validate_history};
-use crate::inbox::{Pending, Shared, Slot};
+use crate::inbox::{Pending, Slot};
 use crate::journal::{Journal, JournalRecord};
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message};
@@ -19,6 +19,7 @@ use crate::permission::{ApprovalHandler, DenyAll, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
 use crate::session::ids::CallIdRegistry;
 use crate::session::policy::Policy;
+use crate::session::record::Durable;
 use crate::session::tools::{ResolvedTool, ToolSet, ToolTable};
 use crate::session::{OpeningCalls, Persistence, Session, SessionScope, ToolExecution};
 use crate::tool::Tool;
@@ -517,11 +518,9 @@ impl SessionBuilder {
             policy: Policy::new(self.mode, self.rules, self.approver),
             limits: self.limits,
             execution: self.execution,
-            shared: Shared::new(Slot::new(self.journal, pending)),
+            durable: Durable::new(Slot::new(self.journal, pending), ledger),
             authority: resolved.snapshot,
             call_ids,
-            ledger,
-            journal_lost: None,
         }
     }
 }

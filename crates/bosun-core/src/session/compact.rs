@@ -199,7 +199,7 @@ impl Session {
         sink: &mut dyn EventSink,
     ) -> Result<Option<CompactOutcome>, TurnError> {
         let unchanged = |kind| TurnError { kind, disposition: Disposition::RolledBack };
-        if let Some(lost) = &self.journal_lost {
+        if let Some(lost) = self.durable.lost() {
             return Err(unchanged(TurnErrorKind::JournalLost(lost.clone())));
         }
         let Some(end) = elision_end(&self.history, 1).filter(|end| *end > self.compaction.elided_through)

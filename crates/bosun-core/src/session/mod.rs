@@ -42,7 +42,6 @@ use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
 use crate::permission::Mode;
-use crate::replay::Ledger;
 use crate::tool_source::ToolSource;
 use policy::Policy;
 use tools::ToolTable;
@@ -106,24 +105,16 @@ pub struct Session {
     pub(crate) policy: Policy,
     pub(crate) limits: Limits,
     pub(crate) execution: ToolExecution,
-    /// The journal and the queue of messages sent while a turn runs,
-    /// behind one lock shared with the session's [`Inbox`]es: every record
-    /// is written holding it.
-    pub(crate) shared: crate::inbox::Shared,
+    /// The journal, the queue and the ledger: the one writer of records.
+    pub(crate) durable: record::Durable,
     pub(crate) authority: AuthoritySnapshot,
     pub(crate) call_ids: ids::CallIdRegistry,
-    /// Turns, the open turn and the interrupted prompt, as replay keeps them:
-    /// every record the turn loop writes is applied here (`Session::record`).
-    pub(crate) ledger: Ledger,
-    /// Set when a record could not be written: the journal no longer follows
-    /// the session, which then refuses every further turn.
-    pub(crate) journal_lost: Option<JournalError>,
 }
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("turns", &self.ledger.turns())
+            .field("turns", &self.durable.ledger().turns())
             .field("messages", &self.history.len())
             .field("active", self.tools.active())
             .field("mode", &self.policy.mode())
@@ -187,7 +178,7 @@ impl Session {
     /// A handle that queues messages while a turn runs: steering for the
     /// running turn's next safe point, follow-ups for after it.
     pub fn inbox(&self) -> Inbox {
-        Inbox::new(self.shared.clone())
+        self.durable.inbox()
     }
 
     /// The model's context window in tokens, when the session knows it.
@@ -197,7 +188,7 @@ impl Session {
 
     /// The messages waiting in the queue, oldest first.
     pub async fn queued(&self) -> Vec<Queued> {
-        self.shared.slot.lock().await.pending.list()
+        self.durable.queued().await
     }
 
     /// Starts building a session on a shared model.
@@ -223,7 +214,7 @@ impl Session {
 
     /// Turns started so far (including rolled-back ones).
     pub fn turns(&self) -> u64 {
-        self.ledger.turns()
+        self.durable.ledger().turns()
     }
 
     /// The prompt of the last turn when it left no trace in history: it
@@ -231,7 +222,7 @@ impl Session {
     /// commit. Kept live and on resume, so it can be sent again (invariant
     /// 21); the next turn clears it.
     pub fn interrupted_prompt(&self) -> Option<&Message> {
-        self.ledger.interrupted_prompt()
+        self.durable.ledger().interrupted_prompt()
     }
 
     /// The journal failure that stopped this session, if one did. Such a
@@ -239,7 +230,7 @@ impl Session {
     /// ([`TurnErrorKind::JournalLost`](crate::TurnErrorKind::JournalLost));
     /// resume it from its journal.
     pub fn journal_failure(&self) -> Option<&JournalError> {
-        self.journal_lost.as_ref()
+        self.durable.lost()
     }
 
     /// The permission mode.
