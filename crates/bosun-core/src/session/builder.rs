@@ -17,6 +17,7 @@ use crate::message::{CallId, Message};
 use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
 use crate::permission::{ApprovalHandler, DenyAll, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
+use crate::session::context::ContextBudget;
 use crate::session::ids::CallIdRegistry;
 use crate::session::policy::Policy;
 use crate::session::record::Durable;
@@ -452,7 +453,7 @@ impl SessionBuilder {
             &replayed.provider_call_ids,
             replayed.pending,
         );
-        session.compaction = compaction;
+        session.context.compacted(compaction);
         session.seed_estimator();
         Ok(session)
     }
@@ -501,14 +502,11 @@ impl SessionBuilder {
             source: self.source,
             pricing: self.pricing,
             artifacts: self.artifacts,
-            context_window: self.context_window,
-            compact_at: self.compact_at,
+            context: ContextBudget::new(self.context_window, self.compact_at),
             hooks: self.hooks,
             child: self.child,
             hooks_started: false,
             start_notes: None,
-            compaction: Default::default(),
-            estimator: Default::default(),
             system,
             history,
             options: self.options,

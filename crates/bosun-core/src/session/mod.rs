@@ -77,10 +77,6 @@ pub struct Session {
     pub(crate) pricing: Option<Arc<dyn Pricing>>,
     /// Where outputs past the bound are kept whole.
     pub(crate) artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
-    /// The model's context window in tokens, when known: compaction starts
-    /// when a request's estimate passes `compact_at` of it.
-    pub(crate) context_window: Option<u64>,
-    pub(crate) compact_at: f64,
     /// The embedder's hooks, each with its own switch.
     pub(crate) hooks: crate::hooks::HookSet,
     /// A delegated child: `SubagentStop` in place of `Stop`.
@@ -89,9 +85,8 @@ pub struct Session {
     pub(crate) hooks_started: bool,
     /// `SessionStart`'s notes, until a turn starts with them.
     pub(crate) start_notes: Option<String>,
-    /// What is sent of history (journaled as `compacted`).
-    pub(crate) compaction: Compaction,
-    pub(crate) estimator: context::Estimator,
+    /// The window, what is sent of history, and the request's estimate.
+    pub(crate) context: context::ContextBudget,
     pub(crate) system: Option<String>,
     pub(crate) history: Vec<Message>,
     pub(crate) options: GenerationOptions,
@@ -183,7 +178,7 @@ impl Session {
 
     /// The model's context window in tokens, when the session knows it.
     pub fn context_window(&self) -> Option<u64> {
-        self.context_window
+        self.context.window()
     }
 
     /// The messages waiting in the queue, oldest first.
@@ -301,6 +296,6 @@ impl Session {
 
     /// What is sent of history now.
     pub fn compaction(&self) -> &Compaction {
-        &self.compaction
+        self.context.compaction()
     }
 }

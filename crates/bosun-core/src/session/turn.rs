@@ -352,7 +352,7 @@ impl Session {
                 response = self.model_round(state, round, generation, notes, emitter).await;
             }
             let (response, sent) = response?;
-            self.estimator.observe(sent, &response.usage);
+            self.context.observe(sent, &response.usage);
             let spent = Spent::priced(response.usage, self.pricing.as_deref());
             state.spend.main.add(spent);
             emitter.emit(Event::ModelRoundEnd {
@@ -434,7 +434,7 @@ impl Session {
         notes: RoundNotes<'_>,
         emitter: &mut Emitter<'_>,
     ) -> Result<(ModelResponse, usize), TurnErrorKind> {
-        let mut messages = self.request_messages(&state.repeats, &self.compaction);
+        let mut messages = self.request_messages(&state.repeats, self.context.compaction());
         if let Some(note) = notes.hook {
             super::persist::add_request_note(messages.to_mut(), note);
         }
@@ -635,7 +635,7 @@ impl Session {
             }
         }
         self.durable.close_as_resumed(&mut self.history);
-        self.compaction.clamp(self.history.len());
+        self.context.clamp(self.history.len());
         let disposition = if self.history.len() > state.entry {
             Disposition::Checkpointed
         } else {
