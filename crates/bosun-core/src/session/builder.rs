@@ -18,6 +18,7 @@ use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
 use crate::permission::{ApprovalHandler, DenyAll, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
 use crate::session::context::ContextBudget;
+use crate::session::hooking::Hooks;
 use crate::session::ids::CallIdRegistry;
 use crate::session::policy::Policy;
 use crate::session::record::Durable;
@@ -503,10 +504,7 @@ impl SessionBuilder {
             pricing: self.pricing,
             artifacts: self.artifacts,
             context: ContextBudget::new(self.context_window, self.compact_at),
-            hooks: self.hooks,
-            child: self.child,
-            hooks_started: false,
-            start_notes: None,
+            hooks: Hooks::new(self.hooks, self.child),
             system,
             history,
             options: self.options,

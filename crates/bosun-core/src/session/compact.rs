@@ -206,7 +206,7 @@ impl Session {
             return Ok(None);
         };
         let cancel = options.cancel.child_token();
-        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(&self.hooks);
+        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(self.hooks.set());
         if self.hooks_want(HookPoint::PreCompact) {
             let input = HookInput::PreCompact { turn: None, trigger: CompactTrigger::Manual };
             self.run_hooks(input, &cancel, &mut emitter).await.map_err(unchanged)?;

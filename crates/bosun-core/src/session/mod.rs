@@ -77,14 +77,8 @@ pub struct Session {
     pub(crate) pricing: Option<Arc<dyn Pricing>>,
     /// Where outputs past the bound are kept whole.
     pub(crate) artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
-    /// The embedder's hooks, each with its own switch.
-    pub(crate) hooks: crate::hooks::HookSet,
-    /// A delegated child: `SubagentStop` in place of `Stop`.
-    pub(crate) child: bool,
-    /// Whether this session object ran its `SessionStart` hooks.
-    pub(crate) hooks_started: bool,
-    /// `SessionStart`'s notes, until a turn starts with them.
-    pub(crate) start_notes: Option<String>,
+    /// The embedder's hooks, and whether `SessionStart` ran.
+    pub(crate) hooks: hooking::Hooks,
     /// The window, what is sent of history, and the request's estimate.
     pub(crate) context: context::ContextBudget,
     pub(crate) system: Option<String>,

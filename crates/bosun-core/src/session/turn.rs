@@ -217,7 +217,7 @@ impl Session {
     ) -> Result<(TurnOutcome, Option<String>), TurnError> {
         let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
         let cancel = caller.child_token();
-        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(&self.hooks);
+        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(self.hooks.set());
         let mut state = TurnState {
             turn: self.durable.ledger().turns() + 1,
             entry: self.history.len(),
