@@ -12,53 +12,10 @@ use super::Session;
 use super::turn::{Emitter, TurnState};
 use crate::error::TurnErrorKind;
 use crate::event::Event;
-use crate::hooks::{HookInput, HookPoint, HookRun, HookSet, StartSource, Verdict};
+use crate::hooks::{HookInput, HookPoint, HookRun, StartSource, Verdict};
 use crate::journal::JournalRecord;
 use crate::message::ContentPart;
 use crate::model::{ModelResponse, ResponsePart};
-
-/// The session's hooks and what the session remembers of asking them.
-pub(crate) struct Hooks {
-    /// The embedder's hooks, each with its own switch.
-    set: HookSet,
-    /// A delegated child: `SubagentStop` in place of `Stop`.
-    child: bool,
-    /// Whether this session object ran its `SessionStart` hooks.
-    started: bool,
-    /// `SessionStart`'s notes, until a turn starts with them.
-    start_notes: Option<String>,
-}
-
-impl Hooks {
-    pub(crate) fn new(set: HookSet, child: bool) -> Self {
-        Self { set, child, started: false, start_notes: None }
-    }
-
-    /// For an [`Emitter`] whose events the hooks observe.
-    pub(crate) fn set(&self) -> &HookSet {
-        &self.set
-    }
-
-    /// Whether a hook still on wants `point`.
-    fn want(&self, point: HookPoint) -> bool {
-        !self.set.is_empty() && self.set.wants(point)
-    }
-
-    /// The point asked when the agent answered: a child's hooks are asked
-    /// at `SubagentStop`.
-    fn stop_point(&self) -> HookPoint {
-        if self.child { HookPoint::SubagentStop } else { HookPoint::Stop }
-    }
-
-    /// The input at [`Hooks::stop_point`].
-    fn stop(&self, turn: u64, answer: String, stop_hook_active: bool) -> HookInput {
-        if self.child {
-            HookInput::SubagentStop { turn, answer, stop_hook_active }
-        } else {
-            HookInput::Stop { turn, answer, stop_hook_active }
-        }
-    }
-}
 
 impl Session {
     /// Whether a hook still on wants `point`.
@@ -76,7 +33,7 @@ impl Session {
         cancel: &CancellationToken,
         emitter: &mut Emitter<'_>,
     ) -> Result<Verdict, TurnErrorKind> {
-        let hooks = self.hooks.set.clone();
+        let hooks = self.hooks.set().clone();
         let mut runs: Vec<HookRun> = Vec::new();
         let outcome = {
             let asked = hooks.run(&input, |run| runs.push(run));
@@ -108,16 +65,13 @@ impl Session {
         cancel: &CancellationToken,
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        if self.hooks.set.is_empty() {
+        if self.hooks.set().is_empty() {
             return Ok(());
         }
-        if !self.hooks.started {
-            self.hooks.started = true;
-            if self.hooks_want(HookPoint::SessionStart) {
-                let source = if self.history.is_empty() { StartSource::Startup } else { StartSource::Resume };
-                let verdict = self.run_hooks(HookInput::SessionStart { source }, cancel, emitter).await?;
-                self.hooks.start_notes = verdict.notes_text();
-            }
+        if self.hooks.first_start() && self.hooks_want(HookPoint::SessionStart) {
+            let source = if self.history.is_empty() { StartSource::Startup } else { StartSource::Resume };
+            let verdict = self.run_hooks(HookInput::SessionStart { source }, cancel, emitter).await?;
+            self.hooks.keep_start_notes(verdict.notes_text());
         }
         let mut notes = Vec::new();
         if let Err((hook, reason)) =
@@ -126,7 +80,7 @@ impl Session {
             // SessionStart's notes wait for the first prompt that starts a turn.
             return Err(TurnErrorKind::HookBlocked { hook, reason, prompt: true });
         }
-        if let Some(start) = self.hooks.start_notes.take() {
+        if let Some(start) = self.hooks.take_start_notes() {
             notes.insert(0, start);
         }
         if !notes.is_empty() {

@@ -7,7 +7,9 @@ mod builder;
 mod compact;
 pub use compact::CompactOutcome;
 mod context;
+mod durable;
 mod hooking;
+mod hooks;
 mod ids;
 mod opening;
 mod persist;
@@ -78,7 +80,7 @@ pub struct Session {
     /// Where outputs past the bound are kept whole.
     pub(crate) artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
     /// The embedder's hooks, and whether `SessionStart` ran.
-    pub(crate) hooks: hooking::Hooks,
+    pub(crate) hooks: hooks::Hooks,
     /// The window, what is sent of history, and the request's estimate.
     pub(crate) context: context::ContextBudget,
     pub(crate) system: Option<String>,
@@ -95,7 +97,7 @@ pub struct Session {
     pub(crate) limits: Limits,
     pub(crate) execution: ToolExecution,
     /// The journal, the queue and the ledger: the one writer of records.
-    pub(crate) durable: record::Durable,
+    pub(crate) durable: durable::Durable,
     pub(crate) authority: AuthoritySnapshot,
     pub(crate) call_ids: ids::CallIdRegistry,
 }
