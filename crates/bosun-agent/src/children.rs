@@ -9,14 +9,16 @@
 
 use std::sync::Arc;
 
-use crate::error::Result;
-use bosun_core::delegate::{AgentProfile, ChildSessions, ChildSlot, ChildTask, Delegation, SlotFuture};
+use bosun_core::delegate::{
+    AgentProfile, ChildSessions, ChildSlot, ChildTask, Delegation, DelegationExt, SlotFuture,
+};
 use bosun_core::{CallId, SessionBuilder};
 use bosun_store::Store;
 use bosun_tools::Workspace;
 use bosun_tools::agents::{AgentDef, AgentOrigin};
 
 use crate::config::{Env, Settings};
+use crate::error::Result;
 use crate::notice::Notices;
 
 /// Whether the session offers `delegate_tasks`: `subagents` when set, else

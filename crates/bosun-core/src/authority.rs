@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::limits::Limits;
-use crate::tool::{CancellationPolicy, ToolCategory, ToolDefinition};
+use crate::tool::definition::{CancellationPolicy, ToolCategory, ToolDefinition};
 
 /// Version of the snapshot format.
 pub const AUTHORITY_VERSION: u32 = 1;

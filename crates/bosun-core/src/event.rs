@@ -190,7 +190,7 @@ pub enum Event {
     HookRun {
         /// The point, the hook, how long and how it ended.
         #[serde(flatten)]
-        run: crate::hooks::HookRun,
+        run: crate::hooks::run::HookRun,
     },
     /// An event of a sub-agent's session, which the call `call_id` runs.
     Subagent {
@@ -229,7 +229,7 @@ pub enum Event {
         /// Its queue id.
         id: u64,
         /// Steering or a follow-up.
-        delivery: crate::journal::Delivery,
+        delivery: crate::message::Delivery,
     },
     /// A queued steering message was not delivered: at the safe point a
     /// `UserPromptSubmit` hook blocked it, as it would block a turn's
@@ -403,7 +403,7 @@ mod wire_tag_freeze {
         let samples = vec![
             (Event::TurnStart { turn: 1 }, json!({"type": "turn_start", "turn": 1})),
             (
-                Event::MessageDelivered { turn: 2, id: 3, delivery: crate::journal::Delivery::FollowUp },
+                Event::MessageDelivered { turn: 2, id: 3, delivery: crate::message::Delivery::FollowUp },
                 json!({"type": "message_delivered", "turn": 2, "id": 3, "delivery": "follow_up"}),
             ),
             (
@@ -529,11 +529,11 @@ mod wire_tag_freeze {
             ),
             (
                 Event::HookRun {
-                    run: crate::hooks::HookRun {
-                        point: crate::hooks::HookPoint::PreToolUse,
+                    run: crate::hooks::run::HookRun {
+                        point: crate::hooks::run::HookPoint::PreToolUse,
                         hook: "guard".into(),
                         duration_ms: 12,
-                        outcome: crate::hooks::HookOutcome::Blocked,
+                        outcome: crate::hooks::run::HookOutcome::Blocked,
                         reason: Some("no rm".into()),
                         switched_off: false,
                     },
@@ -543,11 +543,11 @@ mod wire_tag_freeze {
             ),
             (
                 Event::HookRun {
-                    run: crate::hooks::HookRun {
-                        point: crate::hooks::HookPoint::Stop,
+                    run: crate::hooks::run::HookRun {
+                        point: crate::hooks::run::HookPoint::Stop,
                         hook: "slow".into(),
                         duration_ms: 60_000,
-                        outcome: crate::hooks::HookOutcome::TimedOut,
+                        outcome: crate::hooks::run::HookOutcome::TimedOut,
                         reason: None,
                         switched_off: true,
                     },

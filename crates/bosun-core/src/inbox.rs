@@ -21,9 +21,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::{Mutex, watch};
 
-use crate::journal::{Delivery, Journal, JournalError, JournalRecord, TurnRecordOutcome};
-use crate::message::UserInput;
-use crate::message::{ContentPart, Message};
+use crate::journal::{Journal, JournalError, JournalRecord, TurnRecordOutcome};
+use crate::message::{ContentPart, Delivery, Message, UserInput};
 
 /// A message waiting for delivery.
 #[derive(Clone, Debug, PartialEq, Serialize)]

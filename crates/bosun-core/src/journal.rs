@@ -17,8 +17,11 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::authority::AuthoritySnapshot;
+use crate::hooks::run::HookRun;
 use crate::message::{CallId, Message, Usage};
 use crate::spend::Spend;
+
+pub use crate::message::Delivery;
 
 /// The future a journal method returns.
 pub type JournalFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
@@ -176,7 +179,7 @@ pub enum JournalRecord {
     HookRan {
         /// The run.
         #[serde(flatten)]
-        run: crate::hooks::HookRun,
+        run: HookRun,
         /// The turn, when one was running.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         turn: Option<u64>,
@@ -226,18 +229,6 @@ pub enum JournalRecord {
         /// The message, as it entered history.
         message: Message,
     },
-}
-
-/// When a queued message is delivered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Delivery {
-    /// At the running turn's next safe point (after the current tool batch
-    /// commits, before the next model round; never inside a batch); as the
-    /// next turn when the turn ends first.
-    Steer,
-    /// As a turn of its own, after the running turn ends.
-    FollowUp,
 }
 
 fn first_attempt() -> u32 {

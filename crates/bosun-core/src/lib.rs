@@ -93,10 +93,10 @@ pub use history::{HistoryError, validate_history};
 pub use inbox::{Inbox, InboxError, Queued};
 pub use intent::Intent;
 pub use journal::{
-    Delivery, InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
+    InMemoryJournal, Journal, JournalError, JournalErrorKind, JournalRecord, TurnRecordOutcome,
 };
 pub use limits::{Limits, Pricing, turn_tokens};
-pub use message::{CallId, ContentPart, Message, SpentBy, StopReason, Usage};
+pub use message::{CallId, ContentPart, Delivery, Message, SpentBy, StopReason, Usage};
 pub use model::{
     Capabilities, CountFuture, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
     ModelStream, ResponsePart, Support, Thinking, ToolChoice,
@@ -108,7 +108,7 @@ pub use permission::{
 pub use replay::{ReplayError, Replayed, replay};
 pub use session::{
     CompactOutcome, Compaction, OpeningCall, OpeningCalls, Persistence, Session, SessionBuilder,
-    ToolExecution, TurnOptions, TurnOutcome, UserInput,
+    SessionScope, ToolExecution, TurnOptions, TurnOutcome, UserInput,
 };
 pub use spend::{Spend, Spent};
 pub use tool::{

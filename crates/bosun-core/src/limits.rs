@@ -124,12 +124,12 @@ impl Default for Limits {
 /// the embedder brings them.
 pub trait Pricing: Send + Sync {
     /// The cost of `usage` on the session's model.
-    fn cost_micros(&self, usage: &crate::Usage) -> Option<u64>;
+    fn cost_micros(&self, usage: &crate::message::Usage) -> Option<u64>;
 }
 
 /// The tokens [`Limits::max_turn_tokens`] counts: every prompt token, cached
 /// or not, and every output token.
-pub fn turn_tokens(usage: &crate::Usage) -> u64 {
+pub fn turn_tokens(usage: &crate::message::Usage) -> u64 {
     usage.input + usage.cache_read + usage.cache_write + usage.output
 }
 

@@ -471,6 +471,19 @@ impl From<Message> for UserInput {
     }
 }
 
+/// When a message a person queued while a turn ran ([`Inbox`](crate::Inbox))
+/// is delivered; journaled with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// At the running turn's next safe point (after the current tool batch
+    /// commits, before the next model round; never inside a batch); as the
+    /// next turn when the turn ends first.
+    Steer,
+    /// As a turn of its own, after the running turn ends.
+    FollowUp,
+}
+
 #[cfg(test)]
 mod serde_form {
     use serde_json::json;

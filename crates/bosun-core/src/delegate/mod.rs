@@ -33,11 +33,10 @@ use crate::artifacts::{Artifacts, ReadArtifact};
 use crate::event::{Event, EventSink, SinkError};
 use crate::hooks::SessionHooks;
 use crate::journal::Journal;
-use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Usage};
 use crate::model::Model;
-use crate::permission::{ApprovalFuture, ApprovalHandler, ApprovalRequest, Mode, PermissionRule};
-use crate::session::{Session, TurnOptions};
+use crate::permission::{ApprovalFuture, ApprovalHandler, ApprovalRequest};
+use crate::session::{Session, SessionBuilder, SessionScope, TurnOptions};
 use crate::tool::{Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput};
 
 pub use find::{FIND_TOOLS, NOT_FOUND_YET, deferred_tools};
@@ -232,37 +231,36 @@ impl Delegation {
     }
 }
 
-/// What the parent session is, filled in when it is built.
-pub(crate) struct ParentScope {
-    pub(crate) model: Arc<dyn Model>,
-    /// The parent's authorized tools (disabled ones left out), this tool too.
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
-    pub(crate) mode: Mode,
-    pub(crate) rules: Vec<PermissionRule>,
-    pub(crate) approver: Arc<dyn ApprovalHandler>,
-    pub(crate) limits: Limits,
-    pub(crate) pricing: Option<Arc<dyn Pricing>>,
-    pub(crate) system: Option<String>,
-    pub(crate) context_window: Option<u64>,
-    pub(crate) compact_at: f64,
-    /// The parent's artifacts: a child without its own reads the parent's.
-    pub(crate) artifacts: Option<Arc<dyn Artifacts>>,
-    /// The same workspace and clock: part of the child's recorded
-    /// authority, so a child resumed by itself in that workspace matches.
-    pub(crate) workspace: Option<crate::WorkspaceIdentity>,
-    pub(crate) clock: bool,
+/// Adds delegation to a [`SessionBuilder`].
+pub trait DelegationExt {
+    /// Adds the `delegate_tasks` tool: sub-agents under the session's
+    /// authority. Its children get the tools, mode, rules, approver and
+    /// limits the session has when it is built ([`SessionScope`]).
+    fn delegation(self, delegation: Delegation) -> Self;
+}
+
+impl DelegationExt for SessionBuilder {
+    fn delegation(self, delegation: Delegation) -> Self {
+        let parent = Arc::new(OnceLock::new());
+        let tool = DelegateTasks::new(delegation, Arc::clone(&parent));
+        self.tool(tool).on_build(move |scope| {
+            let _ = parent.set(scope.clone());
+        })
+    }
 }
 
 /// The `delegate_tasks` tool.
-pub(crate) struct DelegateTasks {
+struct DelegateTasks {
     definition: ToolDefinition,
     delegation: Delegation,
-    scope: Arc<OnceLock<ParentScope>>,
+    /// The parent session's scope, set when it is built; the tool exists
+    /// before the session does, and the scope includes the tool itself.
+    scope: Arc<OnceLock<SessionScope>>,
     running: Arc<Semaphore>,
 }
 
 impl DelegateTasks {
-    pub(crate) fn new(delegation: Delegation, scope: Arc<OnceLock<ParentScope>>) -> Self {
+    fn new(delegation: Delegation, scope: Arc<OnceLock<SessionScope>>) -> Self {
         let definition = definition(&delegation.agents);
         let running = Arc::new(Semaphore::new(delegation.max_children));
         Self { definition, delegation, scope, running }
@@ -386,7 +384,7 @@ impl ChildEnd {
 impl DelegateTasks {
     async fn run_child(
         &self,
-        scope: &ParentScope,
+        scope: &SessionScope,
         index: usize,
         task: &ChildTask,
         context: &ToolContext,
@@ -440,7 +438,7 @@ impl DelegateTasks {
     /// The child's session: authority narrowed, preferences shown first.
     async fn child_session(
         &self,
-        scope: &ParentScope,
+        scope: &SessionScope,
         task: &ChildTask,
         agent: Option<&AgentProfile>,
         slot: ChildSlot,
@@ -459,6 +457,8 @@ impl DelegateTasks {
             Some(parent) => format!("{role}\n\n{parent}"),
             None => role.to_owned(),
         };
+        // The parent's workspace and clock are part of the child's recorded
+        // authority, so a child resumed by itself in that workspace matches.
         let mut builder = Session::builder_shared(model)
             .tools(authority.iter().cloned())
             .mode(scope.mode)
@@ -516,7 +516,7 @@ impl DelegateTasks {
 /// The parent's tools a child may use: all of them, or those a named
 /// agent's list names; never `delegate_tasks` itself (a child that may
 /// delegate gets its own, one level deeper).
-fn child_authority(scope: &ParentScope, agent: Option<&AgentProfile>) -> Vec<Arc<dyn Tool>> {
+fn child_authority(scope: &SessionScope, agent: Option<&AgentProfile>) -> Vec<Arc<dyn Tool>> {
     scope
         .tools
         .iter()

@@ -9,13 +9,12 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 use crate::message::CallId;
-use crate::tool::ToolCategory;
+use crate::tool::definition::ToolCategory;
 
-mod effects;
 mod protected;
 mod rules;
 
-pub use effects::{CallEffects, CommandLine};
+pub use crate::tool::effects::{CallEffects, CommandLine};
 pub use protected::{PROTECTED_DIRS, PROTECTED_FILES, is_protected};
 pub use rules::{
     ArgumentPattern, Capability, Decided, Matcher, PermissionRule, ProposedCall, RuleOrigin, RuleTarget,

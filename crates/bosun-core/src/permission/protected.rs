@@ -26,7 +26,7 @@
 //! /tmp/xdg/bosun && echo … >> config.toml`), or any redirect after changing
 //! to a folder named `bosun`.
 
-use super::effects::{CallEffects, CommandLine};
+use crate::tool::effects::{CallEffects, CommandLine};
 
 /// Directories whose whole contents are protected, at any depth.
 pub const PROTECTED_DIRS: &[&str] = &[

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Mode;
 use super::Permission;
-use super::effects::{CallEffects, CommandLine};
 use super::protected::{self, base_name};
-use crate::tool::ToolCategory;
+use crate::tool::definition::ToolCategory;
+use crate::tool::effects::{CallEffects, CommandLine};
 
 /// A rule: which calls it covers, optionally only those whose argument
 /// matches, and its answer.

@@ -15,8 +15,9 @@ use tokio::sync::mpsc;
 
 use super::invoke::{Bounds, Runnable, Step, attempt, backoff, wait_before_retry};
 use super::opening::OpeningCall;
+use super::tools::ResolvedTool;
 use super::turn::{Emitter, TurnState};
-use super::{ResolvedTool, Session, ToolExecution};
+use super::{Session, ToolExecution};
 use crate::error::TurnErrorKind;
 use crate::event::{Decision, Event};
 use crate::hooks::{HookInput, HookPoint};
@@ -24,7 +25,7 @@ use crate::journal::JournalRecord;
 use crate::limits::shorten_middle;
 use crate::message::{CallId, ContentPart, Message, SpentBy, StopReason, Usage, concat_text};
 use crate::model::{ModelResponse, ResponsePart};
-use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall, decide};
+use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall};
 use crate::spend::Spent;
 use crate::tool::{Progress, ProgressSink, ToolContext, ToolOutput};
 
@@ -90,7 +91,7 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
         let batch = self.run_batch(state, &assistant, emitter).await;
-        if let Some(lost) = &self.journal_lost {
+        if let Some(lost) = self.durable.lost() {
             // Nothing more is written; `fail` closes the turn as the
             // durable records end it.
             return Err(batch.stopped.unwrap_or_else(|| TurnErrorKind::Journal(lost.clone())));
@@ -210,23 +211,10 @@ impl Session {
         emitter.emit(proposed).map_err(|_| state.cancelled(emitter))?;
         // Invariant 5: a call to an unknown or disabled tool gets a synthetic
         // error result before any approval or execution.
-        let Some(tool) = self.tools.get(&call.name).cloned() else {
-            let known: Vec<&str> = self.active.iter().map(String::as_str).collect();
-            let text = format!("unknown tool `{}`; available tools: {}", call.name, known.join(", "));
-            return Ok(Gate::Done(refusal(call, text)));
+        let tool = match self.tools.callable(&call.name) {
+            Ok(tool) => tool,
+            Err(why) => return Ok(Gate::Done(refusal(call, why))),
         };
-        if !self.active.contains(&call.name) {
-            return Ok(Gate::Done(refusal(
-                call,
-                format!("tool `{}` is disabled in this session", call.name),
-            )));
-        }
-        if let Some(why) = self.withdrawn.get(&call.name) {
-            return Ok(Gate::Done(refusal(
-                call,
-                format!("tool `{}` is not available now: {why}", call.name),
-            )));
-        }
         // Invariant 6, first check: before approval.
         if let Err(error) = tool.schema.validate(&call.arguments) {
             return Ok(Gate::Done(refusal(call, invalid_arguments(call, &error))));
@@ -276,7 +264,7 @@ impl Session {
             }
         };
         let proposed = ProposedCall::new(&call.name, tool.category, &call.arguments, &effects);
-        let decided = decide(self.mode, &self.rules, &proposed);
+        let decided = self.policy.decide(&proposed);
         let (permission, why, protected) = (decided.permission, decided.reason, decided.protected);
         // A hook's ask makes an allowed or granted call ask; a denial stays.
         if let Some((hook, reason)) = hook_ask
@@ -296,7 +284,7 @@ impl Session {
                 emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
                 Ok(Gate::Done(refusal(call, format!("denied: {why}"))))
             }
-            Permission::Ask if self.grants.covers(&call.name, &call.arguments, protected) => {
+            Permission::Ask if self.policy.granted(&call.name, &call.arguments, protected) => {
                 let decided =
                     Event::ApprovalDecided { call_id: call.id, decision: Decision::Granted, reason: None };
                 emitter.emit(decided).map_err(|_| state.cancelled(emitter))?;
@@ -330,7 +318,7 @@ impl Session {
             reason: why,
         };
         emitter.emit(requested).map_err(|_| state.cancelled(emitter))?;
-        let approver = Arc::clone(&self.approver);
+        let approver = self.policy.approver();
         let decision = tokio::select! {
             biased;
             () = state.cancel.cancelled() => return Err(state.cancelled(emitter)),
@@ -339,7 +327,7 @@ impl Session {
         let (shown, reason, gate) = match decision {
             ApprovalDecision::ApproveOnce => (Decision::ApproveOnce, None, Gate::Run(tool)),
             ApprovalDecision::ApproveForSession { scope } => {
-                self.grants.grant(scope, &call.name, &call.arguments);
+                self.policy.grant(scope, &call.name, &call.arguments);
                 (Decision::ApproveForSession, None, Gate::Run(tool))
             }
             ApprovalDecision::Deny { reason } => {

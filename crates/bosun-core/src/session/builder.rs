@@ -10,16 +10,20 @@ use std::time::Duration;
 use crate::authority::{AUTHORITY_VERSION, AuthoritySnapshot, WorkspaceIdentity};
 use crate::error::BuildError;
 use crate::history::{call_ids, validate_history};
-use crate::inbox::{Pending, Shared, Slot};
+use crate::inbox::{Pending, Slot};
 use crate::journal::{Journal, JournalRecord};
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message};
 use crate::model::{GenerationOptions, Model, Support, Thinking, ToolChoice};
-use crate::permission::{ApprovalHandler, DenyAll, Grants, Mode, PermissionRule};
+use crate::permission::{ApprovalHandler, DenyAll, Mode, PermissionRule};
 use crate::replay::{Ledger, replay};
-use crate::schema::CompiledSchema;
+use crate::session::context::ContextBudget;
+use crate::session::durable::Durable;
+use crate::session::hooks::Hooks;
 use crate::session::ids::CallIdRegistry;
-use crate::session::{OpeningCalls, Persistence, ResolvedTool, Session, ToolExecution, ToolSet};
+use crate::session::policy::Policy;
+use crate::session::tools::{ResolvedTool, ToolSet, ToolTable};
+use crate::session::{OpeningCalls, Persistence, Session, SessionScope, ToolExecution};
 use crate::tool::Tool;
 use crate::tool_source::ToolSource;
 
@@ -52,10 +56,12 @@ pub struct SessionBuilder {
     compact_at: f64,
     hooks: crate::hooks::HookSet,
     child: bool,
-    /// Filled with the session's tools and rules at build, for the
-    /// `delegate_tasks` tool `delegation` added.
-    delegate_scope: Option<Arc<std::sync::OnceLock<crate::delegate::ParentScope>>>,
+    /// Told the session's scope once it is built or resumed.
+    on_build: Vec<OnBuild>,
 }
+
+/// What [`SessionBuilder::on_build`] keeps until the session exists.
+type OnBuild = Box<dyn FnOnce(&SessionScope) + Send>;
 
 impl fmt::Debug for SessionBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -105,7 +111,7 @@ impl SessionBuilder {
             compact_at: DEFAULT_COMPACT_AT,
             hooks: crate::hooks::HookSet::default(),
             child: false,
-            delegate_scope: None,
+            on_build: Vec::new(),
         }
     }
 
@@ -123,18 +129,17 @@ impl SessionBuilder {
         self
     }
 
-    /// Adds the `delegate_tasks` tool: sub-agents under this session's
-    /// authority ([`crate::delegate`]). Its children get the tools, mode,
-    /// rules, approver and limits the session has when it is built.
-    pub fn delegation(mut self, delegation: crate::delegate::Delegation) -> Self {
-        let scope = Arc::new(std::sync::OnceLock::new());
-        self.tools.push(Arc::new(crate::delegate::DelegateTasks::new(delegation, Arc::clone(&scope))));
-        self.delegate_scope = Some(scope);
+    /// Tells `told` what the session runs under ([`SessionScope`]) once it
+    /// is built or resumed: how a tool given to this builder learns the
+    /// session it serves before its first call (delegation starts its
+    /// children from it). Not called by [`SessionBuilder::authority_snapshot`].
+    pub fn on_build(mut self, told: impl FnOnce(&SessionScope) + Send + 'static) -> Self {
+        self.on_build.push(Box::new(told));
         self
     }
 
     /// Sets every limit at once (a child inherits its parent's).
-    pub(crate) fn limits(mut self, limits: Limits) -> Self {
+    pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
@@ -351,7 +356,7 @@ impl SessionBuilder {
     fn resolve(&self) -> Result<Resolved, BuildError> {
         let mut tools = BTreeMap::new();
         for tool in &self.tools {
-            let resolved = resolve_tool(tool)?;
+            let resolved = ResolvedTool::resolve(tool)?;
             let name = resolved.definition.name.clone();
             if tools.insert(name.clone(), Arc::new(resolved)).is_some() {
                 return Err(BuildError::DuplicateTool(name));
@@ -449,13 +454,33 @@ impl SessionBuilder {
             &replayed.provider_call_ids,
             replayed.pending,
         );
-        session.compaction = compaction;
+        session.context.compacted(compaction);
         session.seed_estimator();
         Ok(session)
     }
 
+    /// What the session will run under, with its (resolved) system prompt.
+    fn scope(&self, system: Option<String>) -> SessionScope {
+        let tools = self.tools.iter().filter(|t| !self.disabled.contains(&t.definition().name)).cloned();
+        SessionScope {
+            model: Arc::clone(&self.model),
+            tools: tools.collect(),
+            mode: self.mode,
+            rules: self.rules.clone(),
+            approver: Arc::clone(&self.approver),
+            limits: self.limits,
+            pricing: self.pricing.clone(),
+            system,
+            context_window: self.context_window,
+            compact_at: self.compact_at,
+            artifacts: self.artifacts.clone(),
+            workspace: self.workspace.clone(),
+            clock: self.clock,
+        }
+    }
+
     fn into_session(
-        self,
+        mut self,
         resolved: Resolved,
         system: Option<String>,
         history: Vec<Message>,
@@ -464,84 +489,34 @@ impl SessionBuilder {
         pending: Pending,
     ) -> Session {
         let call_ids = CallIdRegistry::resumed(call_ids(&history), provider_call_ids);
-        if let Some(scope) = &self.delegate_scope {
-            let tools = self.tools.iter().filter(|t| !self.disabled.contains(&t.definition().name)).cloned();
-            let _ = scope.set(crate::delegate::ParentScope {
-                model: Arc::clone(&self.model),
-                tools: tools.collect(),
-                mode: self.mode,
-                rules: self.rules.clone(),
-                approver: Arc::clone(&self.approver),
-                limits: self.limits,
-                pricing: self.pricing.clone(),
-                system: system.clone(),
-                context_window: self.context_window,
-                compact_at: self.compact_at,
-                artifacts: self.artifacts.clone(),
-                workspace: self.workspace.clone(),
-                clock: self.clock,
-            });
+        let told = std::mem::take(&mut self.on_build);
+        if !told.is_empty() {
+            let scope = self.scope(system.clone());
+            for told in told {
+                told(&scope);
+            }
         }
-        let mut session = Session {
+        Session {
             capabilities: self.model.capabilities(),
             model: self.model,
-            tools: resolved.tools,
-            active: resolved.active,
-            withdrawn: BTreeMap::new(),
+            tools: ToolTable::new(resolved.tools, resolved.active, BTreeMap::new()),
             source: self.source,
             pricing: self.pricing,
             artifacts: self.artifacts,
-            context_window: self.context_window,
-            compact_at: self.compact_at,
-            hooks: self.hooks,
-            child: self.child,
-            hooks_started: false,
-            start_notes: None,
-            compaction: Default::default(),
-            estimator: Default::default(),
-            advertised_chars: 0,
-            advertised: Vec::new(),
+            context: ContextBudget::new(self.context_window, self.compact_at),
+            hooks: Hooks::new(self.hooks, self.child),
             system,
             history,
             options: self.options,
             first_round: self.first_round,
             persistence: self.persistence,
             opening: self.opening,
-            mode: self.mode,
-            rules: self.rules,
-            approver: self.approver,
-            grants: Grants::default(),
+            policy: Policy::new(self.mode, self.rules, self.approver),
             limits: self.limits,
             execution: self.execution,
-            shared: Shared::new(Slot::new(self.journal, pending)),
+            durable: Durable::new(Slot::new(self.journal, pending), ledger),
             authority: resolved.snapshot,
             call_ids,
-            ledger,
-            journal_lost: None,
-        };
-        session.refresh_advertised();
-        session
+        }
     }
-}
-
-/// Checks a tool's name and compiles its schema: the one way a tool enters
-/// the ceiling, at build time or from a [`ToolSource`] between rounds.
-pub(crate) fn resolve_tool(tool: &Arc<dyn Tool>) -> Result<ResolvedTool, BuildError> {
-    let definition = tool.definition().clone();
-    let name = definition.name.clone();
-    let valid_name = (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !valid_name {
-        return Err(BuildError::ToolName(name));
-    }
-    let schema = CompiledSchema::compile(&definition.parameters)
-        .map_err(|source| BuildError::Schema { tool: name.clone(), source })?;
-    Ok(ResolvedTool {
-        category: tool.category(),
-        cancellation: tool.cancellation(),
-        retry: tool.retry(),
-        tool: Arc::clone(tool),
-        schema,
-        definition,
-    })
 }

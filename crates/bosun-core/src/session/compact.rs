@@ -39,7 +39,7 @@ impl Session {
     /// Characters of a request carrying `messages` this round: the
     /// estimator's measure, for the estimate and for learning from a reply.
     pub(crate) fn request_chars(&self, repeats: &Repeats, messages: &[Message]) -> usize {
-        let tools = if repeats.answer_only() { 0 } else { self.advertised_chars };
+        let tools = self.tools.offered_chars(repeats.answer_only());
         chars_of(self.system.as_deref(), messages, tools)
     }
 
@@ -54,11 +54,11 @@ impl Session {
             _ => None,
         });
         let Some((index, usage)) = newest else { return };
-        let view = self.request_messages(&Repeats::default(), &self.compaction);
+        let view = self.request_messages(&Repeats::default(), self.context.compaction());
         // The view's messages before the response: those of history before it.
         let before = view.len().saturating_sub(self.history.len() - index);
-        let chars = chars_of(self.system.as_deref(), &view[..before], self.advertised_chars);
-        self.estimator.observe(chars, &usage);
+        let chars = chars_of(self.system.as_deref(), &view[..before], self.tools.offered_chars(false));
+        self.context.observe(chars, &usage);
     }
 
     /// Prompt tokens of the request `compaction` would make this round:
@@ -66,7 +66,7 @@ impl Session {
     async fn estimate_with(&self, repeats: &Repeats, compaction: &Compaction) -> u64 {
         let messages = self.request_messages(repeats, compaction);
         let chars = self.request_chars(repeats, &messages);
-        let tools: &[_] = if repeats.answer_only() { &[] } else { self.advertised.as_slice() };
+        let tools = self.tools.offered(repeats.answer_only());
         let request = ModelRequest {
             system: self.system.as_deref(),
             messages,
@@ -75,7 +75,7 @@ impl Session {
         };
         match self.model.count_tokens(&request).await {
             Some(exact) => exact,
-            None => self.estimator.estimate(chars),
+            None => self.context.estimate(chars),
         }
     }
 
@@ -88,14 +88,11 @@ impl Session {
         emitter: &mut Emitter<'_>,
         overflowed: bool,
     ) -> Result<bool, TurnErrorKind> {
-        if !overflowed && self.context_window.is_none() {
+        if !overflowed && self.context.window().is_none() {
             return Ok(false);
         }
-        let before = self.estimate_with(&state.repeats, &self.compaction).await;
-        let target = match self.context_window {
-            Some(window) if !overflowed => (window as f64 * self.compact_at) as u64,
-            _ => before / 2,
-        };
+        let before = self.estimate_with(&state.repeats, self.context.compaction()).await;
+        let target = self.context.target(before, overflowed);
         if !overflowed && before <= target {
             return Ok(false);
         }
@@ -111,9 +108,10 @@ impl Session {
         let mut shortened = None;
         for keep in [KEEP_UNITS, 1] {
             let start = shorten_start(&self.history, keep);
-            let from = self.compaction.shorten_before.max(self.compaction.elided_through);
-            if start > self.compaction.shorten_before && shortens_any(&self.history, from..start) {
-                let next = Compaction { shorten_before: start, ..self.compaction.clone() };
+            let current = self.context.compaction();
+            let from = current.shorten_before.max(current.elided_through);
+            if start > current.shorten_before && shortens_any(&self.history, from..start) {
+                let next = Compaction { shorten_before: start, ..current.clone() };
                 let fits = self.estimate_with(&state.repeats, &next).await <= target;
                 shortened = Some(next);
                 if fits {
@@ -131,18 +129,18 @@ impl Session {
         // Tier 2: the older units summarized by the model: all but the
         // newest units, or all but the newest one when those alone would
         // not fit.
-        let earlier = self.compaction.text.clone();
+        let earlier = self.context.compaction().text.clone();
         let keep = if self.fits_keeping(KEEP_UNITS, &state.repeats, target).await { KEEP_UNITS } else { 1 };
         if let Some(end) = elision_end(&self.history, keep)
-            && end > self.compaction.elided_through
+            && end > self.context.compaction().elided_through
         {
-            let from = self.compaction.elided_through.max(1);
+            let from = self.context.compaction().elided_through.max(1);
             let text = transcript(&self.history, from, end, earlier.as_deref());
             match self.summarize(text, &state.cancel).await {
                 Ok((summary, usage)) => {
                     state.spend.compaction.add(Spent::priced(usage, self.pricing.as_deref()));
                     let next = Compaction {
-                        shorten_before: self.compaction.shorten_before,
+                        shorten_before: self.context.compaction().shorten_before,
                         elided_through: end,
                         text: Some(summary_text(&summary)),
                         kept_ask: latest_ask(&self.history, end),
@@ -159,12 +157,12 @@ impl Session {
         }
         // Tier 3: the older units dropped, all but the newest one.
         if let Some(end) = elision_end(&self.history, 1)
-            && end > self.compaction.elided_through
+            && end > self.context.compaction().elided_through
         {
             let next = Compaction {
-                shorten_before: self.compaction.shorten_before,
+                shorten_before: self.context.compaction().shorten_before,
                 elided_through: end,
-                text: Some(dropped_text(self.compaction.text.as_deref())),
+                text: Some(dropped_text(self.context.compaction().text.as_deref())),
                 kept_ask: latest_ask(&self.history, end),
             };
             self.apply(3, next, now, Usage::default(), &state.repeats, emitter).await?;
@@ -178,8 +176,8 @@ impl Session {
     async fn fits_keeping(&self, keep: usize, repeats: &Repeats, target: u64) -> bool {
         let Some(end) = elision_end(&self.history, keep) else { return false };
         let view = Compaction {
-            shorten_before: self.compaction.shorten_before,
-            elided_through: end.max(self.compaction.elided_through),
+            shorten_before: self.context.compaction().shorten_before,
+            elided_through: end.max(self.context.compaction().elided_through),
             text: Some(String::new()),
             kept_ask: latest_ask(&self.history, end),
         };
@@ -199,26 +197,27 @@ impl Session {
         sink: &mut dyn EventSink,
     ) -> Result<Option<CompactOutcome>, TurnError> {
         let unchanged = |kind| TurnError { kind, disposition: Disposition::RolledBack };
-        if let Some(lost) = &self.journal_lost {
+        if let Some(lost) = self.durable.lost() {
             return Err(unchanged(TurnErrorKind::JournalLost(lost.clone())));
         }
-        let Some(end) = elision_end(&self.history, 1).filter(|end| *end > self.compaction.elided_through)
+        let Some(end) =
+            elision_end(&self.history, 1).filter(|end| *end > self.context.compaction().elided_through)
         else {
             return Ok(None);
         };
         let cancel = options.cancel.child_token();
-        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(&self.hooks);
+        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(self.hooks.set());
         if self.hooks_want(HookPoint::PreCompact) {
             let input = HookInput::PreCompact { turn: None, trigger: CompactTrigger::Manual };
             self.run_hooks(input, &cancel, &mut emitter).await.map_err(unchanged)?;
         }
         let repeats = Repeats::default();
-        let before = self.estimate_with(&repeats, &self.compaction).await;
-        let from = self.compaction.elided_through.max(1);
-        let text = transcript(&self.history, from, end, self.compaction.text.as_deref());
+        let before = self.estimate_with(&repeats, self.context.compaction()).await;
+        let from = self.context.compaction().elided_through.max(1);
+        let text = transcript(&self.history, from, end, self.context.compaction().text.as_deref());
         let (summary, usage) = self.summarize(text, &cancel).await.map_err(unchanged)?;
         let next = Compaction {
-            shorten_before: self.compaction.shorten_before,
+            shorten_before: self.context.compaction().shorten_before,
             elided_through: end,
             text: Some(summary_text(&summary)),
             kept_ask: latest_ask(&self.history, end),
@@ -241,7 +240,7 @@ impl Session {
         let cost_micros =
             Spent::priced(usage, self.pricing.as_deref()).cost_micros.filter(|_| !usage.is_zero());
         self.record(JournalRecord::Compacted { tier, compaction: next.clone(), usage, cost_micros }).await?;
-        self.compaction = next;
+        self.context.compacted(next);
         emitter.emit(Event::Compacted { tier, before, after, usage })?;
         Ok(after)
     }

@@ -48,6 +48,64 @@ const MAX_TRANSCRIPT: usize = 200_000;
 /// Characters per token before any real count calibrates it.
 const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
 
+/// What the window allows and what is sent: the window and the fraction
+/// of it at which compaction starts, the compacted view of history, and
+/// the estimator that sizes a request before it is sent.
+#[derive(Debug)]
+pub(crate) struct ContextBudget {
+    /// The model's context window in tokens, when known; without one,
+    /// compaction happens only when the provider says a request overflowed.
+    window: Option<u64>,
+    compact_at: f64,
+    /// What is sent of history (journaled as `compacted`).
+    compaction: Compaction,
+    estimator: Estimator,
+}
+
+impl ContextBudget {
+    pub(crate) fn new(window: Option<u64>, compact_at: f64) -> Self {
+        Self { window, compact_at, compaction: Compaction::default(), estimator: Estimator::default() }
+    }
+
+    pub(crate) fn window(&self) -> Option<u64> {
+        self.window
+    }
+
+    pub(crate) fn compaction(&self) -> &Compaction {
+        &self.compaction
+    }
+
+    /// Sends `next` from now on (journaled by the caller first).
+    pub(crate) fn compacted(&mut self, next: Compaction) {
+        self.compaction = next;
+    }
+
+    /// Keeps the view inside a history a failed turn cut back to `len`.
+    pub(crate) fn clamp(&mut self, len: usize) {
+        self.compaction.clamp(len);
+    }
+
+    /// The estimate a request is compacted down to: `compact_at` of the
+    /// window, or half of `before` when the provider said it overflowed
+    /// (or no window is known).
+    pub(crate) fn target(&self, before: u64, overflowed: bool) -> u64 {
+        match self.window {
+            Some(window) if !overflowed => (window as f64 * self.compact_at) as u64,
+            _ => before / 2,
+        }
+    }
+
+    /// See [`Estimator::estimate`].
+    pub(crate) fn estimate(&self, chars: usize) -> u64 {
+        self.estimator.estimate(chars)
+    }
+
+    /// See [`Estimator::observe`].
+    pub(crate) fn observe(&mut self, chars: usize, usage: &Usage) {
+        self.estimator.observe(chars, usage);
+    }
+}
+
 /// The estimator: real prompt counts, and characters per token learned
 /// from them for this model. Sessions keep one; public so the estimate's
 /// error can be measured against a tokenizer (`bosun-local`'s benchmark).

@@ -20,7 +20,7 @@ use crate::model::{ModelResponse, ResponsePart};
 impl Session {
     /// Whether a hook still on wants `point`.
     pub(crate) fn hooks_want(&self, point: HookPoint) -> bool {
-        !self.hooks.is_empty() && self.hooks.wants(point)
+        self.hooks.want(point)
     }
 
     /// Runs the hooks at `input`'s point. A cancelled turn stops the hook
@@ -33,7 +33,7 @@ impl Session {
         cancel: &CancellationToken,
         emitter: &mut Emitter<'_>,
     ) -> Result<Verdict, TurnErrorKind> {
-        let hooks = self.hooks.clone();
+        let hooks = self.hooks.set().clone();
         let mut runs: Vec<HookRun> = Vec::new();
         let outcome = {
             let asked = hooks.run(&input, |run| runs.push(run));
@@ -65,16 +65,13 @@ impl Session {
         cancel: &CancellationToken,
         emitter: &mut Emitter<'_>,
     ) -> Result<(), TurnErrorKind> {
-        if self.hooks.is_empty() {
+        if self.hooks.set().is_empty() {
             return Ok(());
         }
-        if !self.hooks_started {
-            self.hooks_started = true;
-            if self.hooks_want(HookPoint::SessionStart) {
-                let source = if self.history.is_empty() { StartSource::Startup } else { StartSource::Resume };
-                let verdict = self.run_hooks(HookInput::SessionStart { source }, cancel, emitter).await?;
-                self.start_notes = verdict.notes_text();
-            }
+        if self.hooks.first_start() && self.hooks_want(HookPoint::SessionStart) {
+            let source = if self.history.is_empty() { StartSource::Startup } else { StartSource::Resume };
+            let verdict = self.run_hooks(HookInput::SessionStart { source }, cancel, emitter).await?;
+            self.hooks.keep_start_notes(verdict.notes_text());
         }
         let mut notes = Vec::new();
         if let Err((hook, reason)) =
@@ -83,7 +80,7 @@ impl Session {
             // SessionStart's notes wait for the first prompt that starts a turn.
             return Err(TurnErrorKind::HookBlocked { hook, reason, prompt: true });
         }
-        if let Some(start) = self.start_notes.take() {
+        if let Some(start) = self.hooks.take_start_notes() {
             notes.insert(0, start);
         }
         if !notes.is_empty() {
@@ -146,17 +143,10 @@ impl Session {
         cancel: &CancellationToken,
         emitter: &mut Emitter<'_>,
     ) -> Result<Option<String>, TurnErrorKind> {
-        let point = if self.child { HookPoint::SubagentStop } else { HookPoint::Stop };
-        if !self.hooks_want(point) {
+        if !self.hooks_want(self.hooks.stop_point()) {
             return Ok(None);
         }
-        let answer = answer.to_owned();
-        let stop_hook_active = continued > 0;
-        let input = if self.child {
-            HookInput::SubagentStop { turn, answer, stop_hook_active }
-        } else {
-            HookInput::Stop { turn, answer, stop_hook_active }
-        };
+        let input = self.hooks.stop(turn, answer.to_owned(), continued > 0);
         let verdict = self.run_hooks(input, cancel, emitter).await?;
         Ok(verdict.block.map(|(hook, reason)| format!("[hook {hook}] {reason}")))
     }

@@ -12,7 +12,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::ResolvedTool;
+use super::tools::ResolvedTool;
 use crate::message::ContentPart;
 use crate::tool::{CancellationPolicy, RetryPolicy, ToolContext, ToolOutput};
 

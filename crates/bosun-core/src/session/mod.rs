@@ -7,18 +7,22 @@ mod builder;
 mod compact;
 pub use compact::CompactOutcome;
 mod context;
+mod durable;
 mod hooking;
+mod hooks;
 mod ids;
 mod opening;
 mod persist;
+mod policy;
 pub use opening::{OpeningCall, OpeningCalls};
 pub use persist::Persistence;
 mod invoke;
 mod record;
+mod scope;
+mod tools;
 mod turn;
 mod updates;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -30,19 +34,19 @@ pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
 pub use context::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 pub use invoke::CANCELLED;
+pub use scope::SessionScope;
 
-use crate::authority::{AuthoritySnapshot, ToolAuthority};
+use crate::authority::AuthoritySnapshot;
 use crate::error::BuildError;
 use crate::inbox::{Inbox, Queued};
 use crate::journal::JournalError;
 use crate::limits::{Limits, Pricing};
 use crate::message::{CallId, Message, StopReason, Usage};
 use crate::model::{Capabilities, GenerationOptions, Model, ToolChoice};
-use crate::permission::{ApprovalHandler, Grants, Mode, PermissionRule};
-use crate::replay::Ledger;
-use crate::schema::CompiledSchema;
-use crate::tool::{CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolDefinition};
+use crate::permission::Mode;
 use crate::tool_source::ToolSource;
+use policy::Policy;
+use tools::ToolTable;
 
 /// Whether the calls of one response run at once or one after another.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,28 +57,6 @@ pub enum ToolExecution {
     /// Calls run in order; after a cancellation no further call starts.
     Sequential,
 }
-
-pub(crate) struct ResolvedTool {
-    pub(crate) tool: Arc<dyn Tool>,
-    pub(crate) definition: ToolDefinition,
-    pub(crate) schema: CompiledSchema,
-    pub(crate) category: ToolCategory,
-    pub(crate) cancellation: CancellationPolicy,
-    pub(crate) retry: RetryPolicy,
-}
-
-impl ResolvedTool {
-    /// The tool as the authority snapshot records it.
-    pub(crate) fn authority(&self) -> ToolAuthority {
-        ToolAuthority {
-            definition: self.definition.clone(),
-            category: self.category,
-            cancellation: self.cancellation,
-        }
-    }
-}
-
-pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
 
 /// An agent conversation: runs one turn at a time (invariant 1).
 ///
@@ -89,40 +71,18 @@ pub(crate) type ToolSet = Arc<BTreeMap<String, Arc<ResolvedTool>>>;
 pub struct Session {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) capabilities: Capabilities,
-    pub(crate) tools: ToolSet,
-    pub(crate) active: BTreeSet<String>,
-    /// Tools their source withdrew (a server died or dropped them): out of
-    /// the request and refused, whether active or not, until offered again.
-    /// Tools the source withdrew, each with what a call to it is told.
-    pub(crate) withdrawn: BTreeMap<String, String>,
+    /// The ceiling, the active subset, the withdrawn, and what is shown.
+    pub(crate) tools: ToolTable,
     /// Asked between rounds for tools withdrawn, back, or new.
     pub(crate) source: Option<Arc<dyn ToolSource>>,
     /// Prices a turn's usage for its cost limit.
     pub(crate) pricing: Option<Arc<dyn Pricing>>,
     /// Where outputs past the bound are kept whole.
     pub(crate) artifacts: Option<Arc<dyn crate::artifacts::Artifacts>>,
-    /// The model's context window in tokens, when known: compaction starts
-    /// when a request's estimate passes `compact_at` of it.
-    pub(crate) context_window: Option<u64>,
-    pub(crate) compact_at: f64,
-    /// The embedder's hooks, each with its own switch.
-    pub(crate) hooks: crate::hooks::HookSet,
-    /// A delegated child: `SubagentStop` in place of `Stop`.
-    pub(crate) child: bool,
-    /// Whether this session object ran its `SessionStart` hooks.
-    pub(crate) hooks_started: bool,
-    /// `SessionStart`'s notes, until a turn starts with them.
-    pub(crate) start_notes: Option<String>,
-    /// What is sent of history (journaled as `compacted`).
-    pub(crate) compaction: Compaction,
-    pub(crate) estimator: context::Estimator,
-    /// Characters of the advertised tool definitions, for the estimate.
-    pub(crate) advertised_chars: usize,
-    /// Definitions shown to the model: the active tools only. A disabled
-    /// tool is withdrawn from the request even when history calls it (its
-    /// calls and results stay in history; a call to it now is refused,
-    /// invariant 5), as the answer-only round withdraws every tool.
-    pub(crate) advertised: Vec<ToolDefinition>,
+    /// The embedder's hooks, and whether `SessionStart` ran.
+    pub(crate) hooks: hooks::Hooks,
+    /// The window, what is sent of history, and the request's estimate.
+    pub(crate) context: context::ContextBudget,
     pub(crate) system: Option<String>,
     pub(crate) history: Vec<Message>,
     pub(crate) options: GenerationOptions,
@@ -132,33 +92,23 @@ pub struct Session {
     pub(crate) persistence: Persistence,
     /// See [`SessionBuilder::opening_calls`].
     pub(crate) opening: Option<OpeningCalls>,
-    pub(crate) mode: Mode,
-    pub(crate) rules: Vec<PermissionRule>,
-    pub(crate) approver: Arc<dyn ApprovalHandler>,
-    pub(crate) grants: Grants,
+    /// The mode, rules and approver a call is decided by, and the grants.
+    pub(crate) policy: Policy,
     pub(crate) limits: Limits,
     pub(crate) execution: ToolExecution,
-    /// The journal and the queue of messages sent while a turn runs,
-    /// behind one lock shared with the session's [`Inbox`]es: every record
-    /// is written holding it.
-    pub(crate) shared: crate::inbox::Shared,
+    /// The journal, the queue and the ledger: the one writer of records.
+    pub(crate) durable: durable::Durable,
     pub(crate) authority: AuthoritySnapshot,
     pub(crate) call_ids: ids::CallIdRegistry,
-    /// Turns, the open turn and the interrupted prompt, as replay keeps them:
-    /// every record the turn loop writes is applied here (`Session::record`).
-    pub(crate) ledger: Ledger,
-    /// Set when a record could not be written: the journal no longer follows
-    /// the session, which then refuses every further turn.
-    pub(crate) journal_lost: Option<JournalError>,
 }
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("turns", &self.ledger.turns())
+            .field("turns", &self.durable.ledger().turns())
             .field("messages", &self.history.len())
-            .field("active", &self.active)
-            .field("mode", &self.mode)
+            .field("active", self.tools.active())
+            .field("mode", &self.policy.mode())
             .field("authority", &self.authority.digest())
             .finish_non_exhaustive()
     }
@@ -219,17 +169,17 @@ impl Session {
     /// A handle that queues messages while a turn runs: steering for the
     /// running turn's next safe point, follow-ups for after it.
     pub fn inbox(&self) -> Inbox {
-        Inbox::new(self.shared.clone())
+        self.durable.inbox()
     }
 
     /// The model's context window in tokens, when the session knows it.
     pub fn context_window(&self) -> Option<u64> {
-        self.context_window
+        self.context.window()
     }
 
     /// The messages waiting in the queue, oldest first.
     pub async fn queued(&self) -> Vec<Queued> {
-        self.shared.slot.lock().await.pending.list()
+        self.durable.queued().await
     }
 
     /// Starts building a session on a shared model.
@@ -255,7 +205,7 @@ impl Session {
 
     /// Turns started so far (including rolled-back ones).
     pub fn turns(&self) -> u64 {
-        self.ledger.turns()
+        self.durable.ledger().turns()
     }
 
     /// The prompt of the last turn when it left no trace in history: it
@@ -263,7 +213,7 @@ impl Session {
     /// commit. Kept live and on resume, so it can be sent again (invariant
     /// 21); the next turn clears it.
     pub fn interrupted_prompt(&self) -> Option<&Message> {
-        self.ledger.interrupted_prompt()
+        self.durable.ledger().interrupted_prompt()
     }
 
     /// The journal failure that stopped this session, if one did. Such a
@@ -271,32 +221,32 @@ impl Session {
     /// ([`TurnErrorKind::JournalLost`](crate::TurnErrorKind::JournalLost));
     /// resume it from its journal.
     pub fn journal_failure(&self) -> Option<&JournalError> {
-        self.journal_lost.as_ref()
+        self.durable.lost()
     }
 
     /// The permission mode.
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.policy.mode()
     }
 
     /// Changes the permission mode for later turns.
     pub fn set_mode(&mut self, mode: Mode) {
-        self.mode = mode;
+        self.policy.set_mode(mode);
     }
 
     /// Names of the active tools, sorted.
     pub fn active_tools(&self) -> impl Iterator<Item = &str> {
-        self.active.iter().map(String::as_str)
+        self.tools.active().iter().map(String::as_str)
     }
 
     /// Names of the tools their source withdrew, sorted.
     pub fn withdrawn_tools(&self) -> impl Iterator<Item = &str> {
-        self.withdrawn.keys().map(String::as_str)
+        self.tools.withdrawn().keys().map(String::as_str)
     }
 
     /// Names of every tool in the authority ceiling, sorted.
     pub fn available_tools(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+        self.tools.ceiling().keys().map(String::as_str)
     }
 
     /// The model's own id for a session-minted call id; a resumed session
@@ -318,18 +268,12 @@ impl Session {
 
     /// Disables a tool; it stays in the authority ceiling.
     pub fn disable_tool(&mut self, name: &str) -> Result<(), BuildError> {
-        self.check_known(name)?;
-        self.active.remove(name);
-        self.refresh_advertised();
-        Ok(())
+        self.tools.disable(name)
     }
 
     /// Re-enables a tool of the authority ceiling.
     pub fn enable_tool(&mut self, name: &str) -> Result<(), BuildError> {
-        self.check_known(name)?;
-        self.active.insert(name.to_owned());
-        self.refresh_advertised();
-        Ok(())
+        self.tools.enable(name)
     }
 
     /// Replaces the active subset. Atomic: an unknown name changes nothing.
@@ -338,41 +282,16 @@ impl Session {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut next = BTreeSet::new();
-        for name in names {
-            let name = name.as_ref();
-            self.check_known(name)?;
-            next.insert(name.to_owned());
-        }
-        self.active = next;
-        self.refresh_advertised();
-        Ok(())
+        self.tools.set_active(names)
     }
 
     /// Re-enables every tool of the authority ceiling.
     pub fn restore_tools(&mut self) {
-        self.active = self.tools.keys().cloned().collect();
-        self.refresh_advertised();
-    }
-
-    fn check_known(&self, name: &str) -> Result<(), BuildError> {
-        if self.tools.contains_key(name) { Ok(()) } else { Err(BuildError::UnknownTool(name.to_owned())) }
-    }
-
-    pub(crate) fn refresh_advertised(&mut self) {
-        self.advertised = self
-            .tools
-            .values()
-            .filter(|t| {
-                self.active.contains(&t.definition.name) && !self.withdrawn.contains_key(&t.definition.name)
-            })
-            .map(|t| t.definition.clone())
-            .collect();
-        self.advertised_chars = serde_json::to_string(&self.advertised).map_or(0, |json| json.len());
+        self.tools.restore();
     }
 
     /// What is sent of history now.
     pub fn compaction(&self) -> &Compaction {
-        &self.compaction
+        self.context.compaction()
     }
 }

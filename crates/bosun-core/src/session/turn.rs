@@ -21,8 +21,8 @@ use crate::error::{Disposition, TurnError, TurnErrorKind};
 use crate::event::{Event, EventSink, SinkError, TurnOutcomeKind};
 use crate::hooks::{HookSet, MAX_STOP_CONTINUATIONS};
 use crate::journal::Compaction;
-use crate::journal::{Delivery, JournalRecord, TurnRecordOutcome};
-use crate::message::{ContentPart, Message, StopReason, Usage, concat_reasoning, concat_text};
+use crate::journal::{JournalRecord, TurnRecordOutcome};
+use crate::message::{ContentPart, Delivery, Message, StopReason, Usage, concat_reasoning, concat_text};
 use crate::model::{
     GenerationOptions, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ResponsePart,
     Support, Thinking,
@@ -144,7 +144,7 @@ impl Session {
         sink: &mut dyn EventSink,
     ) -> Result<TurnOutcome, TurnError> {
         let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
-        if let Some(lost) = &self.journal_lost {
+        if let Some(lost) = self.durable.lost() {
             return Err(rolled_back(TurnErrorKind::JournalLost(lost.clone())));
         }
         let content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
@@ -162,14 +162,14 @@ impl Session {
         sink: &mut dyn EventSink,
     ) -> Option<Result<TurnOutcome, TurnError>> {
         let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
-        if let Some(lost) = &self.journal_lost {
+        if let Some(lost) = self.durable.lost() {
             return Some(Err(rolled_back(TurnErrorKind::JournalLost(lost.clone()))));
         }
         let generation = self.options.layered(&options.generation);
         if let Err(kind) = self.check_turn_capabilities(&generation) {
             return Some(Err(rolled_back(kind)));
         }
-        let (queued, content) = self.shared.slot.lock().await.pending.claim_next()?;
+        let (queued, content) = self.durable.claim_next().await?;
         Some(self.turns_from(content, queued, &generation, &options.cancel, sink).await)
     }
 
@@ -193,7 +193,7 @@ impl Session {
                     content = vec![ContentPart::text(prompt)];
                     queued = Vec::new();
                 }
-                _ => match self.shared.slot.lock().await.pending.claim_next() {
+                _ => match self.durable.claim_next().await {
                     Some((next_queued, next)) => {
                         continued = 0;
                         content = next;
@@ -217,9 +217,9 @@ impl Session {
     ) -> Result<(TurnOutcome, Option<String>), TurnError> {
         let rolled_back = |kind| TurnError { kind, disposition: Disposition::RolledBack };
         let cancel = caller.child_token();
-        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(&self.hooks);
+        let mut emitter = Emitter::new(sink, cancel.clone()).observed_by(self.hooks.set());
         let mut state = TurnState {
-            turn: self.ledger.turns() + 1,
+            turn: self.durable.ledger().turns() + 1,
             entry: self.history.len(),
             ids_mark: self.call_ids.mark(),
             spend: Spend::default(),
@@ -237,7 +237,7 @@ impl Session {
         };
         // From here on every path emits `turn_end` (if the sink still works).
         if let Err(error) = emitter.emit(Event::TurnStart { turn: state.turn }) {
-            self.unclaim(queued).await;
+            self.durable.unclaim(queued).await;
             return Err(rolled_back(error.into()));
         }
         let mut content = content;
@@ -274,7 +274,7 @@ impl Session {
             Err(kind) => Err(kind),
         };
         // Claimed messages whose turn never started wait again.
-        self.unclaim(queued).await;
+        self.durable.unclaim(queued).await;
         match rounds {
             Ok(outcome) => Ok((outcome, state.go_on.take())),
             Err(kind) => Err(self.fail(&state, kind, &mut emitter).await),
@@ -352,7 +352,7 @@ impl Session {
                 response = self.model_round(state, round, generation, notes, emitter).await;
             }
             let (response, sent) = response?;
-            self.estimator.observe(sent, &response.usage);
+            self.context.observe(sent, &response.usage);
             let spent = Spent::priced(response.usage, self.pricing.as_deref());
             state.spend.main.add(spent);
             emitter.emit(Event::ModelRoundEnd {
@@ -434,14 +434,14 @@ impl Session {
         notes: RoundNotes<'_>,
         emitter: &mut Emitter<'_>,
     ) -> Result<(ModelResponse, usize), TurnErrorKind> {
-        let mut messages = self.request_messages(&state.repeats, &self.compaction);
+        let mut messages = self.request_messages(&state.repeats, self.context.compaction());
         if let Some(note) = notes.hook {
             super::persist::add_request_note(messages.to_mut(), note);
         }
         // A model that keeps repeating calls it already made is offered no
         // tools, so it has to answer with what it has.
         let answer_only = state.repeats.answer_only();
-        let tools: &[_] = if answer_only { &[] } else { self.advertised.as_slice() };
+        let tools = self.tools.offered(answer_only);
         // The estimator learns from what this very request carried.
         let sent = self.request_chars(&state.repeats, &messages);
         let mut options = generation.clone();
@@ -624,8 +624,8 @@ impl Session {
     /// drops what the journal holds nor keeps what it lacks. Reports the
     /// error if the sink still works.
     async fn fail(&mut self, state: &TurnState, kind: TurnErrorKind, emitter: &mut Emitter<'_>) -> TurnError {
-        if self.journal_lost.is_none() && self.ledger.is_open() {
-            let outcome = if self.ledger.acted() {
+        if self.durable.lost().is_none() && self.durable.ledger().is_open() {
+            let outcome = if self.durable.ledger().acted() {
                 TurnRecordOutcome::Checkpointed
             } else {
                 TurnRecordOutcome::RolledBack
@@ -634,10 +634,8 @@ impl Session {
                 tracing::warn!(%error, "could not journal the end of a failed turn");
             }
         }
-        if self.journal_lost.is_some() {
-            self.ledger.close_open(&mut self.history);
-        }
-        self.compaction.clamp(self.history.len());
+        self.durable.close_as_resumed(&mut self.history);
+        self.context.clamp(self.history.len());
         let disposition = if self.history.len() > state.entry {
             Disposition::Checkpointed
         } else {

@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::builder::resolve_tool;
+use super::Session;
+use super::tools::{ResolvedTool, ToolSet, ToolTable};
 use super::turn::{Emitter, TurnState};
-use super::{Session, ToolSet};
-use crate::AuthoritySnapshot;
+use crate::authority::AuthoritySnapshot;
 use crate::error::TurnErrorKind;
 use crate::event::Event;
 use crate::journal::JournalRecord;
@@ -51,18 +51,15 @@ impl Session {
             self.record(JournalRecord::AuthorityChanged { authority: authority.clone() }).await?;
             self.authority = authority.clone();
         }
-        self.tools = plan.tools;
-        self.active = plan.active;
-        self.withdrawn = plan.withdrawn;
-        self.refresh_advertised();
+        self.tools = ToolTable::new(plan.tools, plan.active, plan.withdrawn);
         emitter.emit(plan.event)?;
         Ok(())
     }
 
     fn plan(&self, changes: ToolChanges) -> Plan {
-        let mut tools = (*self.tools).clone();
-        let mut active = self.active.clone();
-        let mut withdrawn = self.withdrawn.clone();
+        let mut tools = (**self.tools.ceiling()).clone();
+        let mut active = self.tools.active().clone();
+        let mut withdrawn = self.tools.withdrawn().clone();
         let mut notices = changes.notices;
         let (mut gone, mut restored, mut added) = (Vec::new(), Vec::new(), Vec::new());
         let why = changes.why.unwrap_or_else(|| super::WITHDRAWN.to_owned());
@@ -77,7 +74,7 @@ impl Session {
                     .push(format!("tool `{}` not offered: the model takes no tools", tool.definition().name));
                 continue;
             }
-            let resolved = match resolve_tool(&tool) {
+            let resolved = match ResolvedTool::resolve(&tool) {
                 Ok(resolved) => resolved,
                 Err(error) => {
                     notices.push(format!("a tool was not offered: {error}"));

@@ -9,7 +9,7 @@ use crate::common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bosun_core::delegate::{AgentProfile, Delegation, InMemoryChildren};
+use bosun_core::delegate::{AgentProfile, Delegation, DelegationExt, InMemoryChildren};
 use bosun_core::model::{ModelRequest, ModelStream};
 use bosun_core::{Capabilities, Event, Mode, Model, Session, ToolCategory, Usage};
 use bosun_testing::{FnTool, RecordedRequest, RecordingApprover, Reply, ScriptedModel};

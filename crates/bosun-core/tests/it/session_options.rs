@@ -164,3 +164,50 @@ async fn resumed_history_must_be_well_formed() {
     let err = Session::builder(ScriptedModel::new()).history(broken).build().await.unwrap_err();
     assert!(matches!(err, BuildError::History(_)), "{err}");
 }
+
+/// What `on_build` is told: the enabled tools only, and on resume the
+/// system prompt the journal holds, not one the builder was given.
+#[tokio::test]
+async fn on_build_is_told_the_scope_of_a_built_and_a_resumed_session() -> TestResult {
+    use std::sync::{Arc, Mutex};
+
+    use bosun_core::{InMemoryJournal, Mode, SessionScope};
+
+    let told: Arc<Mutex<Vec<SessionScope>>> = Arc::default();
+    let keep = |told: &Arc<Mutex<Vec<SessionScope>>>| {
+        let told = Arc::clone(told);
+        move |scope: &SessionScope| told.lock().unwrap().push(scope.clone())
+    };
+    let journal = InMemoryJournal::new();
+    let builder = Session::builder(ScriptedModel::new())
+        .tool(FnTool::echo("read"))
+        .tool(FnTool::echo("shell"))
+        .disable("shell")
+        .mode(Mode::Write)
+        .system_prompt("be brief")
+        .clock(true)
+        .journal(journal.clone())
+        .on_build(keep(&told));
+    builder.authority_snapshot()?;
+    assert!(told.lock().unwrap().is_empty(), "only a session that exists is told");
+    builder.build().await?;
+    Session::builder(ScriptedModel::new())
+        .tool(FnTool::echo("read"))
+        .tool(FnTool::echo("shell"))
+        .disable("shell")
+        .clock(true)
+        .on_build(keep(&told))
+        .resume(journal)
+        .await?;
+    let told = told.lock().unwrap();
+    assert_eq!(told.len(), 2);
+    for scope in told.iter() {
+        let names: Vec<&str> = scope.tools.iter().map(|t| t.definition().name.as_str()).collect();
+        assert_eq!(names, ["read"], "a disabled tool is not the session's to hand on");
+        assert_eq!(scope.system.as_deref(), Some("be brief"));
+        assert!(scope.clock);
+    }
+    assert_eq!(told[0].mode, Mode::Write);
+    assert_eq!(told[1].mode, Mode::default(), "the resuming builder's mode, not the journal's");
+    Ok(())
+}
