@@ -15,7 +15,6 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncSeekExt, AsyncWriteExt, BufWriter};
 
 use crate::error::{Context, Error, Result, bail, fail};
-use crate::list::human;
 
 /// What a pull tells the person waiting for it: notes, lines of what is
 /// happening, handed to the front end to show as it shows things; and,
@@ -299,4 +298,19 @@ pub fn sha256_file(path: &Path, bar: &ProgressBar) -> Result<String> {
 /// Lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Bytes for people: 491.4 MB.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }

@@ -23,8 +23,8 @@ use reqwest::{Client, Url};
 use serde::Deserialize;
 
 use crate::error::{Context, Error, Result, bail, fail};
+use crate::fetch::human;
 use crate::fetch::{self, Expected, Progress};
-use crate::list::human;
 use crate::source::{self, Record};
 
 /// The public hub.

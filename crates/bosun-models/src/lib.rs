@@ -24,6 +24,7 @@ mod gguf;
 mod hf;
 #[cfg(test)]
 mod hf_tests;
+mod installed;
 mod list;
 mod pull;
 mod pypi;
@@ -34,13 +35,11 @@ mod test_server;
 mod tests;
 mod url;
 
-pub use catalog::{
-    DEFAULT_MODEL, FROM_HUB, HubModel, KNOWN, KnownModel, WheelPart, find, find_hub, local_path, models_dir,
-    prompt_cache_dir, pull_named, remove, resolve_local,
-};
+pub use catalog::{DEFAULT_MODEL, FROM_HUB, HubModel, KNOWN, KnownModel, WheelPart, find, find_hub};
 pub use error::{Error, Result};
-pub use fetch::Progress;
+pub use fetch::{Progress, human};
 pub use hf::{HfRef, Hub, pull as pull_from_hub};
-pub use list::{devices, human, list};
+pub use installed::{local_path, models_dir, prompt_cache_dir, pull_named, remove, resolve_local};
+pub use list::{devices, list};
 pub use pull::{Sources, pull};
 pub use url::http_url;

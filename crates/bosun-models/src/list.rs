@@ -7,25 +7,11 @@ use std::path::Path;
 use bosun_core::sanitize;
 
 use crate::catalog::{DEFAULT_MODEL, FROM_HUB, KNOWN};
+use crate::fetch::human;
 use crate::{fetch, gguf, source};
 
 /// What `list` says of a hub catalog entry's checksum.
 pub(crate) const FROM_THE_HUB: &str = "checksum from the hub at pull time";
-
-/// Bytes for people: 491.4 MB.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1000.0;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
 
 fn size_of(path: &Path) -> Option<u64> {
     std::fs::metadata(path).ok().filter(|meta| meta.is_file()).map(|meta| meta.len())
