@@ -44,6 +44,9 @@ pub enum Error {
     /// A session could not be built or resumed.
     #[error(transparent)]
     Build(#[from] bosun_core::BuildError),
+    /// A turn failed.
+    #[error(transparent)]
+    Turn(#[from] bosun_core::TurnError),
     /// A hosted model's configuration is not usable.
     #[error(transparent)]
     Provider(#[from] bosun_providers::ProviderError),

@@ -16,6 +16,7 @@ pub mod model;
 mod notice;
 pub mod parts;
 pub mod sandboxing;
+pub mod warm;
 
 pub use agent::{Agent, AgentBuilder, StoredSession};
 pub use error::{Error, Result};

@@ -6,7 +6,6 @@ mod cli;
 use bosun_agent::config;
 mod elicit;
 mod exec;
-mod harden;
 mod interactive;
 mod logging;
 mod mcp;
@@ -17,7 +16,6 @@ mod output;
 mod sampling;
 mod sanitize;
 mod sessions;
-mod warm;
 
 use std::process::ExitCode;
 
@@ -30,9 +28,12 @@ use crate::output::Palettes;
 
 fn main() -> ExitCode {
     // First, while single-threaded: copy the environment, then take the keys
-    // out of the process and its /proc view (harden.rs).
+    // out of the process and its /proc view (bosun_sandbox::harden).
     let env = Env::capture();
-    harden::harden();
+    let unhardened = bosun_sandbox::harden_process();
+    for warning in &unhardened {
+        eprintln!("bosun: warning: hardening: {warning}");
+    }
     logging::init(&env);
     let palettes = Palettes::decide(&env);
     // Options written before the subcommand reach it, or are an error.
@@ -98,14 +99,13 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             };
             if let cli::ModelsCommand::Warm { name } = &command {
                 let path = bosun_models::resolve_local(env, name.as_deref().or(local_model.as_deref()))?;
-                let tokens = warm::warm(&path, env, profile, palettes).await?;
-                eprintln!("{}", palettes.stderr.dim(&format!("prompt cache ready: {tokens} tokens")));
+                models::warm(&path, env, profile, palettes).await?;
                 return Ok(Outcome::Success);
             }
             let warm = matches!(command, cli::ModelsCommand::Pull { no_warm: false, .. });
             let pulled = models::run(command, env, local_model.as_deref(), palettes.stderr).await?;
             if let Some(path) = pulled.filter(|_| warm) {
-                warm::after_pull(&path, env, profile, palettes).await;
+                models::after_pull(&path, env, profile, palettes).await;
             }
             Ok(Outcome::Success)
         }

@@ -1,17 +1,19 @@
-//! `bosun models pull | list | devices | rm`: the front end of
+//! `bosun models pull | warm | list | devices | rm`: the front end of
 //! `bosun_models`, which finds, fetches, checks and lists the files. Here:
 //! which model a pull without a name means, progress on stderr (notes in
-//! the stderr palette, bars only on a terminal) and what is printed.
+//! the stderr palette, bars only on a terminal), the prompt cache warmed
+//! after a pull (`bosun_agent::warm`) and what is printed.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use bosun_models::{DEFAULT_MODEL, Progress, list, models_dir, prompt_cache_dir, pull_named, remove};
 
 use crate::cli::ModelsCommand;
 use crate::config::Env;
-use crate::output::Palette;
+use crate::output::{Palette, Palettes};
 
 /// Progress on stderr: notes dimmed, bars only when stderr is a terminal.
 fn progress(palette: Palette) -> Progress {
@@ -66,6 +68,35 @@ pub async fn run(
         }
     }
     Ok(None)
+}
+
+/// `bosun models warm`: fills the prompt cache of the model at `model`,
+/// saying how long it took.
+pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, palettes: Palettes) -> Result<()> {
+    let started = Instant::now();
+    let notices = crate::mcp::stderr_notices(palettes.stderr);
+    let tokens = bosun_agent::warm::warm(model, env, profile, &notices).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("{}", palettes.stderr.dim(&format!("prompt cache ready: {tokens} tokens in {seconds:.1} s")));
+    Ok(())
+}
+
+/// After a pull: fills the cache of `model` unless it has one, saying what
+/// it does; a failure is a warning, since the model itself was pulled.
+pub async fn after_pull(model: &Path, env: &Env, profile: Option<&str>, palettes: Palettes) {
+    if bosun_agent::warm::is_warm(model, env) {
+        return;
+    }
+    let stderr = palettes.stderr;
+    let preparing =
+        "preparing the prompt cache: the system prompt and tools every command opens with, processed once";
+    eprintln!("{}", stderr.dim(preparing));
+    if let Err(error) = warm(model, env, profile, palettes).await {
+        let warning = format!(
+            "warning: the prompt cache was not prepared ({error:#}); the first command will process its whole prompt"
+        );
+        eprintln!("{}", stderr.red(&crate::sanitize::line(&warning)));
+    }
 }
 
 #[cfg(test)]

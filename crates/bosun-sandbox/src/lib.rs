@@ -18,11 +18,13 @@
 
 mod child;
 mod explain;
+pub mod harden;
 mod landlock_rules;
 mod policy;
 mod sandbox;
 mod seccomp;
 
+pub use harden::harden_process;
 pub use policy::{DEFAULT_DENY_READ_IN_HOME, SandboxMode, SandboxPolicy};
 pub use sandbox::{CallAccess, Sandbox, SandboxedCall, Support, unconfined};
 

@@ -14,15 +14,14 @@
 //! approvals, no MCP servers and a session store of its own, deleted after.
 
 use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use bosun_core::NullSink;
+use bosun_core::{DenyAll, NullSink};
 
-use crate::cli::RunOptions;
-use crate::config;
-use crate::config::Env;
-use crate::output::Palettes;
+use crate::agent::Agent;
+use crate::config::{self, Env, Overrides};
+use crate::error::{Context, Result};
+use crate::notice::Notices;
 
 /// The task of the warming turn: answered in a word, about nothing in the
 /// workspace, so no call is asked for.
@@ -38,58 +37,29 @@ pub fn is_warm(model: &Path, env: &Env) -> bool {
 ///
 /// # Errors
 /// When the model cannot be loaded or the turn fails.
-pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, palettes: Palettes) -> Result<u64> {
+pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, notices: &Notices) -> Result<u64> {
     let scratch = tempfile::tempdir().context("cannot make a scratch workspace")?;
     let workspace_dir = scratch.path().join("workspace");
     std::fs::create_dir(&workspace_dir).context("cannot make a scratch workspace")?;
-    let run = RunOptions {
+    let overrides = Overrides {
         model: Some(format!("local:{}", model.display())),
         max_rounds: Some(1),
-        ..RunOptions::default()
+        ..Default::default()
     };
-    let mut settings = config::resolve(&workspace_dir, env, profile, &(&run).into())?;
+    let mut settings = config::resolve(&workspace_dir, env, profile, &overrides)?;
     settings.sessions_db = Some(scratch.path().join("sessions.db"));
     // The cache holds what every session opens with; servers are the user's
     // own choice per workspace, and none is started to warm.
     settings.mcp_servers.clear();
-    let agent =
-        crate::exec::start_agent(&workspace_dir, env, &settings, crate::mcp::no_requests(), palettes).await?;
-    let approver = std::sync::Arc::new(crate::approve::NoTerminal);
-    let built = agent.new_session(approver).await;
+    let agent = Agent::builder(&workspace_dir)
+        .env(env.clone())
+        .settings(settings)
+        .notices(notices.clone())
+        .build()
+        .await?;
+    let built = agent.new_session(Arc::new(DenyAll)).await;
     agent.shutdown().await;
     let (mut session, _id) = built?;
     let outcome = session.run(TASK, &mut NullSink).await.context("the warming turn failed")?;
     Ok(outcome.usage.input)
-}
-
-/// After a pull: fills the cache of `model` unless it has one, saying what
-/// it does; a failure is a warning, since the model itself was pulled.
-pub async fn after_pull(model: &Path, env: &Env, profile: Option<&str>, palettes: Palettes) {
-    if is_warm(model, env) {
-        return;
-    }
-    let stderr = palettes.stderr;
-    eprintln!(
-        "{}",
-        stderr.dim(
-            "preparing the prompt cache: the system prompt and tools every command opens with, processed once"
-        )
-    );
-    let started = Instant::now();
-    match warm(model, env, profile, palettes).await {
-        Ok(tokens) => eprintln!(
-            "{}",
-            stderr.dim(&format!(
-                "prompt cache ready: {tokens} tokens in {:.1} s",
-                started.elapsed().as_secs_f64()
-            ))
-        ),
-        Err(error) => eprintln!(
-            "{}",
-            stderr.red(&crate::sanitize::line(&format!(
-                "warning: the prompt cache was not prepared ({error:#}); the first command will process its \
-                 whole prompt"
-            )))
-        ),
-    }
 }

@@ -1,5 +1,6 @@
-//! Process hardening at start-up: the first thing `main` does after copying
-//! the environment ([`crate::config::Env::capture`]), while the process is
+//! Process hardening at start-up, for every front end that runs bosun (the
+//! CLI, a server): the first thing `main` does after copying the
+//! environment (`bosun_core::env::Env::capture`), while the process is
 //! still single-threaded (before the tokio runtime, llama.cpp or any other
 //! thread starts).
 //!
@@ -28,14 +29,14 @@
 //! process's `/proc/PID/environ` as before, and bosun often runs as root (in
 //! containers and CI; the tests do). That is why step 1 exists: what is not
 //! there cannot be read. Memory that bosun itself holds (the keys in
-//! [`crate::config::Env`], request headers) is still readable through
+//! the copied `Env`, request headers) is still readable through
 //! `/proc/PID/mem` by root; an OS sandbox is the layer for that.
 //!
 //! The command line is not scrubbed: a key passed as an argument (e.g. a
 //! `--header`) shows in `/proc/PID/cmdline`; keys belong in the environment.
 //!
-//! Failures are warnings on stderr, never panics: hardening is an extra
-//! layer and bosun still works without it.
+//! Failures are warnings returned to the caller to show, never panics:
+//! hardening is an extra layer and bosun still works without it.
 
 use std::ffi::OsString;
 
@@ -68,21 +69,19 @@ fn scrubbed(name: &str) -> bool {
 
 /// Hardens the process (see the module docs). Call once, first thing in
 /// `main`, right after the environment was copied and before any thread
-/// starts.
-pub fn harden() {
+/// starts. Returns what did not work, for the caller to show.
+pub fn harden_process() -> Vec<String> {
+    let mut warnings = Vec::new();
     if !single_threaded() {
         // Changing the environment beside another thread is undefined
         // behaviour; bosun starts none before this, so this is a bug.
-        warn("the environment was not scrubbed: another thread is already running");
+        warnings.push("the environment was not scrubbed: another thread is already running".to_owned());
     } else {
         let names = overwrite_values_in_place();
         remove_from_environment(&names);
     }
-    disable_core_dumps();
-}
-
-fn warn(message: &str) {
-    eprintln!("bosun: warning: hardening: {message}");
+    disable_core_dumps(&mut warnings);
+    warnings
 }
 
 /// Whether this process has exactly one thread (Linux: `/proc/self/task`).
@@ -166,24 +165,24 @@ fn remove_from_environment(names: &[OsString]) {
 }
 
 /// Non-dumpable, and no core files.
-fn disable_core_dumps() {
-    set_not_dumpable();
+fn disable_core_dumps(warnings: &mut Vec<String>) {
+    set_not_dumpable(warnings);
     let none = rustix::process::Rlimit { current: Some(0), maximum: Some(0) };
     if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Core, none) {
-        warn(&format!("setrlimit(RLIMIT_CORE, 0) failed: {error}"));
+        warnings.push(format!("setrlimit(RLIMIT_CORE, 0) failed: {error}"));
     }
 }
 
 #[cfg(target_os = "linux")]
-fn set_not_dumpable() {
+fn set_not_dumpable(warnings: &mut Vec<String>) {
     use rustix::process::{DumpableBehavior, set_dumpable_behavior};
     if let Err(error) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
-        warn(&format!("prctl(PR_SET_DUMPABLE, 0) failed: {error}"));
+        warnings.push(format!("prctl(PR_SET_DUMPABLE, 0) failed: {error}"));
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_not_dumpable() {}
+fn set_not_dumpable(_warnings: &mut Vec<String>) {}
 
 #[cfg(test)]
 mod tests {
@@ -262,7 +261,9 @@ mod tests {
         if std::env::var_os(CHILD).is_none() {
             return;
         }
-        disable_core_dumps();
+        let mut warnings = Vec::new();
+        disable_core_dumps(&mut warnings);
+        assert_eq!(warnings, Vec::<String>::new());
         let dumpable = rustix::process::dumpable_behavior().unwrap();
         assert_eq!(dumpable, rustix::process::DumpableBehavior::NotDumpable);
         let core = rustix::process::getrlimit(rustix::process::Resource::Core);
