@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod model;
 mod notice;
 pub mod parts;
+pub mod sampling;
 pub mod sandboxing;
 pub mod warm;
 

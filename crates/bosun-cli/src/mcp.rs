@@ -74,21 +74,14 @@ pub fn requests_for_run(
     settings: &config::Settings,
     palettes: Palettes,
 ) -> ServerRequests {
-    let sampler = crate::sampling::ModelSampler::new(
-        settings.mode,
-        run.dangerously_approve_all,
-        palettes.tty,
-        palettes.stderr,
-    );
+    let notices = stderr_notices(palettes.stderr);
+    let sampler = crate::sampling::sampler(settings.mode, run.dangerously_approve_all, palettes.tty, notices);
     ServerRequests::new(crate::elicit::elicitor(palettes.tty), Arc::new(sampler))
 }
 
 /// For commands that run no session: decline and refuse.
 pub fn no_requests() -> ServerRequests {
-    ServerRequests::new(
-        Arc::new(crate::elicit::NoTerminal),
-        Arc::new(crate::sampling::ModelSampler::refusing()),
-    )
+    ServerRequests::new(Arc::new(crate::elicit::NoTerminal), Arc::new(crate::sampling::refusing()))
 }
 
 /// Notices on stderr: warnings red, the rest dim; sanitised (what servers
