@@ -11,6 +11,7 @@ pub mod error;
 pub mod examples;
 pub mod hints;
 pub mod instructions;
+pub mod json_events;
 pub mod mcp;
 pub mod model;
 mod notice;

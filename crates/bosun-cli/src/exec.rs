@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
 use crate::cli::{CompactArgs, ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
-use crate::output::{HumanSink, JsonSink, Palette, Palettes};
+use crate::output::{HumanSink, Palette, Palettes};
 use crate::sanitize;
 use bosun_agent::mcp::ServerRequests;
 use bosun_agent::{Agent, StoredSession};
@@ -408,7 +408,7 @@ async fn compact_session(
     let mut human;
     let mut json;
     let sink: &mut dyn EventSink = if run.json {
-        json = JsonSink::new(id);
+        json = crate::output::json_sink(id);
         &mut json
     } else {
         human = HumanSink::new(palettes.stderr);
@@ -475,7 +475,7 @@ async fn drive(
     let mut human;
     let mut json;
     let sink: &mut dyn EventSink = if run.json {
-        json = JsonSink::new(id);
+        json = crate::output::json_sink(id);
         &mut json
     } else {
         human = HumanSink::new(stderr).with_costing(costing);

@@ -18,6 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::config::Env;
 use crate::config::models::Costing;
 use crate::sanitize;
+use bosun_agent::json_events::OutputFailed;
 
 /// Colour for one output stream, or plain text. Decided once in `main`
 /// ([`Palettes::decide`]) and handed to whatever writes to that stream, so
@@ -94,18 +95,6 @@ impl Palettes {
         }
     }
 }
-
-/// Writing the output failed (a closed pipe, a full disk).
-#[derive(Debug)]
-struct OutputFailed(std::io::Error);
-
-impl std::fmt::Display for OutputFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot write the output: {}", self.0)
-    }
-}
-
-impl std::error::Error for OutputFailed {}
 
 fn broken(error: std::io::Error) -> SinkError {
     SinkError::new(OutputFailed(error))
@@ -340,27 +329,11 @@ pub fn prompt_tokens(usage: &bosun_core::Usage) -> String {
 }
 
 /// `--json`: one event per line on stdout, with the session id.
-#[derive(Debug)]
-pub struct JsonSink {
-    session: String,
-}
+pub type JsonSink = bosun_agent::json_events::JsonLines<std::io::Stdout>;
 
-impl JsonSink {
-    /// A sink tagging events with `session`.
-    pub fn new(session: &str) -> Self {
-        Self { session: session.to_owned() }
-    }
-}
-
-impl EventSink for JsonSink {
-    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
-        let mut value = serde_json::to_value(&event).map_err(SinkError::new)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert("session_id".into(), serde_json::Value::String(self.session.clone()));
-        }
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{value}").and_then(|()| out.flush()).map_err(broken)
-    }
+/// The `--json` sink of `session`.
+pub fn json_sink(session: &str) -> JsonSink {
+    JsonSink::new(session, std::io::stdout())
 }
 
 #[cfg(test)]

@@ -1,0 +1,85 @@
+//! Events as JSON lines, the one form every front end gives programs
+//! (`bosun exec --json`, a server's event stream): each event's stable JSON
+//! (bosun-core's table, frozen by its tests) with the session's id added as
+//! `session_id`.
+
+use std::io::Write;
+
+use bosun_core::{Event, EventSink, SinkError};
+
+/// The JSON object of `event` in `session`.
+///
+/// # Errors
+/// When the event cannot be serialised (it always can: a bug otherwise).
+pub fn event_json(event: &Event, session: &str) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value = serde_json::to_value(event)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("session_id".into(), serde_json::Value::String(session.to_owned()));
+    }
+    Ok(value)
+}
+
+/// A sink writing one JSON event per line to `out`, flushed after each, so
+/// a reader sees every event as it happens. A write that fails (a closed
+/// pipe) fails the sink, which cancels the turn (invariant 14).
+#[derive(Debug)]
+pub struct JsonLines<W> {
+    session: String,
+    out: W,
+}
+
+impl<W: Write + Send> JsonLines<W> {
+    /// Lines of `session`'s events to `out`.
+    pub fn new(session: &str, out: W) -> Self {
+        Self { session: session.to_owned(), out }
+    }
+}
+
+/// Writing a front end's output failed (a closed pipe, a full disk): the
+/// cause a sink that writes reports.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the output: {0}")]
+pub struct OutputFailed(pub std::io::Error);
+
+impl<W: Write + Send> EventSink for JsonLines<W> {
+    fn emit(&mut self, event: Event) -> Result<(), SinkError> {
+        let value = event_json(&event, &self.session).map_err(SinkError::new)?;
+        writeln!(self.out, "{value}")
+            .and_then(|()| self.out.flush())
+            .map_err(|e| SinkError::new(OutputFailed(e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_event_is_one_line_of_its_json_with_the_session_id() {
+        let mut lines = JsonLines::new("s-1", Vec::new());
+        lines.emit(Event::TextDelta { text: "hi\nthere".into() }).unwrap();
+        lines.emit(Event::TextDelta { text: "!".into() }).unwrap();
+        let written = String::from_utf8(lines.out).unwrap();
+        let parsed: Vec<serde_json::Value> =
+            written.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        assert_eq!(parsed.len(), 2, "{written}");
+        assert_eq!(parsed[0]["session_id"], "s-1");
+        assert_eq!(parsed[0]["type"], "text_delta");
+        assert_eq!(parsed[0]["text"], "hi\nthere");
+    }
+
+    #[test]
+    fn a_write_that_fails_fails_the_sink() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let error = JsonLines::new("s", Closed).emit(Event::TextDelta { text: "x".into() }).unwrap_err();
+        assert!(error.to_string().contains("cannot write the output"), "{error}");
+    }
+}
