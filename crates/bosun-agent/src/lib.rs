@@ -12,6 +12,7 @@ pub mod examples;
 pub mod hints;
 pub mod instructions;
 pub mod mcp;
+pub mod mcp_login;
 pub mod model;
 mod notice;
 pub mod parts;

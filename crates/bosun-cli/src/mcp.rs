@@ -58,10 +58,7 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
         }
         McpCommand::Tools { name } => tools(dir, profile, name.as_deref(), env).await,
         McpCommand::Login { name } => crate::mcp_login::login(dir, profile, &name, env).await,
-        McpCommand::Logout { name } => {
-            println!("{}", crate::mcp_login::logout(&name, env)?);
-            Ok(())
-        }
+        McpCommand::Logout { name } => crate::mcp_login::logout(&name, env),
         McpCommand::Conformance { url } => crate::mcp_conformance::run(&url, env).await,
     }
 }
