@@ -3,6 +3,9 @@
 //!
 //! [`config`] reads the layered configuration (user file, project file
 //! behind the trust gate, profiles, environment, flags) into [`config::Settings`].
+//! [`mcp_login`] logs in to and out of an MCP server over OAuth, the front
+//! end showing the URL; [`mcp_conformance`] is the client the MCP
+//! conformance suite drives.
 
 mod agent;
 pub mod children;
@@ -12,6 +15,7 @@ pub mod examples;
 pub mod hints;
 pub mod instructions;
 pub mod mcp;
+pub mod mcp_conformance;
 pub mod mcp_login;
 pub mod model;
 mod notice;
