@@ -53,6 +53,12 @@ pub enum Error {
     /// The local model could not be loaded.
     #[error(transparent)]
     Local(#[from] bosun_local::LocalError),
+    /// An HTTP client could not be built.
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+    /// An MCP server could not be used.
+    #[error(transparent)]
+    Mcp(#[from] bosun_mcp::ServerError),
     /// A task bosun started for the work stopped before it finished.
     #[error(transparent)]
     Task(#[from] tokio::task::JoinError),

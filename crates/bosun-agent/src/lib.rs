@@ -3,6 +3,9 @@
 //!
 //! [`config`] reads the layered configuration (user file, project file
 //! behind the trust gate, profiles, environment, flags) into [`config::Settings`].
+//! [`mcp_login`] logs in to and out of an MCP server over OAuth, the front
+//! end showing the URL; [`mcp_conformance`] is the client the MCP
+//! conformance suite drives.
 
 mod agent;
 pub mod children;
@@ -13,6 +16,8 @@ pub mod hints;
 pub mod instructions;
 pub mod json_events;
 pub mod mcp;
+pub mod mcp_conformance;
+pub mod mcp_login;
 pub mod model;
 mod notice;
 pub mod parts;

@@ -1,5 +1,6 @@
 //! The form prompt driven by scripted input: what the person types is a
-//! byte string, what the terminal shows is collected.
+//! byte string, what the terminal shows is collected. The checks of the
+//! form itself are bosun-mcp's (`form_tests.rs`).
 
 use super::*;
 use serde_json::json;
@@ -127,31 +128,6 @@ fn a_default_that_does_not_fit_is_not_sent() {
         "{shown}"
     );
     assert_eq!(answer, ElicitationResponse::Accept(json!({"n": 7})));
-}
-
-#[test]
-fn values_are_checked_against_their_kind() {
-    let integer = Kind::Number { min: Some(1.0), max: Some(100.0), integer: true };
-    assert_eq!(parse(&integer, "100"), Ok(json!(100)));
-    assert_eq!(parse(&integer, "3.5"), Err("give a whole number".into()));
-    assert_eq!(parse(&integer, "0"), Err("give a whole number, 1 to 100".into()));
-    let number = Kind::Number { min: None, max: None, integer: false };
-    assert_eq!(parse(&number, "-2e3"), Ok(json!(-2000.0)));
-    assert!(parse(&number, "inf").is_err() && parse(&number, "NaN").is_err());
-    let text = |format: &str| Kind::Text { min: None, max: Some(40), format: Some(format.into()) };
-    assert!(parse(&text("email"), "a@b.example").is_ok());
-    assert_eq!(parse(&text("email"), "nobody"), Err("give a valid email".into()));
-    assert!(parse(&text("uri"), "https://x.example").is_ok() && parse(&text("uri"), "x").is_err());
-    assert!(parse(&text("date"), "2026-11-29").is_ok() && parse(&text("date"), "29/11/2026").is_err());
-    assert!(parse(&text("date-time"), "2026-11-29T10:00:00Z").is_ok());
-    assert_eq!(parse(&text("date"), &"9".repeat(41)), Err("give at most 40 characters".into()));
-    assert_eq!(parse(&Kind::Boolean, "maybe"), Err("answer y or n".into()));
-    let options = vec![("a".to_owned(), None), ("b".to_owned(), Some("Bee".to_owned()))];
-    assert_eq!(parse(&Kind::Choice(options.clone()), "bee"), Ok(json!("b")));
-    assert_eq!(parse(&Kind::Choice(options.clone()), "3"), Err("choose 1 to 2".into()));
-    let some = Kind::Choices { options, min: Some(1), max: Some(1) };
-    assert_eq!(parse(&some, "1, 2"), Err("choose from 1 to 1".into()));
-    assert_eq!(parse(&some, "a, 1"), Ok(json!(["a"])), "the same choice twice counts once");
 }
 
 #[test]

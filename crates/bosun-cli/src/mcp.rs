@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use bosun_agent::mcp::ServerRequests;
 use bosun_agent::{Notice, Notices};
 
@@ -38,11 +38,9 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
                 println!("removed MCP server `{name}` from {}", file.display());
                 // Its tokens go with it: a later server of the same name
                 // must log in again, not inherit them.
-                if let Some(tokens) = config::mcp::token_file(env, &name)
-                    && bosun_mcp::remove_token_file(&tokens)
-                        .with_context(|| format!("cannot remove {}", tokens.display()))?
-                {
-                    println!("removed its OAuth tokens ({})", tokens.display());
+                let tokens = bosun_agent::mcp_login::logout(&name, env)?;
+                if tokens.change == bosun_agent::mcp_login::Change::LoggedOut {
+                    println!("removed its OAuth tokens ({})", tokens.file.display());
                 }
                 return Ok(());
             }
@@ -58,10 +56,7 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
         }
         McpCommand::Tools { name } => tools(dir, profile, name.as_deref(), env).await,
         McpCommand::Login { name } => crate::mcp_login::login(dir, profile, &name, env).await,
-        McpCommand::Logout { name } => {
-            println!("{}", crate::mcp_login::logout(&name, env)?);
-            Ok(())
-        }
+        McpCommand::Logout { name } => crate::mcp_login::logout(&name, env),
         McpCommand::Conformance { url } => crate::mcp_conformance::run(&url, env).await,
     }
 }

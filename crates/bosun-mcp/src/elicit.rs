@@ -1,7 +1,8 @@
 //! Elicitation: a server asking the person for input in the middle of a
 //! call. bosun advertises form elicitation and hands each request to an
 //! [`Elicitor`]; the default, [`DeclineAll`], declines with a reason, since
-//! nothing can ask the person yet. The CLI may bring a real one.
+//! nothing can ask the person yet. A front end brings a real one (the
+//! CLI's terminal prompt reads the schema with the form module).
 //! [`AcceptDefaults`] accepts with the values the schema itself proposes
 //! ([`schema_defaults`]): for unattended runs, such as the conformance suite.
 

@@ -27,6 +27,10 @@
 //! answered by an authorization (PKCE, metadata discovery, registration)
 //! that an [`Authorizer`] has the person complete.
 //!
+//! A server's request for input is handed to an [`Elicitor`]; [`form`]
+//! reads a requested schema into fields and checks the answers, for any
+//! front end to render.
+//!
 //! Not here: configuration files and the `bosun mcp` commands (the CLI's),
 //! prompts.
 //!
@@ -58,6 +62,7 @@ mod elicit;
 mod env;
 mod error;
 mod events;
+pub mod form;
 mod lower;
 mod names;
 mod process;
