@@ -39,7 +39,7 @@ use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetada
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::auth_store::{FileCredentials, Registration, TokenFile};
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// Most authorizations (a first one and step-ups) tried for one request.
 pub const MAX_AUTHORIZATIONS: u32 = 3;

@@ -9,41 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::auth::OAuthConfig;
-
-/// A value that is never shown: a bearer token, a header value. `Debug`
-/// prints `<redacted>`; [`Secret::expose`] is the one way to the text.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The value itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-impl From<String> for Secret {
-    fn from(value: String) -> Self {
-        Self(value)
-    }
-}
-
-impl From<&str> for Secret {
-    fn from(value: &str) -> Self {
-        Self(value.to_owned())
-    }
-}
+pub use crate::secret::Secret;
 
 /// How bosun reaches a server.
 #[derive(Clone, Debug)]

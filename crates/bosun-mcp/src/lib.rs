@@ -69,6 +69,7 @@ mod process;
 mod resources;
 mod result;
 mod sampling;
+mod secret;
 mod server;
 mod servers;
 mod source;
