@@ -13,7 +13,8 @@
 use bosun_core::artifacts::{ArtifactError, ArtifactFuture, Artifacts};
 use rusqlite::{OptionalExtension, params};
 
-use crate::store::{Store, now_ms};
+use crate::rows::now_ms;
+use crate::store::Store;
 
 /// How many generations of parents a read looks through: far past any real
 /// nesting of sub-agents, and a bound should the links ever form a cycle.

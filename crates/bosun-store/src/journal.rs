@@ -22,7 +22,8 @@ use tokio::sync::oneshot;
 
 use crate::error::StoreError;
 use crate::lease::{self, LeaseError};
-use crate::store::{Store, now_ms};
+use crate::rows::{insert_record, now_ms};
+use crate::store::Store;
 
 /// Longest title kept from the first user message, in characters.
 const TITLE_CHARS: usize = 80;
@@ -530,25 +531,6 @@ fn add_spend(connection: &Connection, session: &str, spend: &Spend) -> rusqlite:
     total.add(spend);
     let total = serde_json::to_string(&total).unwrap_or_else(|_| "{}".into());
     connection.execute("UPDATE sessions SET spend = ?1 WHERE id = ?2", params![total, session])?;
-    Ok(())
-}
-
-pub(crate) fn insert_record(
-    connection: &Connection,
-    branch: &str,
-    seq: i64,
-    record: &JournalRecord,
-) -> rusqlite::Result<()> {
-    let body =
-        serde_json::to_string(record).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    let kind = serde_json::to_value(record)
-        .ok()
-        .and_then(|v| v.get("record").and_then(|k| k.as_str()).map(str::to_owned))
-        .unwrap_or_default();
-    connection.execute(
-        "INSERT INTO records (branch_id, seq, kind, body) VALUES (?1, ?2, ?3, ?4)",
-        params![branch, seq, kind, body],
-    )?;
     Ok(())
 }
 

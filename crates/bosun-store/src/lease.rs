@@ -82,7 +82,7 @@ pub(crate) fn acquire(connection: &Connection, session: &str, token: &str) -> Re
     check_free(connection, session, Some(token))?;
     connection.execute(
         "INSERT OR REPLACE INTO leases (session_id, pid, host, token, acquired_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![session, i64::from(std::process::id()), host(), token, crate::store::now_ms()],
+        params![session, i64::from(std::process::id()), host(), token, crate::rows::now_ms()],
     )?;
     if let Ok(mut set) = live_tokens().lock() {
         set.insert(token.to_owned());

@@ -16,6 +16,7 @@ mod import;
 mod journal;
 mod lease;
 mod paths;
+mod rows;
 mod schema;
 mod store;
 

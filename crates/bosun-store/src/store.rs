@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bosun_core::{JournalRecord, Message, Spend, TurnRecordOutcome, Usage, validate_history};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -190,10 +190,6 @@ fn retry_busy<T>(mut work: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Res
             other => return other,
         }
     }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
 impl Store {
@@ -398,7 +394,7 @@ impl Store {
             .query_row("SELECT branch_id FROM messages WHERE id = ?1", [message], |r| Ok((r.get(0)?,)))
             .map_err(|e| self.sql(e))?;
         let branch = uuid::Uuid::now_v7().to_string();
-        let now = now_ms();
+        let now = crate::rows::now_ms();
         transaction
             .execute(
                 "INSERT INTO branches (id, session_id, parent_branch, fork_message, head_message, created_at)
@@ -409,8 +405,7 @@ impl Store {
         let mut records = vec![started];
         records.extend(records_for(&messages));
         for (seq, record) in records.iter().enumerate() {
-            crate::journal::insert_record(&transaction, &branch, seq as i64, record)
-                .map_err(|e| self.sql(e))?;
+            crate::rows::insert_record(&transaction, &branch, seq as i64, record).map_err(|e| self.sql(e))?;
         }
         transaction
             .execute(
