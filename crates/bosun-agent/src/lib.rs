@@ -28,3 +28,9 @@ pub mod warm;
 pub use agent::{Agent, AgentBuilder, StoredSession};
 pub use error::{Error, Result};
 pub use notice::{Notice, Notices};
+
+/// The README's examples, compiled (and run, unless marked `no_run`) as
+/// doctests here, where every library crate they name is a dependency.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -128,7 +128,3 @@ pub mod compaction {
     pub use crate::session::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 }
 
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
