@@ -127,4 +127,3 @@ pub mod results {
 pub mod compaction {
     pub use crate::session::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 }
-
