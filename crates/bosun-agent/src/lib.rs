@@ -23,6 +23,7 @@ mod notice;
 pub mod parts;
 pub mod sampling;
 pub mod sandboxing;
+pub mod stored;
 pub mod warm;
 
 pub use agent::{Agent, AgentBuilder, StoredSession};

@@ -318,6 +318,7 @@ async fn on_stored(
 ) -> Result<Outcome> {
     let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &run.into())?;
+    let (which, settings) = which.resolved(&dir, env, &settings)?;
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::requests_for_run(run, &settings, palettes);
     let signals = Signals::watch()?;
@@ -330,7 +331,7 @@ async fn on_stored(
     let opening = open_stored(&agent, &settings, which, approver);
     let outcome = match signals.unless_stopped(opening).await {
         None => Ok(signals.stopped_before_a_turn(run.json)),
-        Some(Ok((mut session, id, words))) => match then {
+        Some(Ok((mut session, id, words, settings))) => match then {
             Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes, &signals).await,
             Then::Compact => compact_session(&mut session, &id, &settings, run, palettes, &signals).await,
         },
@@ -373,26 +374,51 @@ pub(crate) struct Stored {
     pub(crate) words: Vec<String>,
 }
 
-/// The stored session `which` names, resumed under `settings`: the
-/// session, its id, and the words left for a prompt.
+/// The stored session `which` names (a whole id or a unique prefix),
+/// resumed under `settings` with the model and base URL it recorded unless
+/// they name their own (`--model`): the session, its id, the words left
+/// for a prompt, and the settings it runs under.
 pub(crate) async fn open_stored(
     agent: &Agent,
     settings: &config::Settings,
     which: Stored,
     approver: Arc<dyn ApprovalHandler>,
-) -> Result<(Session, String, Vec<String>)> {
-    let mut words = which.words;
-    let stored = match (which.id, which.last) {
-        (Some(id), false) => StoredSession::Id(id),
-        (first, true) => {
-            // `resume --last PROMPT…`: no id, so the first word is the prompt's.
-            words.splice(0..0, first);
-            StoredSession::Latest
-        }
-        (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
-    };
-    let (session, id) = agent.open_as(settings, stored, approver).await?;
-    Ok((session, id, words))
+) -> Result<(Session, String, Vec<String>, config::Settings)> {
+    let (stored, words) = which.named()?;
+    let (id, settings) = agent.stored_settings(settings, &stored)?;
+    let (session, id) = agent.open_as(&settings, StoredSession::Id(id), approver).await?;
+    Ok((session, id, words, settings))
+}
+
+impl Stored {
+    /// The session named, and the words left for a prompt.
+    fn named(self) -> Result<(StoredSession, Vec<String>)> {
+        let mut words = self.words;
+        let stored = match (self.id, self.last) {
+            (Some(id), false) => StoredSession::Id(id),
+            (first, true) => {
+                // `resume --last PROMPT…`: no id, so the first word is the prompt's.
+                words.splice(0..0, first);
+                StoredSession::Latest
+            }
+            (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
+        };
+        Ok((stored, words))
+    }
+
+    /// Before the agent is built (its tools depend on the model): the
+    /// session this names, by its whole id, and the settings it resumes
+    /// under (`bosun_agent::stored::resolve`).
+    pub(crate) fn resolved(
+        self,
+        dir: &Path,
+        env: &Env,
+        settings: &config::Settings,
+    ) -> Result<(Self, config::Settings)> {
+        let (stored, words) = self.named()?;
+        let (id, settings) = bosun_agent::stored::resolve(dir, env, settings, &stored)?;
+        Ok((Self { id: Some(id), last: false, words }, settings))
+    }
 }
 
 /// Compacts `session` now and says what it did.

@@ -44,6 +44,8 @@ pub enum Source {
     Env(&'static str),
     /// A command-line flag.
     Flag(&'static str),
+    /// What a stored session recorded of how it ran (its model), by id.
+    Session(String),
 }
 
 impl fmt::Display for Source {
@@ -54,6 +56,7 @@ impl fmt::Display for Source {
             Self::Profile(name, path) => write!(f, "profile `{name}` in {}", path.display()),
             Self::Env(name) => write!(f, "environment {name}"),
             Self::Flag(name) => write!(f, "flag {name}"),
+            Self::Session(id) => write!(f, "session {id}"),
         }
     }
 }
@@ -210,7 +213,7 @@ impl Settings {
         settings
     }
 
-    fn note(&mut self, key: &str, value: impl fmt::Display, source: Source) {
+    pub(crate) fn note(&mut self, key: &str, value: impl fmt::Display, source: Source) {
         self.sources.insert(key.to_owned(), (value.to_string(), source));
     }
 
