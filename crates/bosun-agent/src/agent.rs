@@ -89,14 +89,20 @@ impl AgentBuilder {
     /// configured MCP servers.
     ///
     /// # Errors
-    /// When the configuration is invalid, the workspace cannot be opened or
-    /// its sandbox cannot be built. A server that fails to start is a
-    /// notice, not an error.
+    /// When the configuration is invalid, the workspace is `/` or the home
+    /// folder and the settings do not allow it (`allow_any_workspace`), the
+    /// workspace cannot be opened or its sandbox cannot be built. A server
+    /// that fails to start is a notice, not an error; so is a workspace
+    /// outside version control ([`crate::Notice::Advice`]).
     pub async fn build(self) -> Result<Agent> {
         let settings = match self.settings {
             Some(settings) => settings,
             None => config::resolve(&self.dir, &self.env, self.profile.as_deref(), &self.overrides)?,
         };
+        let advice = crate::workspace_guard::check(&self.dir, &self.env, settings.allow_any_workspace)?;
+        if let Some(advice) = advice {
+            self.notices.tell(crate::Notice::Advice(advice));
+        }
         let (workspace, mut tools) = crate::parts::tools(&self.dir, &self.env, &settings, &self.notices)?;
         tools.extend(self.tools);
         let root = workspace.root_path().to_path_buf();

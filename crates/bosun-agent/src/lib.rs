@@ -25,6 +25,7 @@ pub mod sampling;
 pub mod sandboxing;
 pub mod stored;
 pub mod warm;
+pub mod workspace_guard;
 
 pub use agent::{Agent, AgentBuilder, StoredSession};
 pub use error::{Error, Result};

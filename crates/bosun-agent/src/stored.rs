@@ -20,13 +20,17 @@ use crate::error::{Context, Result};
 /// recorded.
 ///
 /// # Errors
-/// When the store or the workspace cannot be read, or no session matches.
+/// When `dir` is a workspace the settings do not allow
+/// ([`crate::workspace_guard::check`]), the store or the workspace cannot be
+/// read, or no session matches.
 pub fn resolve(
     dir: &Path,
     env: &Env,
     settings: &Settings,
     which: &StoredSession,
 ) -> Result<(String, Settings)> {
+    // Refused before anything of it is read; the advice is the agent's to give.
+    crate::workspace_guard::check(dir, env, settings.allow_any_workspace)?;
     let workspace = match which {
         StoredSession::Id(_) => String::new(),
         StoredSession::Latest => bosun_tools::Workspace::open(dir)?.identity().path.clone(),

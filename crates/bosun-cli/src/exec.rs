@@ -207,20 +207,21 @@ pub(crate) fn notice_ignored(settings: &config::Settings, run: &RunOptions, stde
 }
 
 /// The agent of a command: the workspace and its tools, the configured MCP
-/// servers started and their tools added, notices on stderr. Shut it down
-/// on every way out.
+/// servers started and their tools added, notices on stderr (advice left
+/// out when `json` keeps stderr quiet). Shut it down on every way out.
 pub(crate) async fn start_agent(
     dir: &Path,
     env: &Env,
     settings: &config::Settings,
     requests: ServerRequests,
-    palettes: Palettes,
+    (palettes, json): (Palettes, bool),
 ) -> Result<Agent> {
+    let notices = crate::mcp::stderr_notices(palettes.stderr);
     let agent = Agent::builder(dir)
         .env(env.clone())
         .settings(settings.clone())
         .server_requests(requests)
-        .notices(crate::mcp::stderr_notices(palettes.stderr))
+        .notices(if json { notices.without_advice() } else { notices })
         .build()
         .await?;
     Ok(agent)
@@ -241,7 +242,7 @@ pub async fn exec(
     let answers = crate::mcp::requests_for_run(&args.run, &settings, palettes);
     // Not before: reading the prompt from stdin should still die by Ctrl-C.
     let signals = Signals::watch()?;
-    let starting = start_agent(&dir, env, &settings, answers, palettes);
+    let starting = start_agent(&dir, env, &settings, answers, (palettes, args.run.json));
     let Some(agent) = signals.unless_stopped(starting).await else {
         return Ok(signals.stopped_before_a_turn(args.run.json));
     };
@@ -322,7 +323,7 @@ async fn on_stored(
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::requests_for_run(run, &settings, palettes);
     let signals = Signals::watch()?;
-    let starting = start_agent(&dir, env, &settings, answers, palettes);
+    let starting = start_agent(&dir, env, &settings, answers, (palettes, run.json));
     let Some(agent) = signals.unless_stopped(starting).await else {
         return Ok(signals.stopped_before_a_turn(run.json));
     };

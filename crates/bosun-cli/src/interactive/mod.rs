@@ -65,7 +65,7 @@ pub async fn run(
     };
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);
     let answers = crate::mcp::no_requests();
-    let agent = crate::exec::start_agent(&dir, env, &settings, answers, palettes).await?;
+    let agent = crate::exec::start_agent(&dir, env, &settings, answers, (palettes, false)).await?;
     let outcome = converse(&agent, settings, run, resume, env, profile).await;
     agent.shutdown().await;
     outcome

@@ -21,3 +21,4 @@ mod stored_sessions;
 mod subagents;
 mod terminal;
 mod tiny;
+mod workspace;
