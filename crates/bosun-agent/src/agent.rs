@@ -89,14 +89,20 @@ impl AgentBuilder {
     /// configured MCP servers.
     ///
     /// # Errors
-    /// When the configuration is invalid, the workspace cannot be opened or
-    /// its sandbox cannot be built. A server that fails to start is a
-    /// notice, not an error.
+    /// When the configuration is invalid, the workspace is `/` or the home
+    /// folder and the settings do not allow it (`allow_any_workspace`), the
+    /// workspace cannot be opened or its sandbox cannot be built. A server
+    /// that fails to start is a notice, not an error; so is a workspace
+    /// outside version control ([`crate::Notice::Advice`]).
     pub async fn build(self) -> Result<Agent> {
         let settings = match self.settings {
             Some(settings) => settings,
             None => config::resolve(&self.dir, &self.env, self.profile.as_deref(), &self.overrides)?,
         };
+        let advice = crate::workspace_guard::check(&self.dir, &self.env, settings.allow_any_workspace)?;
+        if let Some(advice) = advice {
+            self.notices.tell(crate::Notice::Advice(advice));
+        }
         let (workspace, mut tools) = crate::parts::tools(&self.dir, &self.env, &settings, &self.notices)?;
         tools.extend(self.tools);
         let root = workspace.root_path().to_path_buf();
@@ -244,7 +250,9 @@ impl Agent {
     ) -> Result<(Session, String)> {
         let (model, window) = self.model(settings).await?;
         let store = crate::parts::store(settings, &self.env)?;
-        let journal = store.new_session().with_model(crate::model::model_label(settings));
+        let journal = store
+            .new_session()
+            .with_model_at(crate::model::model_label(settings), crate::stored::recorded_base_url(settings));
         let id = journal.session_id().to_owned();
         let (system, warning) = crate::parts::system_prompt(&self.workspace, settings, &self.env);
         if let Some(warning) = warning {
@@ -270,13 +278,16 @@ impl Agent {
         Ok((session, id))
     }
 
-    /// A stored session resumed on this agent's model, its journal
-    /// recording that model. A sub-agent's session resumes with the
-    /// authority it was recorded with.
+    /// A stored session resumed on the model it ran on (and the base URL
+    /// the user gave it), unless this agent's settings name another with
+    /// `--model` ([`crate::stored::settings_for`]); its journal records the
+    /// model it resumes on. A sub-agent's session resumes with the authority
+    /// it was recorded with.
     ///
     /// # Errors
-    /// When there is no such session, or it was recorded under another
-    /// authority (invariant 7), or as [`Agent::new_session`].
+    /// When there is no such session (or the id is an ambiguous or too
+    /// short prefix), or it was recorded under another authority
+    /// (invariant 7), or as [`Agent::new_session`].
     pub async fn open(
         &self,
         which: StoredSession,
@@ -285,8 +296,22 @@ impl Agent {
         self.open_as(&self.settings, which, approver).await
     }
 
+    /// The id of the stored session `which` names (a whole id or a unique
+    /// prefix of at least [`bosun_store::MIN_ID_PREFIX`] characters, or the
+    /// workspace's latest) and the settings it resumes under: `settings`
+    /// with the session's recorded model and base URL unless they name
+    /// their own with `--model` (`--base-url`). A front end shows these
+    /// settings as the session's (its model label, its prices), and builds
+    /// its agent with them ([`crate::stored::resolve`] before there is one).
+    ///
+    /// # Errors
+    /// When the store cannot be read or no session matches.
+    pub fn stored_settings(&self, settings: &Settings, which: &StoredSession) -> Result<(String, Settings)> {
+        crate::stored::resolve_in(&self.workspace.identity().path, &self.env, settings, which)
+    }
+
     /// [`Agent::open`] under other `settings` (the same session resumed on
-    /// another model).
+    /// another model when they name one with `--model`).
     ///
     /// # Errors
     /// As [`Agent::open`].
@@ -296,17 +321,13 @@ impl Agent {
         which: StoredSession,
         approver: Arc<dyn ApprovalHandler>,
     ) -> Result<(Session, String)> {
+        let (id, settings) = self.stored_settings(settings, &which)?;
+        let settings = &settings;
         let (model, window) = self.model(settings).await?;
         let store = crate::parts::store(settings, &self.env)?;
-        let id = match which {
-            StoredSession::Id(id) => id,
-            StoredSession::Latest => {
-                let filter = bosun_store::ListFilter::workspace(self.workspace.identity().path.clone());
-                let latest = store.list(&filter)?.into_iter().next();
-                latest.map(|s| s.id).context("no session of this workspace to resume")?
-            }
-        };
-        let journal = store.open_session(&id)?.with_model(crate::model::model_label(settings));
+        let label = crate::model::model_label(settings);
+        let journal =
+            store.open_session(&id)?.with_model_at(label, crate::stored::recorded_base_url(settings));
         let parts = (settings, &self.env, &self.workspace);
         let (tools, source) = (self.tools.clone(), self.source());
         let builder = match store.show(&id)?.summary.parent {

@@ -23,7 +23,9 @@ mod notice;
 pub mod parts;
 pub mod sampling;
 pub mod sandboxing;
+pub mod stored;
 pub mod warm;
+pub mod workspace_guard;
 
 pub use agent::{Agent, AgentBuilder, StoredSession};
 pub use error::{Error, Result};

@@ -15,13 +15,17 @@ pub enum Notice {
     Info(String),
     /// Something did not work as configured; the session goes on without it.
     Warning(String),
+    /// Advice about the setup that changes nothing (the workspace is not
+    /// under version control); a front end keeping quiet (JSON output) may
+    /// leave it out.
+    Advice(String),
 }
 
 impl Notice {
     /// The text, whatever the kind.
     pub fn text(&self) -> &str {
         match self {
-            Self::Info(text) | Self::Warning(text) => text,
+            Self::Info(text) | Self::Warning(text) | Self::Advice(text) => text,
         }
     }
 }
@@ -49,6 +53,16 @@ impl Notices {
     /// An [`Notice::Info`].
     pub fn info(&self, text: impl Into<String>) {
         self.tell(Notice::Info(text.into()));
+    }
+
+    /// The same notices without [`Notice::Advice`].
+    pub fn without_advice(&self) -> Self {
+        let inner = self.clone();
+        Self::new(move |notice| {
+            if !matches!(notice, Notice::Advice(_)) {
+                inner.tell(notice);
+            }
+        })
     }
 
     /// A [`Notice::Warning`].

@@ -54,7 +54,8 @@ pub async fn warm(model: &Path, env: &Env, profile: Option<&str>, notices: &Noti
     let agent = Agent::builder(&workspace_dir)
         .env(env.clone())
         .settings(settings)
-        .notices(notices.clone())
+        // The scratch workspace is nobody's to keep under version control.
+        .notices(notices.without_advice())
         .build()
         .await?;
     let built = agent.new_session(Arc::new(DenyAll)).await;

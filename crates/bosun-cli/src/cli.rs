@@ -183,6 +183,9 @@ pub struct RunOptions {
     /// What the OS sandbox lets commands write (over `[sandbox] mode`).
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxArg>,
+    /// Work in `/` or your home folder too (refused otherwise).
+    #[arg(long)]
+    pub allow_any_workspace: bool,
 }
 
 /// The sandbox modes.
@@ -218,6 +221,7 @@ impl From<&RunOptions> for crate::config::Overrides {
             SandboxArg::WorkspaceWrite => bosun_sandbox::SandboxMode::WorkspaceWrite,
             SandboxArg::Off => bosun_sandbox::SandboxMode::Off,
         });
+        overrides.allow_any_workspace = run.allow_any_workspace;
         overrides
     }
 }
@@ -239,6 +243,7 @@ impl RunOptions {
             max_time,
             max_cost,
             sandbox,
+            allow_any_workspace,
         } = self;
         [
             ("--model", model.is_some()),
@@ -253,6 +258,7 @@ impl RunOptions {
             ("--max-time", max_time.is_some()),
             ("--max-cost", max_cost.is_some()),
             ("--sandbox", sandbox.is_some()),
+            ("--allow-any-workspace", *allow_any_workspace),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
@@ -291,6 +297,7 @@ impl RunOptions {
             max_time,
             max_cost,
             sandbox,
+            allow_any_workspace,
         } = earlier;
         one("--model", command, &mut self.model, model)?;
         one("--base-url", command, &mut self.base_url, base_url)?;
@@ -304,6 +311,7 @@ impl RunOptions {
         self.json |= json;
         self.dangerously_approve_all |= dangerously_approve_all;
         self.no_project_docs |= no_project_docs;
+        self.allow_any_workspace |= allow_any_workspace;
         Ok(())
     }
 }

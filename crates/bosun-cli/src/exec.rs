@@ -207,20 +207,21 @@ pub(crate) fn notice_ignored(settings: &config::Settings, run: &RunOptions, stde
 }
 
 /// The agent of a command: the workspace and its tools, the configured MCP
-/// servers started and their tools added, notices on stderr. Shut it down
-/// on every way out.
+/// servers started and their tools added, notices on stderr (advice left
+/// out when `json` keeps stderr quiet). Shut it down on every way out.
 pub(crate) async fn start_agent(
     dir: &Path,
     env: &Env,
     settings: &config::Settings,
     requests: ServerRequests,
-    palettes: Palettes,
+    (palettes, json): (Palettes, bool),
 ) -> Result<Agent> {
+    let notices = crate::mcp::stderr_notices(palettes.stderr);
     let agent = Agent::builder(dir)
         .env(env.clone())
         .settings(settings.clone())
         .server_requests(requests)
-        .notices(crate::mcp::stderr_notices(palettes.stderr))
+        .notices(if json { notices.without_advice() } else { notices })
         .build()
         .await?;
     Ok(agent)
@@ -241,7 +242,7 @@ pub async fn exec(
     let answers = crate::mcp::requests_for_run(&args.run, &settings, palettes);
     // Not before: reading the prompt from stdin should still die by Ctrl-C.
     let signals = Signals::watch()?;
-    let starting = start_agent(&dir, env, &settings, answers, palettes);
+    let starting = start_agent(&dir, env, &settings, answers, (palettes, args.run.json));
     let Some(agent) = signals.unless_stopped(starting).await else {
         return Ok(signals.stopped_before_a_turn(args.run.json));
     };
@@ -318,10 +319,11 @@ async fn on_stored(
 ) -> Result<Outcome> {
     let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &run.into())?;
+    let (which, settings) = which.resolved(&dir, env, &settings)?;
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::requests_for_run(run, &settings, palettes);
     let signals = Signals::watch()?;
-    let starting = start_agent(&dir, env, &settings, answers, palettes);
+    let starting = start_agent(&dir, env, &settings, answers, (palettes, run.json));
     let Some(agent) = signals.unless_stopped(starting).await else {
         return Ok(signals.stopped_before_a_turn(run.json));
     };
@@ -330,7 +332,7 @@ async fn on_stored(
     let opening = open_stored(&agent, &settings, which, approver);
     let outcome = match signals.unless_stopped(opening).await {
         None => Ok(signals.stopped_before_a_turn(run.json)),
-        Some(Ok((mut session, id, words))) => match then {
+        Some(Ok((mut session, id, words, settings))) => match then {
             Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes, &signals).await,
             Then::Compact => compact_session(&mut session, &id, &settings, run, palettes, &signals).await,
         },
@@ -373,26 +375,51 @@ pub(crate) struct Stored {
     pub(crate) words: Vec<String>,
 }
 
-/// The stored session `which` names, resumed under `settings`: the
-/// session, its id, and the words left for a prompt.
+/// The stored session `which` names (a whole id or a unique prefix),
+/// resumed under `settings` with the model and base URL it recorded unless
+/// they name their own (`--model`): the session, its id, the words left
+/// for a prompt, and the settings it runs under.
 pub(crate) async fn open_stored(
     agent: &Agent,
     settings: &config::Settings,
     which: Stored,
     approver: Arc<dyn ApprovalHandler>,
-) -> Result<(Session, String, Vec<String>)> {
-    let mut words = which.words;
-    let stored = match (which.id, which.last) {
-        (Some(id), false) => StoredSession::Id(id),
-        (first, true) => {
-            // `resume --last PROMPT…`: no id, so the first word is the prompt's.
-            words.splice(0..0, first);
-            StoredSession::Latest
-        }
-        (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
-    };
-    let (session, id) = agent.open_as(settings, stored, approver).await?;
-    Ok((session, id, words))
+) -> Result<(Session, String, Vec<String>, config::Settings)> {
+    let (stored, words) = which.named()?;
+    let (id, settings) = agent.stored_settings(settings, &stored)?;
+    let (session, id) = agent.open_as(&settings, StoredSession::Id(id), approver).await?;
+    Ok((session, id, words, settings))
+}
+
+impl Stored {
+    /// The session named, and the words left for a prompt.
+    fn named(self) -> Result<(StoredSession, Vec<String>)> {
+        let mut words = self.words;
+        let stored = match (self.id, self.last) {
+            (Some(id), false) => StoredSession::Id(id),
+            (first, true) => {
+                // `resume --last PROMPT…`: no id, so the first word is the prompt's.
+                words.splice(0..0, first);
+                StoredSession::Latest
+            }
+            (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
+        };
+        Ok((stored, words))
+    }
+
+    /// Before the agent is built (its tools depend on the model): the
+    /// session this names, by its whole id, and the settings it resumes
+    /// under (`bosun_agent::stored::resolve`).
+    pub(crate) fn resolved(
+        self,
+        dir: &Path,
+        env: &Env,
+        settings: &config::Settings,
+    ) -> Result<(Self, config::Settings)> {
+        let (stored, words) = self.named()?;
+        let (id, settings) = bosun_agent::stored::resolve(dir, env, settings, &stored)?;
+        Ok((Self { id: Some(id), last: false, words }, settings))
+    }
 }
 
 /// Compacts `session` now and says what it did.

@@ -84,6 +84,7 @@ pub fn no_requests() -> ServerRequests {
 pub fn stderr_notices(stderr: Palette) -> Notices {
     Notices::new(move |notice| match notice {
         Notice::Warning(text) => eprintln!("{}", stderr.red(&sanitize::block(&format!("warning: {text}")))),
+        Notice::Advice(text) => eprintln!("{}", stderr.dim(&sanitize::line(&format!("bosun: {text}")))),
         other => eprintln!("{}", stderr.dim(&sanitize::line(other.text()))),
     })
 }

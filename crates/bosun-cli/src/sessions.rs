@@ -179,6 +179,7 @@ pub fn run(
             }
         }
         SessionsCommand::Show { id, json } => {
+            let id = store.resolve_id(&id)?;
             let detail = store.show(&id)?;
             if json {
                 writeln!(out, "{}", serde_json::to_string(&detail)?)?;
@@ -189,6 +190,9 @@ pub fn run(
                     detail.summary.model.as_ref().and_then(|model| costing_of(&settings, model).ok());
                 if let Some(model) = &detail.summary.model {
                     writeln!(out, "{}", style.dim(&format!("model: {}", shown(terminal, model))))?;
+                }
+                if let Some(url) = &detail.summary.base_url {
+                    writeln!(out, "{}", style.dim(&format!("base URL: {}", shown(terminal, url))))?;
                 }
                 if let Some(parent) = &detail.summary.parent {
                     let line = format!("sub-agent of session {} (call {})", parent.session, parent.call);
@@ -261,16 +265,17 @@ pub fn run(
             }
         }
         SessionsCommand::Rm { id } => {
+            let id = store.resolve_id(&id)?;
             store.delete(&id)?;
             eprintln!("deleted session {id}");
         }
-        SessionsCommand::Export { id, output } => match output {
-            Some(path) => {
+        SessionsCommand::Export { id, output } => match (store.resolve_id(&id)?, output) {
+            (id, Some(path)) => {
                 let mut file = std::fs::File::create(&path)
                     .with_context(|| format!("cannot create {}", path.display()))?;
                 store.export(&id, &mut file)?;
             }
-            None => store.export(&id, &mut out)?,
+            (id, None) => store.export(&id, &mut out)?,
         },
         SessionsCommand::Import { file } => {
             // All or nothing: a refusal names the line and why, and
@@ -292,6 +297,7 @@ pub fn run(
 /// `bosun fork ID [--at MESSAGE]`.
 pub fn fork(dir: Option<&Path>, profile: Option<&str>, id: &str, at: Option<i64>, env: &Env) -> Result<()> {
     let (store, _, _) = store(dir, profile, env)?;
+    let id = &store.resolve_id(id)?;
     let at = match at {
         Some(at) => at,
         None => store

@@ -57,6 +57,21 @@ pub enum StoreError {
         /// Its id.
         id: String,
     },
+    /// A session id shorter than [`crate::MIN_ID_PREFIX`] characters that
+    /// is not a whole id.
+    #[error("session id `{given}` is too short: give at least {min} characters of it", min = crate::MIN_ID_PREFIX)]
+    ShortId {
+        /// What was given.
+        given: String,
+    },
+    /// A prefix that more than one session's id starts with.
+    #[error("session id `{prefix}` is ambiguous: it starts {}; give more characters", candidates.join(", "))]
+    Ambiguous {
+        /// What was given.
+        prefix: String,
+        /// The ids it starts (at most a few, then `…`).
+        candidates: Vec<String>,
+    },
     /// A request that cannot be met as asked (a fork inside a tool batch, an
     /// import of a session that exists).
     #[error("{0}")]
@@ -110,7 +125,11 @@ impl From<StoreError> for bosun_core::JournalError {
             StoreError::Corrupt { .. } | StoreError::NewerSchema { .. } | StoreError::Import { .. } => {
                 Kind::Corrupt
             }
-            StoreError::Invalid(_) | StoreError::Sqlite(_) | StoreError::Io(_) => Kind::Other,
+            StoreError::Invalid(_)
+            | StoreError::ShortId { .. }
+            | StoreError::Ambiguous { .. }
+            | StoreError::Sqlite(_)
+            | StoreError::Io(_) => Kind::Other,
         };
         bosun_core::JournalError::new(kind, error)
     }

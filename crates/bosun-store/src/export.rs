@@ -40,7 +40,8 @@ impl Store {
         let header = connection
             .query_row(
                 "SELECT id, created_at, updated_at, workspace, title, authority, authority_digest, head_branch,
-                 message_count, usage, model, spend, parent_session, parent_call FROM sessions WHERE id = ?1",
+                 message_count, usage, model, spend, parent_session, parent_call, base_url FROM sessions
+                 WHERE id = ?1",
                 [session],
                 |r| {
                     let mut header = json!({
@@ -57,7 +58,7 @@ impl Store {
                         "model": r.get::<_, Option<String>>(10)?,
                         "spend": parse_json(&r.get::<_, String>(11)?),
                     });
-                    for (key, column) in [("parent_session", 12), ("parent_call", 13)] {
+                    for (key, column) in [("parent_session", 12), ("parent_call", 13), ("base_url", 14)] {
                         if let (Some(value), Some(fields)) =
                             (r.get::<_, Option<String>>(column)?, header.as_object_mut())
                         {

@@ -69,6 +69,11 @@ struct SessionLine {
     parent_session: Option<String>,
     #[serde(default)]
     parent_call: Option<String>,
+    /// Read, never stored: a base URL from a file would be where the
+    /// user's key goes on resume, and keys go only to hosts the user chose
+    /// (invariant 20). An imported session resumes on the configured one.
+    #[serde(default, rename = "base_url")]
+    _base_url: Option<String>,
 }
 
 /// Every line after the first.
@@ -347,8 +352,8 @@ impl Store {
         transaction
             .execute(
                 "INSERT INTO sessions (id, created_at, updated_at, workspace, title, authority, authority_digest,
-                 head_branch, message_count, usage, model, spend, parent_session, parent_call)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 head_branch, message_count, usage, model, spend, parent_session, parent_call, base_url)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 params![
                     id,
                     session.created_at,
@@ -365,6 +370,7 @@ impl Store {
                     if session.spend.is_object() { session.spend.to_string() } else { "{}".to_owned() },
                     session.parent_session,
                     session.parent_call,
+                    None::<String>,
                 ],
             )
             .map_err(sql)?;

@@ -55,6 +55,9 @@ struct State {
     turn_usage: Usage,
     /// The model the session runs on, recorded with each turn.
     model: Option<String>,
+    /// The base URL the model is reached at, when the user gave one,
+    /// recorded with the model.
+    base_url: Option<String>,
     /// The parent session and its tool call, for a sub-agent's session:
     /// written when the session is created, never after.
     parent: Option<(String, String)>,
@@ -65,7 +68,7 @@ struct State {
 enum Job {
     Write(Box<JournalRecord>, oneshot::Sender<Result<(), StoreError>>),
     Read(oneshot::Sender<Result<Vec<JournalRecord>, StoreError>>),
-    Model(String, oneshot::Sender<Result<(), StoreError>>),
+    Model((String, Option<String>), oneshot::Sender<Result<(), StoreError>>),
     Parent((String, String), oneshot::Sender<Result<(), StoreError>>),
 }
 
@@ -88,8 +91,9 @@ impl Writer {
                     // written all the same.
                     Job::Write(record, reply) => drop(reply.send(state.write(&record))),
                     Job::Read(reply) => drop(reply.send(state.read())),
-                    Job::Model(model, reply) => {
+                    Job::Model((model, base_url), reply) => {
                         state.model = Some(model);
+                        state.base_url = base_url;
                         drop(reply.send(Ok(())));
                     }
                     Job::Parent(parent, reply) => {
@@ -148,6 +152,7 @@ impl Store {
             turn_open: false,
             turn_usage: Usage::default(),
             model: None,
+            base_url: None,
             parent: None,
             leased: false,
         })
@@ -185,6 +190,7 @@ impl Store {
             turn_open: false,
             turn_usage: Usage::default(),
             model: None,
+            base_url: None,
             parent: None,
             leased: true,
         }))
@@ -203,8 +209,15 @@ impl StoreJournal {
     /// session's model from its next turn on: `sessions show` names it and
     /// prices older turns by it.
     pub fn with_model(self, model: impl Into<String>) -> Self {
-        let model = model.into();
-        let _ = self.writer.submit(|reply| Job::Model(model, reply));
+        self.with_model_at(model, None)
+    }
+
+    /// [`StoreJournal::with_model`], with the base URL the model is reached
+    /// at when the user gave one (never a key): resuming the session
+    /// reaches the same server ([`crate::SessionSummary::base_url`]).
+    pub fn with_model_at(self, model: impl Into<String>, base_url: Option<String>) -> Self {
+        let run = (model.into(), base_url);
+        let _ = self.writer.submit(|reply| Job::Model(run, reply));
         self
     }
 
@@ -258,8 +271,8 @@ impl State {
                 transaction
                     .execute(
                         "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, workspace, title, authority,
-                         authority_digest, head_branch, model, parent_session, parent_call)
-                         VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6, ?7, ?8, ?9)",
+                         authority_digest, head_branch, model, parent_session, parent_call, base_url)
+                         VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                         params![
                             self.session,
                             now,
@@ -270,6 +283,7 @@ impl State {
                             self.model,
                             self.parent.as_ref().map(|(session, _)| session),
                             self.parent.as_ref().map(|(_, call)| call),
+                            self.base_url,
                         ],
                     )
                     .map_err(|e| store.sql(e))?;
@@ -292,7 +306,10 @@ impl State {
                 turn_usage = Usage::default();
                 if let Some(model) = &self.model {
                     transaction
-                        .execute("UPDATE sessions SET model = ?1 WHERE id = ?2", params![model, self.session])
+                        .execute(
+                            "UPDATE sessions SET model = ?1, base_url = ?2 WHERE id = ?3",
+                            params![model, self.base_url, self.session],
+                        )
                         .map_err(|e| store.sql(e))?;
                 }
                 // The first prompt names the session even if its turn is

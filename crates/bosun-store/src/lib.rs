@@ -26,8 +26,8 @@ pub use export::EXPORT_VERSION;
 pub use journal::StoreJournal;
 pub use paths::default_path;
 pub use store::{
-    BUSY_TIMEOUT, BranchInfo, FailedTurn, ListFilter, ParentLink, SessionDetail, SessionSummary, Store,
-    TurnSpend,
+    BUSY_TIMEOUT, BranchInfo, FailedTurn, ListFilter, MIN_ID_PREFIX, ParentLink, SessionDetail,
+    SessionSummary, Store, TurnSpend,
 };
 
 /// The schema version this build writes.

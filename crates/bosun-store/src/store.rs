@@ -13,6 +13,13 @@ use serde::Serialize;
 use crate::error::StoreError;
 use crate::schema;
 
+/// The fewest characters of a session id that name it
+/// ([`Store::resolve_id`]).
+pub const MIN_ID_PREFIX: usize = 8;
+
+/// How many candidates an ambiguous prefix names.
+const AMBIGUOUS_SHOWN: usize = 10;
+
 /// How long a writer waits for another process's transaction.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,6 +60,8 @@ pub struct SessionSummary {
     pub usage: Usage,
     /// The model the session last ran a turn on, when recorded.
     pub model: Option<String>,
+    /// The base URL that model was reached at, when the user gave one.
+    pub base_url: Option<String>,
     /// What its turns spent, by bucket and priced as they ran, all
     /// branches (empty for sessions written before this was recorded).
     pub spend: Spend,
@@ -168,7 +177,7 @@ impl ListFilter {
 /// The columns [`summary_from_row`] reads, in its order.
 const SUMMARY_COLUMNS: &str =
     "id, workspace, created_at, updated_at, title, message_count, usage, model, spend,
-    parent_session, parent_call";
+    parent_session, parent_call, base_url";
 
 /// Retries work SQLite reported busy for reasons its busy handler does not
 /// cover (two processes creating or switching the journal mode of one
@@ -248,6 +257,48 @@ impl Store {
         StoreError::from_sqlite(&self.inner.path, error)
     }
 
+    /// The id of the one session whose id is `given` or starts with it: a
+    /// whole id, or a prefix of at least [`MIN_ID_PREFIX`] characters.
+    /// Every command that takes a session id resolves it here.
+    ///
+    /// # Errors
+    /// [`StoreError::ShortId`] for a shorter prefix, [`StoreError::NotFound`]
+    /// when no id starts with it, [`StoreError::Ambiguous`] (naming the
+    /// candidates) when more than one does.
+    pub fn resolve_id(&self, given: &str) -> Result<String, StoreError> {
+        let connection = self.lock()?;
+        let exact: Option<String> = connection
+            .query_row("SELECT id FROM sessions WHERE id = ?1", [given], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        if let Some(id) = exact {
+            return Ok(id);
+        }
+        if given.chars().count() < MIN_ID_PREFIX {
+            return Err(StoreError::ShortId { given: given.to_owned() });
+        }
+        let mut statement = connection
+            .prepare_cached(
+                "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2",
+            )
+            .map_err(|e| self.sql(e))?;
+        let shown = AMBIGUOUS_SHOWN as i64;
+        let rows = statement.query_map(params![given, shown + 1], |row| row.get::<_, String>(0));
+        let mut found =
+            rows.and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>).map_err(|e| self.sql(e))?;
+        match found.len() {
+            0 => Err(not_found("session", given)),
+            1 => Ok(found.remove(0)),
+            _ => {
+                if found.len() > AMBIGUOUS_SHOWN {
+                    found.truncate(AMBIGUOUS_SHOWN);
+                    found.push("…".to_owned());
+                }
+                Err(StoreError::Ambiguous { prefix: given.to_owned(), candidates: found })
+            }
+        }
+    }
+
     /// Sessions, newest first. Sub-agents' sessions only when
     /// [`ListFilter::children`] asks for them (see there).
     pub fn list(&self, filter: &ListFilter) -> Result<Vec<SessionSummary>, StoreError> {
@@ -289,7 +340,7 @@ impl Store {
             .query_row(
                 &format!("SELECT {SUMMARY_COLUMNS}, head_branch FROM sessions WHERE id = ?1"),
                 [session],
-                |row| Ok((summary_from_row(row)?, row.get(11)?)),
+                |row| Ok((summary_from_row(row)?, row.get(12)?)),
             )
             .optional()
             .map_err(|e| self.sql(e))?
@@ -478,6 +529,7 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary>
         message_count: row.get(5)?,
         usage: serde_json::from_str(&usage).unwrap_or_default(),
         model: row.get(7)?,
+        base_url: row.get(11)?,
         spend: serde_json::from_str(&spend).unwrap_or_default(),
         parent: parent_session.map(|session| ParentLink { session, call: parent_call.unwrap_or_default() }),
     })

@@ -44,6 +44,8 @@ pub enum Source {
     Env(&'static str),
     /// A command-line flag.
     Flag(&'static str),
+    /// What a stored session recorded of how it ran (its model), by id.
+    Session(String),
 }
 
 impl fmt::Display for Source {
@@ -54,6 +56,7 @@ impl fmt::Display for Source {
             Self::Profile(name, path) => write!(f, "profile `{name}` in {}", path.display()),
             Self::Env(name) => write!(f, "environment {name}"),
             Self::Flag(name) => write!(f, "flag {name}"),
+            Self::Session(id) => write!(f, "session {id}"),
         }
     }
 }
@@ -149,6 +152,9 @@ pub struct Settings {
     pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
     pub sources: BTreeMap<String, (String, Source)>,
+    /// Whether `/` or the home folder may be the workspace
+    /// (`--allow-any-workspace`; [`crate::workspace_guard`]).
+    pub allow_any_workspace: bool,
 }
 
 impl Settings {
@@ -195,6 +201,7 @@ impl Settings {
             sandbox: SandboxSettings::default(),
             project: None,
             sources: BTreeMap::new(),
+            allow_any_workspace: false,
         };
         settings.note("mode", "propose", Source::Default);
         settings.note("project_docs", "true", Source::Default);
@@ -210,7 +217,7 @@ impl Settings {
         settings
     }
 
-    fn note(&mut self, key: &str, value: impl fmt::Display, source: Source) {
+    pub(crate) fn note(&mut self, key: &str, value: impl fmt::Display, source: Source) {
         self.sources.insert(key.to_owned(), (value.to_string(), source));
     }
 
@@ -517,6 +524,8 @@ pub struct Overrides {
     pub max_cost: Option<f64>,
     /// `--sandbox`.
     pub sandbox: Option<SandboxMode>,
+    /// `--allow-any-workspace`: `/` or the home folder may be the workspace.
+    pub allow_any_workspace: bool,
 }
 
 /// Resolves the settings for a command run in `dir`.
@@ -594,6 +603,7 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &Overrides) 
         let table = sandbox::SandboxLayer { mode: Some(mode), ..sandbox::SandboxLayer::default() };
         flag(Layer { sandbox: Some(table), ..Layer::default() }, "--sandbox")?;
     }
+    settings.allow_any_workspace = flags.allow_any_workspace;
     settings.sandbox.expand_home(env.get("HOME"))?;
     Ok(settings)
 }

@@ -220,8 +220,11 @@ fn assert_no_looser(with: &Settings, without: &Settings, case: &str) {
         sandbox,
         project: _,
         sources: _,
+        allow_any_workspace,
     } = with;
     let same = |name: &str, a: String, b: String| assert_eq!(a, b, "{case}: {name}");
+    // Only a flag sets it: no file can.
+    assert!(!allow_any_workspace || without.allow_any_workspace, "{case}: allow_any_workspace");
     same("model", format!("{model:?}"), format!("{:?}", without.model));
     same("base_url", format!("{base_url:?}"), format!("{:?}", without.base_url));
     assert!(looseness(*mode) <= looseness(without.mode), "{case}: mode {mode} over {}", without.mode);

@@ -45,6 +45,9 @@ impl Conversation<'_> {
         if let Err(error) = done {
             self.notice(NoticeKind::Error, format!("{error:#}"));
         }
+        // Whatever the command did or failed to do, the line shows the
+        // session as it is now.
+        self.send_status();
         Flow::Continue
     }
 
@@ -68,7 +71,7 @@ impl Conversation<'_> {
             self.park().await?;
         }
         let opened = super::setup::session(self.agent, settings, &self.approver, which).await;
-        let (session, id) = match opened {
+        let (mut session, id, running) = match opened {
             Ok(opened) => opened,
             Err(error) if same => {
                 // Back to the session as it was, on the settings it ran with.
@@ -76,9 +79,9 @@ impl Conversation<'_> {
                     super::setup::session(self.agent, &self.settings, &self.approver, Some(self.current()))
                         .await;
                 return match back {
-                    Ok((session, id)) => {
-                        self.switch(session, id);
-                        self.session.set_mode(mode);
+                    Ok((mut session, id, running)) => {
+                        session.set_mode(mode);
+                        self.switch(session, id, running);
                         Err(error)
                     }
                     Err(again) => {
@@ -88,9 +91,8 @@ impl Conversation<'_> {
             }
             Err(error) => return Err(error),
         };
-        self.switch(session, id);
-        self.session.set_mode(mode);
-        self.send_status();
+        session.set_mode(mode);
+        self.switch(session, id, running);
         Ok(())
     }
 
@@ -106,8 +108,7 @@ impl Conversation<'_> {
         let settings = crate::config::resolve(&dir, self.env, self.profile, &(&run).into())?;
         // The same stored session, resumed on the other model.
         self.reopen(&settings, Some(self.current())).await?;
-        (self.settings, self.run) = (settings, run);
-        self.send_status();
+        self.run = run;
         self.notice(NoticeKind::Info, format!("model: {}", bosun_agent::model::model_label(&self.settings)));
         Ok(())
     }

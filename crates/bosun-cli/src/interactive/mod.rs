@@ -55,9 +55,17 @@ pub async fn run(
     let dir = crate::config::workdir(dir)?;
     setup::ask_trust(&dir, env)?;
     let settings = config::resolve(&dir, env, profile, &(&run).into())?;
+    // A stored session's own model, before the agent's tools are chosen by it.
+    let (resume, settings) = match resume {
+        Some(which) => {
+            let (which, settings) = which.resolved(&dir, env, &settings)?;
+            (Some(which), settings)
+        }
+        None => (None, settings),
+    };
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);
     let answers = crate::mcp::no_requests();
-    let agent = crate::exec::start_agent(&dir, env, &settings, answers, palettes).await?;
+    let agent = crate::exec::start_agent(&dir, env, &settings, answers, (palettes, false)).await?;
     let outcome = converse(&agent, settings, run, resume, env, profile).await;
     agent.shutdown().await;
     outcome
@@ -184,7 +192,7 @@ impl<'a> Conversation<'a> {
         approver: Arc<dyn ApprovalHandler>,
         resume: Option<Stored>,
     ) -> Result<Self> {
-        let (session, id) = setup::session(agent, &settings, &approver, resume).await?;
+        let (session, id, settings) = setup::session(agent, &settings, &approver, resume).await?;
         let queue_watch = watch_queue(session.inbox(), to_ui.clone());
         Ok(Self {
             agent,
@@ -234,12 +242,14 @@ impl<'a> Conversation<'a> {
     }
 
     /// Puts the conversation on `session` (a new one, another stored one,
-    /// or this one on another model).
-    fn switch(&mut self, session: Session, id: String) {
+    /// or this one on another model), which runs under `settings`: the
+    /// status line shows what they and the session say, nothing else.
+    fn switch(&mut self, session: Session, id: String, settings: config::Settings) {
         self.queue_watch.abort();
         self.queue_watch = watch_queue(session.inbox(), self.to_ui.clone());
         self.session = session;
         self.id = id;
+        self.settings = settings;
         self.load_stored_spend();
         self.send_status();
     }
@@ -248,6 +258,8 @@ impl<'a> Conversation<'a> {
         let _ = self.to_ui.send(ToUi::Notice { text: text.into(), kind });
     }
 
+    /// The status line, derived from the session's state: its mode, the
+    /// model of the settings it runs under, its id and what it spent.
     fn status(&self) -> Status {
         let spent = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
         let mut status = Status::new(

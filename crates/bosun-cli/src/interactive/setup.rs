@@ -51,19 +51,24 @@ pub(super) fn ask_trust(dir: &Path, env: &Env) -> Result<()> {
     Ok(())
 }
 
-/// The session to converse on: a new one, or the stored one `resume` names.
+/// The session to converse on: a new one, or the stored one `resume` names
+/// (on its own model unless `settings` name one with `--model`), with the
+/// settings it runs under.
 pub(super) async fn session(
     agent: &Agent,
     settings: &config::Settings,
     approver: &Arc<dyn ApprovalHandler>,
     resume: Option<Stored>,
-) -> Result<(Session, String)> {
+) -> Result<(Session, String, config::Settings)> {
     match resume {
-        None => Ok(agent.new_session_as(settings, Arc::clone(approver)).await?),
+        None => {
+            let (session, id) = agent.new_session_as(settings, Arc::clone(approver)).await?;
+            Ok((session, id, settings.clone()))
+        }
         Some(which) => {
-            let (session, id, _) =
+            let (session, id, _, settings) =
                 crate::exec::open_stored(agent, settings, which, Arc::clone(approver)).await?;
-            Ok((session, id))
+            Ok((session, id, settings))
         }
     }
 }

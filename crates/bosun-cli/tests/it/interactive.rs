@@ -485,3 +485,83 @@ fn slash_model_goes_on_in_the_same_session_on_another_model_keeping_the_mode() {
     });
     assert_eq!(shown.stdout.matches(&id[..8]).count(), 1, "one session: {}", shown.stdout);
 }
+
+/// The status line in a screen's `contents`: the row holding the token count.
+fn status_line(contents: &str) -> String {
+    contents.lines().rev().find(|l| l.contains(" tok")).unwrap_or_default().trim().to_owned()
+}
+
+/// Waits until the status line reads `model · mode · …` and ends with the
+/// short id (the last 8 characters) `short` (any id when empty).
+fn wait_status(pty: &mut Pty, model: &str, mode: &str, short: &str) {
+    let head = format!("{model} · {mode} · ");
+    pty.wait_until(&format!("the status line {head}… {short}"), |e| {
+        let line = status_line(&e.contents());
+        line.starts_with(&head) && line.ends_with(short)
+    });
+}
+
+/// The status line says what the session is, whatever was typed last: a
+/// failing `/model` leaves the session on its model and mode (and the line
+/// says so, and a command then runs as that mode decides), `/new` keeps
+/// the mode, and `/resume` (by a prefix of the id) shows the resumed
+/// session's own model and id.
+#[test]
+fn the_status_line_shows_the_sessions_mode_and_model_after_mode_a_failing_model_new_and_resume() {
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "earlier task"}, "response": {"content": "Earlier done."}}),
+        json!({"match": {"userMessage": "make the file", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": "touch made.txt"}}]}}),
+        json!({"match": {"userMessage": "make the file", "turnIndex": 1}, "response": {"content": "Made."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let url = format!("{}/v1", mock.url());
+    let mut exec = sandbox.bosun();
+    exec.env("OPENAI_API_KEY", "test").args(["exec", "--model", "openai/gpt-earlier", "--base-url", &url]);
+    let out = run({
+        exec.arg("earlier task");
+        exec
+    });
+    out.expect_code(0);
+    let earlier = session_from_stderr(&out.stderr);
+
+    // The configured model comes from the environment, not a flag: a
+    // resumed session runs on its own.
+    let mut cmd = sandbox.bosun();
+    cmd.env("OPENAI_API_KEY", "test").env("BOSUN_MODEL", "openai/gpt-test").env("BOSUN_BASE_URL", &url);
+    let mut pty = Pty::spawn(cmd, ROWS, COLS);
+    wait_ready(&mut pty);
+    wait_status(&mut pty, "openai/gpt-test", "propose", "");
+    pty.type_line("/mode autonomous");
+    pty.wait_shown("mode: autonomous");
+    wait_status(&mut pty, "openai/gpt-test", "autonomous", "");
+
+    pty.type_line("/model nope/broken");
+    pty.wait_shown("unknown provider `nope`");
+    // The UI takes messages in order: once the answer to a later command
+    // is on the screen, the line shows whatever the failed one left.
+    pty.type_line("/diff");
+    pty.wait_shown("this session changed no file yet");
+    let line = status_line(&pty.contents());
+    assert!(line.starts_with("openai/gpt-test · autonomous · "), "{line:?}\n{}", pty.contents());
+    // The session is autonomous indeed: the model's command runs unasked.
+    pty.type_line("make the file");
+    pty.wait_shown("Made.");
+    assert!(sandbox.ws().join("made.txt").exists(), "{}", pty.contents());
+    let first = status_line(&pty.contents());
+    let first_short = first.rsplit(" · ").next().unwrap().to_owned();
+
+    pty.type_line("/new");
+    pty.wait_shown("new session");
+    pty.wait_until("a new id on the status line", |e| !status_line(&e.contents()).ends_with(&first_short));
+    wait_status(&mut pty, "openai/gpt-test", "autonomous", "");
+
+    pty.type_line(&format!("/resume {}", &earlier[..12]));
+    pty.wait_shown(&format!("resumed session {earlier}"));
+    wait_status(&mut pty, "openai/gpt-earlier", "autonomous", &earlier[earlier.len() - 8..]);
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+    assert_eq!(session_of(&exit), earlier);
+}

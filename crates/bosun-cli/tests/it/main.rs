@@ -17,6 +17,8 @@ mod mcp_asks;
 mod mcp_conformance;
 mod models;
 mod skills;
+mod stored_sessions;
 mod subagents;
 mod terminal;
 mod tiny;
+mod workspace;

@@ -13,6 +13,7 @@ mod crash;
 mod durability;
 mod migrations;
 mod robustness;
+mod session_ids;
 mod spend;
 mod steering;
 mod store;

@@ -101,6 +101,9 @@ const RELEASED: &[&str] = &[
     "ALTER TABLE sessions ADD COLUMN parent_session TEXT;
     ALTER TABLE sessions ADD COLUMN parent_call TEXT;
     CREATE INDEX sessions_by_parent ON sessions(parent_session);",
+    // 7: the base URL the session's model was reached at, when the user
+    // gave one (NULL: the provider's own, or not recorded).
+    "ALTER TABLE sessions ADD COLUMN base_url TEXT;",
 ];
 
 /// The tables rows are copied into, parents first.
