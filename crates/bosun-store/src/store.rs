@@ -257,14 +257,17 @@ impl Store {
         StoreError::from_sqlite(&self.inner.path, error)
     }
 
-    /// The id of the one session whose id is `given` or starts with it: a
-    /// whole id, or a prefix of at least [`MIN_ID_PREFIX`] characters.
-    /// Every command that takes a session id resolves it here.
+    /// The id of the one session whose id is `given`, starts with it or
+    /// ends with it: a whole id, a prefix of at least [`MIN_ID_PREFIX`]
+    /// characters, or the short id the conversation's status line shows (the
+    /// id's last 8, its random part: the first 8 of UUIDv7 ids made within a
+    /// minute or so are the same). Every command that takes a session id
+    /// resolves it here.
     ///
     /// # Errors
     /// [`StoreError::ShortId`] for a shorter prefix, [`StoreError::NotFound`]
-    /// when no id starts with it, [`StoreError::Ambiguous`] (naming the
-    /// candidates) when more than one does.
+    /// when no id starts or ends with it, [`StoreError::Ambiguous`] (naming
+    /// the candidates) when more than one does.
     pub fn resolve_id(&self, given: &str) -> Result<String, StoreError> {
         let connection = self.lock()?;
         let exact: Option<String> = connection
@@ -279,7 +282,8 @@ impl Store {
         }
         let mut statement = connection
             .prepare_cached(
-                "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2",
+                "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 OR substr(id, -length(?1)) = ?1 \
+                 ORDER BY id LIMIT ?2",
             )
             .map_err(|e| self.sql(e))?;
         let shown = AMBIGUOUS_SHOWN as i64;

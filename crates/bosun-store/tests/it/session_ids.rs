@@ -96,3 +96,25 @@ fn a_session_is_named_by_its_id_or_a_unique_prefix_of_at_least_8_characters() {
     // A prefix is not a pattern.
     assert!(matches!(store.resolve_id("0190%%%%").unwrap_err(), StoreError::NotFound { .. }));
 }
+
+#[test]
+fn the_short_id_the_status_line_shows_names_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    // Made in the same minute: the same first 8 characters, told apart by
+    // their last 8 (what the status line shows).
+    let one = "0190aaaa-1111-7000-8000-00000000a001";
+    let two = "0190aaaa-2222-7000-8000-00000000b002";
+    for id in [one, two] {
+        row(&path, id);
+    }
+    assert_eq!(store.resolve_id("0000a001").unwrap(), one);
+    assert_eq!(store.resolve_id("0000b002").unwrap(), two);
+    assert!(matches!(store.resolve_id("0190aaaa").unwrap_err(), StoreError::Ambiguous { .. }));
+    // An ending shared by two is as ambiguous as a shared beginning.
+    let three = "0190cccc-3333-7000-8000-00000000a001";
+    row(&path, three);
+    let both = store.resolve_id("0000a001").unwrap_err();
+    assert!(matches!(&both, StoreError::Ambiguous { candidates, .. } if candidates == &[one, three]), "{both}");
+}
