@@ -116,5 +116,8 @@ fn the_short_id_the_status_line_shows_names_its_session() {
     let three = "0190cccc-3333-7000-8000-00000000a001";
     row(&path, three);
     let both = store.resolve_id("0000a001").unwrap_err();
-    assert!(matches!(&both, StoreError::Ambiguous { candidates, .. } if candidates == &[one, three]), "{both}");
+    assert!(
+        matches!(&both, StoreError::Ambiguous { candidates, .. } if candidates == &[one, three]),
+        "{both}"
+    );
 }
