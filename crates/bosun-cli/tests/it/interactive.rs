@@ -549,6 +549,9 @@ fn the_status_line_shows_the_sessions_mode_and_model_after_mode_a_failing_model_
     // The session is autonomous indeed: the model's command runs unasked.
     pty.type_line("make the file");
     pty.wait_shown("Made.");
+    // The answer shows before the turn ends; a command typed meanwhile is
+    // refused as the turn's. The idle placeholder says it is over.
+    pty.wait_until("the turn to end", |e| !e.contents().contains("esc cancels"));
     assert!(sandbox.ws().join("made.txt").exists(), "{}", pty.contents());
     let first = status_line(&pty.contents());
     let first_short = first.rsplit(" · ").next().unwrap().to_owned();
