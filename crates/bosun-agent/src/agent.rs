@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bosun_core::{ApprovalHandler, Model, Session, Tool};
+use bosun_core::{ApprovalHandler, Model, Session, SessionBuilder, Tool};
 use bosun_mcp::McpServers;
 use bosun_tools::Workspace;
 
@@ -258,18 +258,8 @@ impl Agent {
         if let Some(warning) = warning {
             self.notices.warn(warning);
         }
-        let parts = (settings, &self.env, &self.workspace);
-        let builder = crate::parts::builder(
-            model,
-            window,
-            &self.workspace,
-            self.tools.clone(),
-            self.source(),
-            settings,
-        )?;
-        let builder = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id);
-        let builder = children::with_delegation(builder, &store, &id, parts, &self.notices);
-        let session = crate::parts::with_artifacts(builder, settings, &store, &id)
+        let builder = self.top_level(settings, &store, &id, (model, window))?;
+        let session = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id)
             .system_prompt(system)
             .journal(journal)
             .shared_approver(approver)
@@ -321,24 +311,22 @@ impl Agent {
         which: StoredSession,
         approver: Arc<dyn ApprovalHandler>,
     ) -> Result<(Session, String)> {
-        let (id, settings) = self.stored_settings(settings, &which)?;
-        let settings = &settings;
-        let (model, window) = self.model(settings).await?;
+        // One store and one read of the session: its id, the settings it
+        // resumes under, and whether it is a sub-agent's.
         let store = crate::parts::store(settings, &self.env)?;
+        let (id, summary) = crate::stored::find(&store, &self.workspace.identity().path, &which)?;
+        let settings = &crate::stored::settings_for(settings, &summary);
+        let (model, window) = self.model(settings).await?;
         let label = crate::model::model_label(settings);
         let journal =
             store.open_session(&id)?.with_model_at(label, crate::stored::recorded_base_url(settings));
-        let parts = (settings, &self.env, &self.workspace);
-        let (tools, source) = (self.tools.clone(), self.source());
-        let builder = match store.show(&id)?.summary.parent {
+        let builder = match summary.parent {
             Some(_) => {
+                let parts = (settings, &self.env, &self.workspace);
+                let (tools, source) = (self.tools.clone(), self.source());
                 children::resumed_child(&store, &id, (model, window), tools, source, parts, &self.notices)?
             }
-            None => {
-                let builder = crate::parts::builder(model, window, &self.workspace, tools, source, settings)?;
-                let builder = children::with_delegation(builder, &store, &id, parts, &self.notices);
-                crate::parts::with_artifacts(builder, settings, &store, &id)
-            }
+            None => self.top_level(settings, &store, &id, (model, window))?,
         };
         let builder = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id);
         let session = builder
@@ -361,6 +349,22 @@ impl Agent {
         };
         self.requests.sampler.model_ready(&model, settings.model.as_deref().unwrap_or("local"));
         Ok((model, window))
+    }
+
+    /// The builder of the top-level stored session `id`: the session's
+    /// parts, delegation to children kept in `store`, and its artifacts.
+    fn top_level(
+        &self,
+        settings: &Settings,
+        store: &bosun_store::Store,
+        id: &str,
+        (model, window): (Arc<dyn Model>, Option<u64>),
+    ) -> Result<SessionBuilder> {
+        let tools = self.tools.clone();
+        let builder = crate::parts::builder(model, window, &self.workspace, tools, self.source(), settings)?;
+        let parts = (settings, &self.env, &self.workspace);
+        let builder = children::with_delegation(builder, store, id, parts, &self.notices);
+        Ok(crate::parts::with_artifacts(builder, settings, store, id))
     }
 
     fn source(&self) -> Option<Arc<dyn bosun_core::ToolSource>> {

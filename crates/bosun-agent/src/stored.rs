@@ -46,6 +46,18 @@ pub(crate) fn resolve_in(
     which: &StoredSession,
 ) -> Result<(String, Settings)> {
     let store = crate::parts::store(settings, env)?;
+    let (id, summary) = find(&store, workspace, which)?;
+    Ok((id, settings_for(settings, &summary)))
+}
+
+/// The id and summary of the session `which` names in `store` (for
+/// [`StoredSession::Latest`], the newest of the workspace whose identity
+/// path is `workspace`).
+pub(crate) fn find(
+    store: &bosun_store::Store,
+    workspace: &str,
+    which: &StoredSession,
+) -> Result<(String, SessionSummary)> {
     let id = match which {
         StoredSession::Id(id) => store.resolve_id(id)?,
         StoredSession::Latest => {
@@ -55,7 +67,7 @@ pub(crate) fn resolve_in(
         }
     };
     let summary = store.show(&id)?.summary;
-    Ok((id, settings_for(settings, &summary)))
+    Ok((id, summary))
 }
 
 /// The base URL to record with a session's model: the one in effect when
