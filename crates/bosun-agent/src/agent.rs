@@ -276,8 +276,10 @@ impl Agent {
     ///
     /// # Errors
     /// When there is no such session (or the id is an ambiguous or too
-    /// short prefix), or it was recorded under another authority
-    /// (invariant 7), or as [`Agent::new_session`].
+    /// short prefix), or today's authority is wider than the one it was
+    /// recorded with and `approver` did not accept the difference
+    /// ([`bosun_core::ApprovalHandler::accept_authority`]; invariant 7: a
+    /// narrower one resumes with a notice), or as [`Agent::new_session`].
     pub async fn open(
         &self,
         which: StoredSession,
@@ -334,6 +336,11 @@ impl Agent {
             .resume(journal)
             .await
             .with_context(|| format!("cannot resume session {id}"))?;
+        if let Some(change) = session.resumed_change() {
+            let how = if change.widens() { "a wider authority, as accepted" } else { "a narrower authority" };
+            let words: Vec<String> = change.to_string().lines().map(str::to_owned).collect();
+            self.notices.info(format!("session {id} resumes under {how}: {}", words.join("; ")));
+        }
         Ok((session, id))
     }
 

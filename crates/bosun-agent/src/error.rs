@@ -100,6 +100,16 @@ impl Error {
     pub fn invalid(message: impl Display) -> Self {
         Self::Invalid(message.to_string())
     }
+
+    /// The session-building error under any context, when that is what
+    /// failed (a front end tells a refused authority apart, say).
+    pub fn build(&self) -> Option<&bosun_core::BuildError> {
+        match self {
+            Self::Build(error) => Some(error),
+            Self::Context { source, .. } => source.build(),
+            _ => None,
+        }
+    }
 }
 
 /// Adds what was being done to an error (anyhow's `Context`, typed).

@@ -7,8 +7,10 @@
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use bosun_core::permission::ApprovalFuture;
-use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, Reason};
+use std::sync::Arc;
+
+use bosun_core::permission::{AcceptFuture, ApprovalFuture};
+use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, AuthorityChange, Reason};
 
 use crate::output::Palette;
 use crate::sanitize;
@@ -84,6 +86,105 @@ impl ApprovalHandler for TerminalPrompt {
         })
     }
 }
+
+/// How a resume under a wider authority is answered
+/// ([`ApprovalHandler::accept_authority`]).
+#[derive(Clone, Copy, Debug)]
+pub enum AuthorityAnswer {
+    /// `--accept-authority`.
+    Accept,
+    /// Asked on the controlling terminal.
+    Ask(Palette),
+    /// No terminal and no flag: refused, and the error names the flag.
+    Refuse,
+}
+
+impl AuthorityAnswer {
+    /// The flag, else the terminal when there is one, else a refusal.
+    pub fn for_run(accept: bool, palette: Palette) -> Self {
+        if accept {
+            Self::Accept
+        } else if has_terminal() {
+            Self::Ask(palette)
+        } else {
+            Self::Refuse
+        }
+    }
+
+    /// The answer about `change`.
+    pub async fn answer(self, change: &AuthorityChange) -> bool {
+        match self {
+            Self::Accept => true,
+            Self::Refuse => false,
+            Self::Ask(palette) => {
+                let change = change.clone();
+                let asked = tokio::task::spawn_blocking(move || ask_authority(palette, &change)).await;
+                matches!(asked, Ok(Ok(true)))
+            }
+        }
+    }
+}
+
+/// `calls`' decisions, and `authority`'s answer about a wider authority.
+pub struct WithAuthority {
+    calls: Arc<dyn ApprovalHandler>,
+    authority: AuthorityAnswer,
+}
+
+impl std::fmt::Debug for WithAuthority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithAuthority").field("authority", &self.authority).finish_non_exhaustive()
+    }
+}
+
+impl WithAuthority {
+    /// `calls` deciding tool calls, `authority` answering for resumes.
+    pub fn new(calls: Arc<dyn ApprovalHandler>, authority: AuthorityAnswer) -> Self {
+        Self { calls, authority }
+    }
+}
+
+impl ApprovalHandler for WithAuthority {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        self.calls.decide(request)
+    }
+
+    fn accept_authority<'a>(&'a self, change: &'a AuthorityChange) -> AcceptFuture<'a> {
+        Box::pin(self.authority.answer(change))
+    }
+}
+
+/// Asks on the controlling terminal whether to resume under `change`,
+/// shown one difference a line (sanitised: tool names and paths come from
+/// servers and the file system).
+pub fn ask_authority(palette: Palette, change: &AuthorityChange) -> std::io::Result<bool> {
+    let _terminal = hold_terminal();
+    let mut tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty")?;
+    let mut reader = BufReader::new(tty.try_clone()?);
+    writeln!(tty, "\n{} {}", palette.bold("?"), palette.bold(AUTHORITY_QUESTION))?;
+    for line in change.to_string().lines() {
+        let line = sanitize::line(line);
+        let shown = if line.starts_with('+') { palette.red(&line) } else { palette.dim(&line) };
+        writeln!(tty, "  {shown}")?;
+    }
+    loop {
+        write!(tty, "{} [y/n]: ", palette.bold("resume under it?"))?;
+        tty.flush()?;
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(false);
+        }
+        match line.trim().to_lowercase().as_str() {
+            "y" | "yes" => return Ok(true),
+            "n" | "no" => return Ok(false),
+            _ => writeln!(tty, "please answer y or n")?,
+        }
+    }
+}
+
+/// The question before a resume under a wider authority, in every front end.
+pub const AUTHORITY_QUESTION: &str =
+    "This session may do more now than when it was recorded (+ widens, - narrows):";
 
 fn deny(text: &str) -> ApprovalDecision {
     ApprovalDecision::Deny { reason: Reason::lossy(text, "denied") }

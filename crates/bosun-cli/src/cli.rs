@@ -186,6 +186,11 @@ pub struct RunOptions {
     /// Work in `/` or your home folder too (refused otherwise).
     #[arg(long)]
     pub allow_any_workspace: bool,
+    /// Resume a session under an authority wider than the one it was
+    /// recorded with (new tools or servers, a looser limit, another
+    /// workspace); without it, a terminal asks and a script fails.
+    #[arg(long)]
+    pub accept_authority: bool,
 }
 
 /// The sandbox modes.
@@ -244,6 +249,7 @@ impl RunOptions {
             max_cost,
             sandbox,
             allow_any_workspace,
+            accept_authority,
         } = self;
         [
             ("--model", model.is_some()),
@@ -259,6 +265,7 @@ impl RunOptions {
             ("--max-cost", max_cost.is_some()),
             ("--sandbox", sandbox.is_some()),
             ("--allow-any-workspace", *allow_any_workspace),
+            ("--accept-authority", *accept_authority),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
@@ -298,6 +305,7 @@ impl RunOptions {
             max_cost,
             sandbox,
             allow_any_workspace,
+            accept_authority,
         } = earlier;
         one("--model", command, &mut self.model, model)?;
         one("--base-url", command, &mut self.base_url, base_url)?;
@@ -312,6 +320,7 @@ impl RunOptions {
         self.dangerously_approve_all |= dangerously_approve_all;
         self.no_project_docs |= no_project_docs;
         self.allow_any_workspace |= allow_any_workspace;
+        self.accept_authority |= accept_authority;
         Ok(())
     }
 }

@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use bosun_core::{ApprovalHandler, EventSink, Session, StopReason, TurnOptions, UserInput};
 use tokio_util::sync::CancellationToken;
 
-use crate::approve::{ApproveAll, NoTerminal, TerminalPrompt};
+use crate::approve::{ApproveAll, AuthorityAnswer, NoTerminal, TerminalPrompt, WithAuthority};
 use crate::cli::{CompactArgs, ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
 use crate::output::{HumanSink, Palette, Palettes};
@@ -153,13 +153,17 @@ impl Drop for Signals {
 }
 
 fn approver(run: &RunOptions, tty: Palette) -> Arc<dyn ApprovalHandler> {
-    if run.dangerously_approve_all {
+    let calls: Arc<dyn ApprovalHandler> = if run.dangerously_approve_all {
         Arc::new(ApproveAll)
     } else if crate::approve::has_terminal() {
         Arc::new(TerminalPrompt::new(tty))
     } else {
         Arc::new(NoTerminal)
-    }
+    };
+    // Approving every call is not accepting more authority: that has its
+    // own flag.
+    let authority = AuthorityAnswer::for_run(run.accept_authority, tty);
+    Arc::new(WithAuthority::new(calls, authority))
 }
 
 /// The prompt: the argument, stdin (`-` or no argument), or the argument
@@ -217,11 +221,23 @@ pub(crate) async fn start_agent(
     (palettes, json): (Palettes, bool),
 ) -> Result<Agent> {
     let notices = crate::mcp::stderr_notices(palettes.stderr);
+    start_agent_telling(dir, env, settings, requests, if json { notices.without_advice() } else { notices })
+        .await
+}
+
+/// [`start_agent`] with the agent's notices going to `notices`.
+pub(crate) async fn start_agent_telling(
+    dir: &Path,
+    env: &Env,
+    settings: &config::Settings,
+    requests: ServerRequests,
+    notices: bosun_agent::Notices,
+) -> Result<Agent> {
     let agent = Agent::builder(dir)
         .env(env.clone())
         .settings(settings.clone())
         .server_requests(requests)
-        .notices(if json { notices.without_advice() } else { notices })
+        .notices(notices)
         .build()
         .await?;
     Ok(agent)
@@ -336,6 +352,11 @@ async fn on_stored(
             Then::Turn => continue_turn(&mut session, &id, words, &settings, run, palettes, &signals).await,
             Then::Compact => compact_session(&mut session, &id, &settings, run, palettes, &signals).await,
         },
+        // The difference, then the way to accept it.
+        Some(Err(error)) if widened(&error) => Err(anyhow::anyhow!(
+            "{error:#}\nto accept the difference, run the command again with --accept-authority \
+             (on a terminal, bosun asks instead)"
+        )),
         Some(Err(error)) => Err(error),
     };
     agent.shutdown().await;
@@ -389,6 +410,15 @@ pub(crate) async fn open_stored(
     let (id, settings) = agent.stored_settings(settings, &stored)?;
     let (session, id) = agent.open_as(&settings, StoredSession::Id(id), approver).await?;
     Ok((session, id, words, settings))
+}
+
+/// Whether `error` is a resume refused because the authority widened and
+/// nobody accepted it.
+fn widened(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        let build = cause.downcast_ref::<bosun_agent::Error>().and_then(bosun_agent::Error::build);
+        matches!(build, Some(bosun_core::BuildError::AuthorityMismatch { .. }))
+    })
 }
 
 impl Stored {

@@ -106,48 +106,140 @@ impl AuthoritySnapshot {
         AuthorityDigest(hash.iter().map(|b| format!("{b:02x}")).collect())
     }
 
-    /// Each difference between `self` (stored) and `current`, for people.
+    /// Each difference between `self` (stored) and `current`, in words.
     pub fn differences(&self, current: &AuthoritySnapshot) -> Vec<String> {
+        self.compare(current).differences.into_iter().map(|d| d.words).collect()
+    }
+
+    /// How `current` differs from `self` (stored), each difference in words
+    /// and whether it widens what the session may do.
+    pub fn compare(&self, current: &AuthoritySnapshot) -> AuthorityChange {
         let mut out = Vec::new();
+        let mut push = |widens: bool, words: String| out.push(AuthorityDifference { words, widens });
         if self.version != current.version {
-            out.push(format!("snapshot version {} vs {}", self.version, current.version));
+            // An unknown format may mean anything: the person decides.
+            push(true, format!("snapshot version {} vs {}", self.version, current.version));
         }
         match (&self.workspace, &current.workspace) {
-            (Some(a), Some(b)) if a != b => out.push(format!(
-                "workspace was {} (dev {}, inode {}), now {} (dev {}, inode {})",
-                a.path, a.device, a.inode, b.path, b.device, b.inode
-            )),
-            (Some(a), None) => out.push(format!("workspace was {}, now none", a.path)),
-            (None, Some(b)) => out.push(format!("workspace was none, now {}", b.path)),
+            (Some(a), Some(b)) if a != b => {
+                // The same directory under another name (a `mv` keeps its
+                // device and inode): the tools act on what they acted on.
+                let moved = (a.device, a.inode) == (b.device, b.inode);
+                let words = if moved {
+                    format!(
+                        "workspace was {}, now {} (the same directory, moved: device and inode unchanged)",
+                        a.path, b.path
+                    )
+                } else {
+                    format!(
+                        "workspace was {} (dev {}, inode {}), now {} (dev {}, inode {}): another directory",
+                        a.path, a.device, a.inode, b.path, b.device, b.inode
+                    )
+                };
+                push(!moved, words);
+            }
+            (Some(a), None) => push(true, format!("workspace was {}, now none", a.path)),
+            (None, Some(b)) => push(true, format!("workspace was none, now {}", b.path)),
             _ => {}
         }
-        for stored in &self.tools {
-            match current.tools.iter().find(|t| t.definition.name == stored.definition.name) {
-                None => out.push(format!("tool `{}` is gone", stored.definition.name)),
-                Some(now) if now != stored => {
-                    out.push(format!("tool `{}` changed its definition", stored.definition.name));
-                }
-                Some(_) => {}
+        // One line per kind, naming each tool: an MCP server brings tens.
+        let named = |t: &ToolAuthority| t.definition.name.clone();
+        let has = |tools: &[ToolAuthority], name: &str| tools.iter().any(|t| t.definition.name == name);
+        let gone: Vec<String> =
+            self.tools.iter().filter(|t| !has(&current.tools, &t.definition.name)).map(named).collect();
+        let changed: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|t| current.tools.iter().any(|now| now.definition.name == t.definition.name && now != *t))
+            .map(named)
+            .collect();
+        let new: Vec<String> =
+            current.tools.iter().filter(|t| !has(&self.tools, &t.definition.name)).map(named).collect();
+        for (names, widens, what) in
+            [(new, true, "new tools"), (changed, true, "tools changed"), (gone, false, "tools gone")]
+        {
+            if !names.is_empty() {
+                push(widens, format!("{what}: {}", names.join(", ")));
             }
         }
-        for now in &current.tools {
-            if !self.tools.iter().any(|t| t.definition.name == now.definition.name) {
-                out.push(format!("tool `{}` is new", now.definition.name));
-            }
+        // Enabling or disabling a tool both snapshots hold; a new or gone
+        // tool was said above.
+        let held = |name: &String| {
+            self.tools.iter().any(|t| &t.definition.name == name)
+                && current.tools.iter().any(|t| &t.definition.name == name)
+        };
+        let enabled: Vec<&str> = current
+            .enabled
+            .iter()
+            .filter(|n| !self.enabled.contains(n) && held(n))
+            .map(String::as_str)
+            .collect();
+        if !enabled.is_empty() {
+            push(true, format!("enabled now: {}", enabled.join(", ")));
         }
-        if self.enabled != current.enabled {
-            out.push(format!(
-                "enabled tools were [{}], now [{}]",
-                self.enabled.join(", "),
-                current.enabled.join(", ")
-            ));
+        let disabled: Vec<&str> = self
+            .enabled
+            .iter()
+            .filter(|n| !current.enabled.contains(n) && held(n))
+            .map(String::as_str)
+            .collect();
+        if !disabled.is_empty() {
+            push(false, format!("no longer enabled: {}", disabled.join(", ")));
         }
-        if self.limits != current.limits {
-            out.push(format!("limits were {:?}, now {:?}", self.limits, current.limits));
+        for (name, was, now, widens) in self.limits.differences(&current.limits) {
+            push(widens, format!("{name} was {was}, now {now}"));
         }
         if self.clock != current.clock {
-            out.push(format!("the clock was {}, now {}", on_off(self.clock), on_off(current.clock)));
+            push(
+                current.clock,
+                format!("the clock was {}, now {}", on_off(self.clock), on_off(current.clock)),
+            );
         }
-        out
+        AuthorityChange { stored: self.digest(), current: current.digest(), differences: out }
+    }
+}
+
+/// One way a session's authority differs from the one it was recorded with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthorityDifference {
+    /// The difference, for people.
+    pub words: String,
+    /// Whether it lets the session do more than before (a new or changed
+    /// tool, a looser limit, another workspace); the rest only narrow.
+    pub widens: bool,
+}
+
+/// How the authority a session resumes under differs from its recorded
+/// one. Narrowing needs no acceptance; widening needs the person's
+/// ([`crate::ApprovalHandler::accept_authority`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthorityChange {
+    /// Digest of the recorded snapshot.
+    pub stored: AuthorityDigest,
+    /// Digest of the one resumed under.
+    pub current: AuthorityDigest,
+    /// Each difference.
+    pub differences: Vec<AuthorityDifference>,
+}
+
+impl AuthorityChange {
+    /// Whether any difference widens the authority.
+    pub fn widens(&self) -> bool {
+        self.differences.iter().any(|d| d.widens)
+    }
+}
+
+impl fmt::Display for AuthorityChange {
+    /// One line per difference: `+` widens, `-` narrows.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, difference) in self.differences.iter().enumerate() {
+            if index > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{} {}", if difference.widens { '+' } else { '-' }, difference.words)?;
+        }
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! Errors of building a session and of running a turn.
 
-use crate::authority::AuthorityDigest;
+use crate::authority::AuthorityChange;
 use crate::event::SinkError;
 use crate::history::HistoryError;
 use crate::journal::JournalError;
@@ -42,15 +42,16 @@ pub enum BuildError {
     /// The journal failed.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// The stored authority differs from this build's.
-    #[error("the session was recorded under authority {stored}, this build is {current}: {}", differences.join("; "))]
+    /// The authority resumed under is wider than the recorded one, and the
+    /// person did not accept the difference (invariant 7).
+    #[error(
+        "not accepted: resuming widens the authority the session was recorded under ({} → {}):\n{change}",
+        change.stored,
+        change.current
+    )]
     AuthorityMismatch {
-        /// Digest of the stored snapshot.
-        stored: AuthorityDigest,
-        /// Digest of this build's snapshot.
-        current: AuthorityDigest,
-        /// Each difference.
-        differences: Vec<String>,
+        /// The recorded and current digests, and each difference.
+        change: AuthorityChange,
     },
     /// The model lacks something the configuration needs.
     #[error("the model does not support {0}")]

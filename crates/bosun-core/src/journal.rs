@@ -168,11 +168,18 @@ pub enum JournalRecord {
         spend: Spend,
     },
     /// The authority ceiling grew or changed between rounds (a tool source
-    /// offered a tool the ceiling did not hold): the snapshot the session
-    /// runs under from here on, and a resume is checked against.
+    /// offered a tool the ceiling did not hold), or a resume went on under
+    /// another authority (narrower, or wider and accepted by the person):
+    /// the snapshot the session runs under from here on, and a later resume
+    /// is checked against.
     AuthorityChanged {
         /// The new snapshot.
         authority: AuthoritySnapshot,
+        /// A resume's differences from the snapshot before, in words, `+`
+        /// for one that widened (and was accepted) and `-` for one that
+        /// narrowed; left out when a tool source changed the ceiling.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        resumed: Vec<String>,
     },
     /// A hook ran (informational: replay does not run hooks again; what a
     /// hook changed is in the records it changed).
@@ -399,7 +406,7 @@ mod record_form {
             limits: crate::limits::Limits::default(),
             clock: false,
         };
-        let changed = JournalRecord::AuthorityChanged { authority };
+        let changed = JournalRecord::AuthorityChanged { authority, resumed: Vec::new() };
         assert_eq!(serde_json::to_value(&changed).unwrap()["record"], json!("authority_changed"));
         assert_eq!(
             serde_json::from_value::<JournalRecord>(serde_json::to_value(&changed).unwrap()).unwrap(),

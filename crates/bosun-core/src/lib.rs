@@ -85,7 +85,9 @@ pub mod stream;
 pub mod tool;
 pub mod tool_source;
 
-pub use authority::{AuthorityDigest, AuthoritySnapshot, WorkspaceIdentity};
+pub use authority::{
+    AuthorityChange, AuthorityDifference, AuthorityDigest, AuthoritySnapshot, WorkspaceIdentity,
+};
 pub use error::{BuildError, Disposition, TurnError, TurnErrorKind};
 pub use event::{Event, EventSink, NullSink, SinkError};
 pub use from_fn::{FnApprover, FnTool};

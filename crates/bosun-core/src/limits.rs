@@ -104,6 +104,36 @@ impl Limits {
     pub fn tool_ceiling(&self) -> Duration {
         (self.tool_timeout() + Self::TOOL_GRACE).min(Self::HARD_MAX_TOOL_CEILING)
     }
+
+    /// Each limit `now` sets differently: its name, the two values in
+    /// words, and whether `now` is the looser (a larger bound, or none).
+    pub fn differences(&self, now: &Limits) -> Vec<(&'static str, String, String, bool)> {
+        let mut out = Vec::new();
+        let mut bound = |name, was: Option<u64>, is: Option<u64>, unit: &str| {
+            if was != is {
+                let words =
+                    |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |v| format!("{v}{unit}"));
+                let looser = match (was, is) {
+                    (_, None) => true,
+                    (None, Some(_)) => false,
+                    (Some(was), Some(is)) => is > was,
+                };
+                out.push((name, words(was), words(is), looser));
+            }
+        };
+        bound("max rounds", Some(u64::from(self.max_rounds)), Some(u64::from(now.max_rounds)), "");
+        bound("the tool timeout", Some(self.tool_timeout_ms), Some(now.tool_timeout_ms), " ms");
+        bound(
+            "tool output",
+            Some(self.tool_output_bytes as u64),
+            Some(now.tool_output_bytes as u64),
+            " bytes",
+        );
+        bound("max tokens per turn", self.max_turn_tokens, now.max_turn_tokens, "");
+        bound("max time per turn", self.max_turn_ms, now.max_turn_ms, " ms");
+        bound("max cost per turn", self.max_turn_cost_micros, now.max_turn_cost_micros, " micro-dollars");
+        out
+    }
 }
 
 impl Default for Limits {

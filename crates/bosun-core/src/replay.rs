@@ -382,7 +382,7 @@ pub fn replay(records: &[JournalRecord]) -> Result<Replayed, ReplayError> {
             provider_ids.extend(ids.iter().map(|(id, model)| (*id, model.clone())));
         }
         match record {
-            JournalRecord::AuthorityChanged { authority: changed } => authority = changed,
+            JournalRecord::AuthorityChanged { authority: changed, .. } => authority = changed,
             JournalRecord::Compacted { compaction: view, .. } => compaction = view.clone(),
             _ => {}
         }

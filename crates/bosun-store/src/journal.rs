@@ -417,7 +417,7 @@ impl State {
             }
             // The session row shows the authority it runs under now, which
             // a fork of it starts from.
-            JournalRecord::AuthorityChanged { authority } => {
+            JournalRecord::AuthorityChanged { authority, .. } => {
                 let authority_json =
                     serde_json::to_string(authority).map_err(|e| StoreError::Invalid(e.to_string()))?;
                 transaction

@@ -11,10 +11,11 @@ mod slash;
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Result, bail};
-use bosun_core::permission::ApprovalFuture;
+use bosun_core::permission::{AcceptFuture, ApprovalFuture};
 use bosun_core::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, Event, EventSink, Inbox, Reason, Session, SinkError,
     TurnOptions, UserInput,
@@ -24,6 +25,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::approve::AuthorityAnswer;
 use crate::cli::RunOptions;
 use crate::config::{self, Env};
 use crate::exec::{Outcome, Stored};
@@ -65,8 +67,10 @@ pub async fn run(
     };
     crate::exec::notice_ignored(&settings, &run, palettes.stderr);
     let answers = crate::mcp::no_requests();
-    let agent = crate::exec::start_agent(&dir, env, &settings, answers, (palettes, false)).await?;
-    let outcome = converse(&agent, settings, run, resume, env, profile).await;
+    let route = NoticeRoute::default();
+    let notices = route.notices(palettes);
+    let agent = crate::exec::start_agent_telling(&dir, env, &settings, answers, notices).await?;
+    let outcome = converse(&agent, settings, run, resume, env, (profile, palettes), &route).await;
     agent.shutdown().await;
     outcome
 }
@@ -77,20 +81,29 @@ async fn converse(
     run: RunOptions,
     resume: Option<Stored>,
     env: &Env,
-    profile: Option<&str>,
+    (profile, palettes): (Option<&str>, Palettes),
+    route: &NoticeRoute,
 ) -> Result<Outcome> {
     let (to_ui, to_ui_rx) = unbounded_channel();
     let (from_ui_tx, from_ui) = unbounded_channel();
-    let approver: Arc<dyn ApprovalHandler> =
-        Arc::new(UiApprover { to_ui: to_ui.clone(), workspace: agent.workspace().clone() });
+    let ui_running = Arc::new(AtomicBool::new(false));
+    let approver: Arc<dyn ApprovalHandler> = Arc::new(UiApprover {
+        to_ui: to_ui.clone(),
+        workspace: agent.workspace().clone(),
+        authority: AuthorityAnswer::for_run(run.accept_authority, palettes.tty),
+        ui_running: Arc::clone(&ui_running),
+    });
     let mut conversation =
         Conversation::open(agent, settings, run, env, profile, to_ui.clone(), approver, resume).await?;
     let options = setup::ui_options(&conversation, env);
     let signals = exit_on_signals(from_ui_tx.clone());
     let ui = tokio::spawn(bosun_tui::run(options, to_ui_rx, from_ui_tx));
+    ui_running.store(true, Ordering::SeqCst);
+    route.to(Some(to_ui.clone()));
     conversation.show_opening();
     let result = conversation.serve(from_ui).await;
     let _ = to_ui.send(ToUi::Exit);
+    route.to(None);
     let ui_result = ui.await;
     signals.abort();
     // The UI has restored the terminal: plain lines from here on.
@@ -101,6 +114,35 @@ async fn converse(
         Ok(Ok(())) => Ok(Outcome::Success),
         Ok(Err(error)) => Err(anyhow::Error::new(error).context("the terminal failed")),
         Err(error) => Err(anyhow::anyhow!("the terminal UI stopped: {error}")),
+    }
+}
+
+/// Where the agent's notices go: stderr until the UI runs, then its
+/// scrollback (a line printed under the raw-mode UI would tear its screen),
+/// and stderr again once it has restored the terminal.
+#[derive(Clone, Default)]
+struct NoticeRoute(Arc<Mutex<Option<UnboundedSender<ToUi>>>>);
+
+impl NoticeRoute {
+    fn to(&self, ui: Option<UnboundedSender<ToUi>>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = ui;
+    }
+
+    fn notices(&self, palettes: Palettes) -> bosun_agent::Notices {
+        let (route, stderr) = (self.clone(), crate::mcp::stderr_notices(palettes.stderr));
+        bosun_agent::Notices::new(move |notice| {
+            let ui = route.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let Some(ui) = ui else { return stderr.tell(notice) };
+            let kind = match notice {
+                bosun_agent::Notice::Warning(_) => NoticeKind::Warning,
+                _ => NoticeKind::Info,
+            };
+            if let Err(unsent) = ui.send(ToUi::Notice { text: notice.text().to_owned(), kind })
+                && let ToUi::Notice { text, .. } = unsent.0
+            {
+                stderr.info(text);
+            }
+        })
     }
 }
 
@@ -514,6 +556,11 @@ impl EventSink for UiSink {
 struct UiApprover {
     to_ui: UnboundedSender<ToUi>,
     workspace: bosun_tools::Workspace,
+    /// How a wider authority is answered before the UI runs (the session
+    /// the conversation opens with), and whether `--accept-authority` was given.
+    authority: AuthorityAnswer,
+    /// Once it runs, the UI asks (a `/resume`).
+    ui_running: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for UiApprover {
@@ -538,6 +585,20 @@ impl ApprovalHandler for UiApprover {
                 return denied("the terminal UI is gone, so nobody could approve this call");
             }
             answer.await.unwrap_or_else(|_| denied("the approval was not answered"))
+        })
+    }
+
+    fn accept_authority<'a>(&'a self, change: &'a bosun_core::AuthorityChange) -> AcceptFuture<'a> {
+        Box::pin(async move {
+            if matches!(self.authority, AuthorityAnswer::Accept) || !self.ui_running.load(Ordering::SeqCst) {
+                return self.authority.answer(change).await;
+            }
+            let (reply, answer) = oneshot::channel();
+            let title = crate::approve::AUTHORITY_QUESTION.to_owned();
+            if self.to_ui.send(ToUi::Confirm { title, body: change.to_string(), reply }).is_err() {
+                return false;
+            }
+            answer.await.unwrap_or(false)
         })
     }
 }

@@ -196,10 +196,23 @@ pub enum ApprovalDecision {
 /// The future an approval handler returns.
 pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'a>>;
 
+/// The future [`ApprovalHandler::accept_authority`] returns: `true` accepts.
+pub type AcceptFuture<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+
 /// Answers approval requests (a terminal prompt, a web page, a policy).
 pub trait ApprovalHandler: Send + Sync {
     /// Decides one request. Dropped without an answer if the turn is cancelled.
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a>;
+
+    /// Whether to resume a stored session under an authority wider than the
+    /// one it was recorded with (invariant 7): the person reads `change` in
+    /// words and decides. Asked only when something widens; narrowing needs
+    /// no acceptance. The default refuses, so a handler that cannot ask
+    /// fails closed.
+    fn accept_authority<'a>(&'a self, change: &'a crate::AuthorityChange) -> AcceptFuture<'a> {
+        let _ = change;
+        Box::pin(async { false })
+    }
 }
 
 /// The default handler: denies everything.

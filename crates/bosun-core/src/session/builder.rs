@@ -433,15 +433,24 @@ impl SessionBuilder {
         let resolved = self.resolve()?;
         let records = journal.load().await?;
         let replayed = replay(&records)?;
-        if replayed.authority != resolved.snapshot {
-            return Err(BuildError::AuthorityMismatch {
-                stored: replayed.authority.digest(),
-                current: resolved.snapshot.digest(),
-                differences: replayed.authority.differences(&resolved.snapshot),
-            });
+        let change =
+            (replayed.authority != resolved.snapshot).then(|| replayed.authority.compare(&resolved.snapshot));
+        if let Some(change) = change.as_ref().filter(|c| c.widens())
+            && !self.approver.accept_authority(change).await
+        {
+            return Err(BuildError::AuthorityMismatch { change: change.clone() });
         }
         for record in &replayed.recovery {
             journal.append(record).await?;
+        }
+        if let Some(change) = change.as_ref().filter(|c| c.widens()) {
+            // Replay stays strict: the wider snapshot the person accepted is
+            // a record, and the next resume compares with it. A narrowing is
+            // not: what was accepted stays the ceiling, so a server that
+            // failed to start once asks nothing when it is back.
+            let resumed = change.to_string().lines().map(str::to_owned).collect();
+            let record = JournalRecord::AuthorityChanged { authority: resolved.snapshot.clone(), resumed };
+            journal.append(&record).await?;
         }
         self.journal = Some(Box::new(journal));
         let ledger = Ledger::closed(replayed.turns, replayed.interrupted_prompt);
@@ -456,6 +465,7 @@ impl SessionBuilder {
         );
         session.context.compacted(compaction);
         session.seed_estimator();
+        session.resumed_change = change;
         Ok(session)
     }
 
@@ -516,6 +526,7 @@ impl SessionBuilder {
             execution: self.execution,
             durable: Durable::new(Slot::new(self.journal, pending), ledger),
             authority: resolved.snapshot,
+            resumed_change: None,
             call_ids,
         }
     }

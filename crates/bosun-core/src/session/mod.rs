@@ -99,6 +99,8 @@ pub struct Session {
     /// The journal, the queue and the ledger: the one writer of records.
     pub(crate) durable: durable::Durable,
     pub(crate) authority: AuthoritySnapshot,
+    /// How the authority resumed under differed from the recorded one.
+    pub(crate) resumed_change: Option<crate::AuthorityChange>,
     pub(crate) call_ids: ids::CallIdRegistry,
 }
 
@@ -201,6 +203,14 @@ impl Session {
     /// build time, or the newest one its tool source's changes journaled.
     pub fn authority(&self) -> &AuthoritySnapshot {
         &self.authority
+    }
+
+    /// How the authority this session resumed under differs from the one
+    /// it was recorded with (narrowed, or widened with the person's
+    /// acceptance), for a front end to say; `None` when it is the same or
+    /// the session is new.
+    pub fn resumed_change(&self) -> Option<&crate::AuthorityChange> {
+        self.resumed_change.as_ref()
     }
 
     /// Turns started so far (including rolled-back ones).

@@ -48,7 +48,11 @@ impl Session {
         }
         let plan = self.plan(changes);
         if let Some(authority) = &plan.authority {
-            self.record(JournalRecord::AuthorityChanged { authority: authority.clone() }).await?;
+            self.record(JournalRecord::AuthorityChanged {
+                authority: authority.clone(),
+                resumed: Vec::new(),
+            })
+            .await?;
             self.authority = authority.clone();
         }
         self.tools = ToolTable::new(plan.tools, plan.active, plan.withdrawn);

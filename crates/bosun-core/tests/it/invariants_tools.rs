@@ -292,9 +292,11 @@ async fn invariant_07_resume_under_different_authority_fails_closed() -> TestRes
     let journal = InMemoryJournal::new();
     let mut session = builder_with(&["alpha"]).journal(journal.clone()).build().await?;
     session.run("hi", &mut Vec::new()).await?;
+    // The default approver cannot ask a person: a wider authority is refused.
     let err = builder_with(&["alpha", "beta"]).resume(journal.clone()).await.unwrap_err();
-    assert!(matches!(err, BuildError::AuthorityMismatch { .. }));
-    assert!(err.to_string().contains("tool `beta` is new"), "{err}");
+    let BuildError::AuthorityMismatch { change } = &err else { panic!("{err}") };
+    assert!(change.widens());
+    assert!(err.to_string().contains("+ new tools: beta"), "{err}");
     let moved = Session::builder(ScriptedModel::new())
         .tool(FnTool::echo("alpha"))
         .workspace(WorkspaceIdentity::new("/elsewhere", 1, 43))
@@ -302,9 +304,13 @@ async fn invariant_07_resume_under_different_authority_fails_closed() -> TestRes
         .await
         .unwrap_err();
     assert!(moved.to_string().contains("workspace was /work/project"), "{moved}");
+    assert!(moved.to_string().contains("another directory"), "{moved}");
+    // Refusals journal nothing.
+    assert_eq!(journal.records().len(), 4, "{:?}", journal.records());
     // The same authority resumes.
     let resumed = builder_with(&["alpha"]).resume(journal).await?;
     assert_eq!(resumed.history().len(), 2);
+    assert!(resumed.resumed_change().is_none());
     Ok(())
 }
 

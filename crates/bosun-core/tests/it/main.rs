@@ -10,6 +10,7 @@ mod compaction;
 mod compaction_properties;
 mod delegation;
 mod hooks;
+mod invariants_authority;
 mod invariants_batches;
 mod invariants_clock;
 mod invariants_journal;
