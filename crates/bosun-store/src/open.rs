@@ -177,8 +177,10 @@ impl Store {
         matches!(self.inner.access, Access::ReadOnly { .. })
     }
 
-    /// Fails, naming the file, unless this store may write.
-    pub(crate) fn writable(&self) -> Result<(), StoreError> {
+    /// Fails, naming the file, unless this store may write: a front end
+    /// asks before it starts work that will need to ([`StoreError::Damaged`]
+    /// says what to do).
+    pub fn writable(&self) -> Result<(), StoreError> {
         let path = self.inner.path.clone();
         match &self.inner.access {
             Access::Write { .. } => Ok(()),
