@@ -154,6 +154,11 @@ impl StoreError {
                 _ => {}
             }
         }
+        // A stored message whose JSON no longer parses (`store::chain`).
+        if let rusqlite::Error::FromSqlConversionFailure(_, _, cause) = &error {
+            let detail = format!("a stored message is unreadable: {cause}");
+            return Self::Corrupt { path: path.to_owned(), detail };
+        }
         Self::Sqlite(error.to_string())
     }
 

@@ -455,8 +455,10 @@ impl State {
         let mut records = Vec::new();
         for row in rows {
             let (seq, body) = row.map_err(|e| store.sql(e))?;
-            let record: JournalRecord = serde_json::from_str(&body).map_err(|e| {
-                StoreError::Invalid(format!("record {seq} of branch {} is unreadable: {e}", self.branch))
+            // Bytes bosun wrote that no longer parse: the file was damaged.
+            let record: JournalRecord = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+                path: store.path().to_owned(),
+                detail: format!("record {seq} of branch {} is unreadable: {e}", self.branch),
             })?;
             records.push(record);
         }

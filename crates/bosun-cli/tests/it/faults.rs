@@ -136,9 +136,11 @@ fn a_damaged_store_is_named_writes_exit_3_and_reading_still_works() {
         assert!(out.stderr.contains("bosun sessions export"), "{}", out.stderr);
         assert!(out.stderr.contains("move the file aside"), "{}", out.stderr);
     }
-    let out = bosun(&sandbox, &["sessions", "rm", &ids[1]]);
-    out.expect_code(3);
-    assert!(out.stderr.contains("failed its integrity check"), "{}", out.stderr);
+    for args in [&["sessions", "rm", &ids[1]][..], &["fork", &ids[1]]] {
+        let out = bosun(&sandbox, args);
+        out.expect_code(3);
+        assert!(out.stderr.contains("failed its integrity check"), "{args:?}: {}", out.stderr);
+    }
     assert_eq!(mock.journal().len(), asked, "no request was sent");
     assert!(std::fs::read(&path).unwrap() == bytes, "nothing was written to the damaged file");
 
@@ -163,6 +165,10 @@ fn a_damaged_store_is_named_writes_exit_3_and_reading_still_works() {
         }
     }
     assert!(exports.len() >= 2, "one page holds at most one session's data");
+    let file = sandbox.path("export.jsonl");
+    std::fs::write(&file, &exports[0]).unwrap();
+    bosun(&sandbox, &["sessions", "import", file.to_str().unwrap()]).expect_code(3);
+    assert!(std::fs::read(&path).unwrap() == bytes, "nothing was written to the damaged file");
 
     // Moved aside, the file is replaced by a new one; the exports import.
     std::fs::rename(&path, sandbox.path("bosun/sessions.db.damaged")).unwrap();

@@ -153,6 +153,31 @@ async fn a_damaged_database_opens_read_only_names_itself_and_refuses_every_write
     }
 }
 
+/// Damage inside what bosun stored (a record's or a message's JSON) passes
+/// SQLite's check, but reading it names the file as damaged all the same.
+#[tokio::test]
+async fn stored_text_that_no_longer_parses_is_named_as_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let ids = database(&path, 1).await;
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection.execute("UPDATE records SET body = '{\"record\": 7' WHERE seq = 1", []).unwrap();
+        connection.execute("UPDATE messages SET body = 'not json' WHERE id = 1", []).unwrap();
+    }
+    assert_eq!(quick_check(&path), "ok", "SQLite sees nothing wrong");
+    let store = Store::open(&path).unwrap();
+    let damaged = |error: &StoreError| {
+        assert!(matches!(error, StoreError::Corrupt { path: p, .. } if *p == path), "{error:?}");
+        assert!(error.to_string().contains("is damaged"), "{error}");
+    };
+    damaged(&store.show(&ids[0]).unwrap_err());
+    let error = builder(model()).resume(store.open_session(&ids[0]).unwrap()).await.unwrap_err();
+    let BuildError::Journal(journal_error) = &error else { panic!("{error:?}") };
+    assert_eq!(journal_error.kind(), JournalErrorKind::Corrupt, "{journal_error}");
+    damaged(journal_error.cause().downcast_ref::<StoreError>().unwrap());
+}
+
 #[tokio::test]
 async fn an_unchanged_database_is_not_checked_again_and_a_changed_one_is() {
     let dir = tempfile::tempdir().unwrap();
