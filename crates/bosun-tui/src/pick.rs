@@ -1,15 +1,17 @@
 //! A choice on the terminal outside a conversation (`bosun resume` and
 //! `bosun compact` with no session named): the conversation's picker, the
 //! same modal drawn by the same code as `/resume`'s, in a small inline
-//! viewport on stderr (stdout stays the command's). ↑/↓ (or j/k, Home, End,
+//! viewport on stderr (stdout stays the command's; when it is not the
+//! terminal, the choices go at the bottom of the screen). ↑/↓ (or j/k, Home, End,
 //! PgUp/PgDn) move, Enter chooses, Esc, q or Ctrl+C cancel. The viewport is
 //! cleared on the way out, whichever it is.
 
-use std::io::{Stderr, Write};
+use std::io::{IsTerminal, Stderr, Write};
 
 use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::{cursor, execute, terminal};
 use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 use tokio::sync::oneshot;
 
@@ -58,13 +60,26 @@ pub fn pick(title: impl Into<String>, items: Vec<PickItem>, color: bool) -> std:
     let count = items.len();
     let mut modal =
         Modal::new(Kind::Picker(Picker { title: title.into(), items, selected: 0, reply: Some(reply) }));
-    let (_, rows) = terminal::size()?;
+    let (cols, rows) = match terminal::size()? {
+        (0, _) | (_, 0) => (80, 24),
+        size => size,
+    };
     let height = u16::try_from(count + FRAME_ROWS).unwrap_or(u16::MAX).min(rows.saturating_sub(1)).max(3);
     let raw = Raw::enter()?;
-    let mut term = Terminal::with_options(
-        CrosstermBackend::new(std::io::stderr()),
-        TerminalOptions { viewport: Viewport::Inline(height) },
-    )?;
+    let viewport = if std::io::stdout().is_terminal() {
+        Viewport::Inline(height)
+    } else {
+        // An inline viewport asks the terminal where the cursor is, on
+        // stdout, which is not the terminal here: the choices go at the
+        // bottom of the screen instead, after as many new lines as they
+        // take, so they draw over nothing.
+        let mut err = std::io::stderr();
+        err.write_all("\n".repeat(usize::from(height)).as_bytes())?;
+        err.flush()?;
+        Viewport::Fixed(Rect::new(0, rows.saturating_sub(height), cols, height))
+    };
+    let mut term =
+        Terminal::with_options(CrosstermBackend::new(std::io::stderr()), TerminalOptions { viewport })?;
     let chosen = choose(&mut term, &mut modal, theme);
     let cleared = clear(&mut term);
     drop(raw);

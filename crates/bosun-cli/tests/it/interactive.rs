@@ -665,3 +665,27 @@ fn esc_in_the_session_picker_cancels_with_exit_130_and_enter_compacts_the_chosen
     assert!(exit.contents.contains(&format!("nothing to compact: session {first}")), "{}", exit.contents);
     assert_eq!(mock.journal().len(), 2, "no request was sent");
 }
+
+/// With stdout piped (`bosun compact > log`), the picker still shows on
+/// the terminal (stdin and stderr), at the bottom of the screen, and
+/// nothing of it reaches stdout.
+#[test]
+fn the_session_picker_works_with_stdout_piped() {
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "first task"}, "response": {"content": "Answer one."}}),
+        json!({"match": {"userMessage": "second task"}, "response": {"content": "Answer two."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let [_, second] = two_sessions(&sandbox, &mock);
+    let mut running = Running::spawn_in_terminal_sized(bosun_plain(&sandbox, &["compact"]), ROWS, COLS);
+    running.wait_for("the picker", |r| r.stderr().contains("esc cancel"));
+    assert!(running.stderr().contains(&format!("{}  second task", short(&second))), "{}", running.stderr());
+    running.keys(b"\r");
+    let out = running.finish();
+    out.expect_code(0);
+    assert!(out.stderr.contains(&format!("nothing to compact: session {second}")), "{}", out.stderr);
+    // No cursor query either: the terminal would never answer one on stdout.
+    assert!(out.stdout.is_empty(), "nothing on stdout: {:?}", out.stdout);
+}
