@@ -40,10 +40,22 @@ pub fn store_path(settings: &Settings, env: &Env) -> Result<PathBuf> {
         .context("cannot tell where to keep sessions: set BOSUN_HOME or HOME")
 }
 
-/// Opens the store.
+/// Opens the store, to write to it: a file that failed its integrity
+/// check (opened read-only by the store) fails here, naming the file and
+/// what to do, before any work that would need to write is started.
 pub fn store(settings: &Settings, env: &Env) -> Result<Store> {
     let path = store_path(settings, env)?;
-    Ok(Store::open(&path)?)
+    let store = Store::open(&path)?;
+    store.writable()?;
+    Ok(store)
+}
+
+/// Opens the store only to read it (no migration, nothing written), so
+/// that listing, showing and exporting sessions work on a full disk and on
+/// a damaged file (`Store::damage` then says what is wrong with it).
+pub fn store_read_only(settings: &Settings, env: &Env) -> Result<Store> {
+    let path = store_path(settings, env)?;
+    Ok(Store::open_read_only(&path)?)
 }
 
 /// The workspace and its tools: the brief set for a local model unless

@@ -408,7 +408,8 @@ pub struct ExecArgs {
 /// `bosun resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The session id (see `bosun sessions list`); with --last, the first word of the prompt.
+    /// The session id (see `bosun sessions list`); with --last, the first word of the prompt. With
+    /// neither, on a terminal, a picker of this workspace's recent sessions.
     pub id: Option<String>,
     /// Resume this workspace's most recent session.
     #[arg(long)]
@@ -422,8 +423,8 @@ pub struct ResumeArgs {
 /// `bosun compact`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// The session id (see `bosun sessions list`).
-    #[arg(required_unless_present = "last")]
+    /// The session id (see `bosun sessions list`); with neither it nor
+    /// --last, on a terminal, a picker of this workspace's recent sessions.
     pub id: Option<String>,
     /// Compact this workspace's most recent session.
     #[arg(long, conflicts_with = "id")]

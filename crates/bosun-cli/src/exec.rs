@@ -24,27 +24,52 @@ use crate::sanitize;
 use bosun_agent::mcp::ServerRequests;
 use bosun_agent::{Agent, StoredSession};
 
-/// How a command ended.
+/// How a command ended. Its exit code is the table in docs/cli.md ("Exit
+/// codes"); an error returned instead exits 2, or 3 when the session store
+/// is what failed (`main::fatal`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Done.
     Success,
     /// The turn failed (model error, limit reached, …).
     TurnFailed,
+    /// The session store could not be written: the disk is full or the
+    /// file is damaged (the error names it and what to do).
+    StoreFailed,
+    /// The person cancelled a choice bosun asked for (Esc in the session
+    /// picker); nothing ran.
+    Cancelled,
     /// Stopped by a signal: the turn cancelled (resumable), every child
     /// stopped.
     Interrupted(Stop),
 }
 
 impl Outcome {
-    /// The process exit code: 0, 1, or 128 + the signal (130 for Ctrl-C,
+    /// The process exit code: 0, 1, 3, or 128 + the signal (130 for Ctrl-C,
     /// 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the
-    /// signal killed.
+    /// signal killed; a cancelled choice is 130 too, as Ctrl-C would be.
     pub fn code(self) -> u8 {
         match self {
             Self::Success => 0,
             Self::TurnFailed => 1,
+            Self::StoreFailed => 3,
+            Self::Cancelled => 128 + Stop::Interrupt.number(),
             Self::Interrupted(stop) => 128 + stop.number(),
+        }
+    }
+
+    /// The outcome of a turn (or compaction) that failed with `error`: the
+    /// store's when its journal could not be written for want of space or
+    /// a sound file, the turn's otherwise.
+    pub(crate) fn of_failed(error: &bosun_core::TurnError) -> Self {
+        use bosun_core::{JournalErrorKind, TurnErrorKind};
+        match &error.kind {
+            TurnErrorKind::Journal(journal) | TurnErrorKind::JournalLost(journal)
+                if matches!(journal.kind(), JournalErrorKind::Full | JournalErrorKind::Corrupt) =>
+            {
+                Self::StoreFailed
+            }
+            _ => Self::TurnFailed,
         }
     }
 }
@@ -312,6 +337,12 @@ pub async fn compact(
     on_stored(dir, profile, which, Then::Compact, &args.run, env, palettes).await
 }
 
+/// The outcome of a picker the person cancelled, saying so.
+pub(crate) fn cancelled() -> Outcome {
+    eprintln!("no session chosen; nothing was done");
+    Outcome::Cancelled
+}
+
 /// What a command does with the stored session it resumes.
 #[derive(Clone, Copy)]
 enum Then {
@@ -335,6 +366,13 @@ async fn on_stored(
 ) -> Result<Outcome> {
     let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &run.into())?;
+    let verb = match then {
+        Then::Turn => "resume",
+        Then::Compact => "compact",
+    };
+    let Some(which) = which.or_pick(&dir, env, &settings, (verb, run.json)).await? else {
+        return Ok(cancelled());
+    };
     let (which, settings) = which.resolved(&dir, env, &settings)?;
     notice_ignored(&settings, run, palettes.stderr);
     let answers = crate::mcp::requests_for_run(run, &settings, palettes);
@@ -432,9 +470,30 @@ impl Stored {
                 words.splice(0..0, first);
                 StoredSession::Latest
             }
-            (None, false) => bail!("name the session (`bosun sessions list`), or use --last"),
+            (None, false) => bail!(
+                "name the session: an id `bosun sessions list` shows (its first 8 characters do), or --last \
+                 for the newest; on a terminal, naming neither opens a picker"
+            ),
         };
         Ok((stored, words))
+    }
+
+    /// When no session is named (no id, no `--last`), the one the person
+    /// picks on the terminal from the workspace's recent ones, unless the
+    /// output is JSON or there is no terminal to pick on (then naming none
+    /// is the error [`Stored::named`] gives). `None`: the person cancelled.
+    pub(crate) async fn or_pick(
+        self,
+        dir: &Path,
+        env: &Env,
+        settings: &config::Settings,
+        (verb, json): (&str, bool),
+    ) -> Result<Option<Self>> {
+        if self.id.is_some() || self.last || json || !crate::picker::has_terminal() {
+            return Ok(Some(self));
+        }
+        let chosen = crate::picker::pick_session(dir, env, settings, verb).await?;
+        Ok(chosen.map(|id| Self { id: Some(id), ..self }))
     }
 
     /// Before the agent is built (its tools depend on the model): the
@@ -498,8 +557,13 @@ async fn compact_session(
             eprintln!("\n{}; session {id} is unchanged", signals.stop().said());
             Ok(signals.stopped())
         }
+        // A model that fails to summarise is a failed run, not a usage
+        // error: the code is the turn's (1), or the store's (3).
         Err(error) => {
-            Err(anyhow::Error::new(error).context(format!("cannot compact session {id} (it is unchanged)")))
+            let outcome = Outcome::of_failed(&error);
+            let said = format!("cannot compact session {id} (it is unchanged): {error:#}");
+            eprintln!("{} {}", palettes.stderr.red("bosun:"), sanitize::block(&said));
+            Ok(outcome)
         }
     }
 }
@@ -567,13 +631,13 @@ async fn drive(
             }
             Ok(signals.stopped())
         }
-        Err(_) => {
+        Err(error) => {
             // The error itself was shown by its `error` event; this says
             // where the session is, without printing the error a second time.
             if !run.json {
                 eprintln!("{}", stderr.dim(&format!("the turn failed; session {id}")));
             }
-            Ok(Outcome::TurnFailed)
+            Ok(Outcome::of_failed(&error))
         }
     }
 }

@@ -13,6 +13,7 @@ mod mcp_conformance;
 mod mcp_login;
 mod models;
 mod output;
+mod picker;
 mod sampling;
 mod sanitize;
 mod sessions;
@@ -51,11 +52,46 @@ fn main() -> ExitCode {
     }
 }
 
-/// Usage and configuration errors: the cause chain on stderr, exit 2.
+/// An error that ended the command: the cause chain on stderr; exit 3
+/// when the session store could not be used (a full disk, a damaged file),
+/// 1 when a turn failed, 2 (usage and configuration) otherwise.
 fn fatal(error: &anyhow::Error, palettes: Palettes) -> ExitCode {
     // Errors quote what servers, files and tools said: shown, not obeyed.
     eprintln!("{} {}", palettes.stderr.red("bosun:"), sanitize::block(&format!("{error:#}")));
-    ExitCode::from(2)
+    ExitCode::from(exit_code_of(error))
+}
+
+/// The exit code of an error, by what failed (docs/cli.md, "Exit codes"):
+/// the first cause in its chain that tells.
+fn exit_code_of(error: &anyhow::Error) -> u8 {
+    error.chain().find_map(code_of_cause).unwrap_or(2)
+}
+
+fn code_of_cause(cause: &(dyn std::error::Error + 'static)) -> Option<u8> {
+    use bosun_agent::Error as AgentError;
+    use bosun_core::{BuildError, JournalErrorKind};
+    let agent = cause.downcast_ref::<AgentError>();
+    let store = cause.downcast_ref::<bosun_store::StoreError>().or(match agent {
+        Some(AgentError::Store(store)) => Some(store),
+        _ => None,
+    });
+    if let Some(store) = store {
+        return store.is_storage_fault().then(|| Outcome::StoreFailed.code());
+    }
+    let journal = cause.downcast_ref::<bosun_core::JournalError>().or(match (agent, cause.downcast_ref()) {
+        (Some(AgentError::Build(BuildError::Journal(journal))), _)
+        | (_, Some(BuildError::Journal(journal))) => Some(journal),
+        _ => None,
+    });
+    if let Some(journal) = journal {
+        let full_or_damaged = matches!(journal.kind(), JournalErrorKind::Full | JournalErrorKind::Corrupt);
+        return full_or_damaged.then(|| Outcome::StoreFailed.code());
+    }
+    let turn = cause.downcast_ref::<bosun_core::TurnError>().or(match agent {
+        Some(AgentError::Turn(turn)) => Some(turn),
+        _ => None,
+    });
+    turn.map(|turn| Outcome::of_failed(turn).code())
 }
 
 async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome> {

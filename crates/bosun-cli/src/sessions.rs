@@ -18,14 +18,32 @@ use crate::config::{self, Env};
 use crate::output::Palette;
 use crate::sanitize;
 
+/// The store, opened to write to it, or (`write` false) only to read it:
+/// then listing, showing and exporting work on a full disk and on a damaged
+/// file, which a warning names.
 fn store(
     dir: Option<&Path>,
     profile: Option<&str>,
     env: &Env,
+    write: bool,
 ) -> Result<(bosun_store::Store, std::path::PathBuf, config::Settings)> {
     let dir = workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &Default::default())?;
-    Ok((bosun_agent::parts::store(&settings, env)?, dir, settings))
+    let store = if write {
+        bosun_agent::parts::store(&settings, env)?
+    } else {
+        bosun_agent::parts::store_read_only(&settings, env)?
+    };
+    if let Some(damage) = store.damage() {
+        let warning = format!(
+            "bosun: warning: `{}` failed its integrity check ({damage}); what is shown is what could still be \
+             read, and bosun writes nothing to the file: export the sessions to keep (`bosun sessions export \
+             ID > ID.jsonl`), then move the file aside",
+            store.path().display()
+        );
+        eprintln!("{}", sanitize::block(&warning));
+    }
+    Ok((store, dir, settings))
 }
 
 /// The usage line of `sessions show`: the stored tokens and their cost.
@@ -142,7 +160,11 @@ pub fn run(
     env: &Env,
     style: Palette,
 ) -> Result<()> {
-    let (store, dir, settings) = store(dir, profile, env)?;
+    let reads = matches!(
+        command,
+        SessionsCommand::List { .. } | SessionsCommand::Show { .. } | SessionsCommand::Export { .. }
+    );
+    let (store, dir, settings) = store(dir, profile, env, !reads)?;
     let mut out = std::io::stdout().lock();
     let terminal = out.is_terminal();
     match command {
@@ -214,13 +236,14 @@ pub fn run(
                     for failed in detail.failed_turns.iter().filter(|f| f.after == after) {
                         let text = failed.message.text();
                         let first = shown(terminal, text.lines().next().unwrap_or_default());
-                        writeln!(
-                            out,
-                            "{} {:>9}  {first}  {}",
-                            style.dim("#-    "),
-                            "user",
-                            style.dim("(turn failed, not sent again automatically)")
-                        )?;
+                        // A killed process's turn was never answered; a
+                        // failed one was refused.
+                        let why = if failed.interrupted {
+                            "(turn interrupted before an answer)"
+                        } else {
+                            "(turn failed, not sent again automatically)"
+                        };
+                        writeln!(out, "{} {:>9}  {first}  {}", style.dim("#-    "), "user", style.dim(why))?;
                     }
                     Ok(())
                 };
@@ -296,7 +319,7 @@ pub fn run(
 
 /// `bosun fork ID [--at MESSAGE]`.
 pub fn fork(dir: Option<&Path>, profile: Option<&str>, id: &str, at: Option<i64>, env: &Env) -> Result<()> {
-    let (store, _, _) = store(dir, profile, env)?;
+    let (store, _, _) = store(dir, profile, env, true)?;
     let id = &store.resolve_id(id)?;
     let at = match at {
         Some(at) => at,

@@ -22,6 +22,10 @@
 //!   by phase: the lease, the SQL read, the JSON parse, the replay.
 //! - **Listing 1,000 sessions** (10 workspaces of 100): `Store::list` of all,
 //!   of the newest 50, and of one workspace.
+//! - **The integrity check** `Store::open` runs before writing to a file
+//!   (`PRAGMA quick_check`) on both databases, against an open that skips it
+//!   (the side file says nothing wrote the file since it passed) and a
+//!   read-only open.
 //!
 //! The resume and list databases are written through the real store (setup,
 //! not timed; on tmpfs when there is one, so that it takes a second rather
@@ -823,6 +827,60 @@ fn report_list(fixtures: &Fixtures) {
     }
 }
 
+/// The integrity check `Store::open` runs before writing to an existing
+/// file (`PRAGMA quick_check`), against the open that skips it because the
+/// side file says nothing has written the file since it passed, on both
+/// databases.
+fn report_integrity(fixtures: &Fixtures) {
+    for fixture in &fixtures.places {
+        let name = fixture.place.name();
+        for (what, db) in
+            [("1,000 sessions", &fixture.list_db), ("one 10,000-message session", &fixture.resume_db)]
+        {
+            let bytes = std::fs::metadata(db).unwrap().len();
+            let mut side = db.as_os_str().to_owned();
+            side.push(".checked");
+            let side = PathBuf::from(side);
+            let check: Vec<Duration> = (0..10)
+                .map(|_| {
+                    let connection =
+                        Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+                    time(|| {
+                        let found: String =
+                            connection.query_row("PRAGMA quick_check", [], |r| r.get(0)).unwrap();
+                        assert_eq!(found, "ok");
+                    })
+                    .0
+                })
+                .collect();
+            let checked: Vec<Duration> = (0..10)
+                .map(|_| {
+                    let _ = std::fs::remove_file(&side);
+                    let (elapsed, store) = time(|| Store::open(db).unwrap());
+                    assert!(!store.is_read_only());
+                    elapsed
+                })
+                .collect();
+            assert!(side.exists(), "the check was remembered");
+            let skipped: Vec<Duration> = (0..20).map(|_| time(|| Store::open(db).unwrap()).0).collect();
+            let read_only: Vec<Duration> =
+                (0..20).map(|_| time(|| Store::open_read_only(db).unwrap()).0).collect();
+            println!(
+                "bosun-bench: [{name}] integrity, {what} ({:.1} MB): PRAGMA quick_check alone: {}",
+                bytes as f64 / 1e6,
+                summary_ms(&check)
+            );
+            println!(
+                "bosun-bench: [{name}] integrity, {what}: Store::open checking (no side file): {}; skipping (the \
+                 side file matches): {}; Store::open_read_only: {}",
+                summary_ms(&checked),
+                summary_ms(&skipped),
+                summary_ms(&read_only)
+            );
+        }
+    }
+}
+
 fn main() {
     let fixtures = fixtures(places());
     let mut criterion = Criterion::default()
@@ -847,4 +905,5 @@ fn main() {
     }
     report_resume(&fixtures);
     report_list(&fixtures);
+    report_integrity(&fixtures);
 }

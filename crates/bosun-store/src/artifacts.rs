@@ -42,7 +42,7 @@ impl Artifacts for StoreArtifacts {
             let id = uuid::Uuid::now_v7().to_string();
             let kept = id.clone();
             let written = tokio::task::spawn_blocking(move || {
-                let connection = store.lock().map_err(|e| e.to_string())?;
+                let connection = store.lock_to_write().map_err(|e| e.to_string())?;
                 connection
                     .execute(
                         "INSERT INTO artifacts (id, session_id, created_at, body) VALUES (?1, ?2, ?3, ?4)",

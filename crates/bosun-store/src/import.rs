@@ -302,7 +302,7 @@ impl Store {
     /// session ([`StoreError::Import`], naming the line).
     pub fn import(&self, input: &mut dyn BufRead) -> Result<String, StoreError> {
         let checked = read(input)?;
-        let mut connection = self.lock()?;
+        let mut connection = self.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         self.check_new(&transaction, &checked)?;

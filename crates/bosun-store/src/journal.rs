@@ -162,7 +162,7 @@ impl Store {
     /// Fails with [`StoreError::Leased`] while another live process runs it.
     pub fn open_session(&self, session: &str) -> Result<StoreJournal, StoreError> {
         let token = uuid::Uuid::now_v7().to_string();
-        let mut connection = self.lock()?;
+        let mut connection = self.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         let branch: Option<String> = transaction
@@ -252,7 +252,7 @@ impl StoreJournal {
 impl State {
     fn write(&mut self, record: &JournalRecord) -> Result<(), StoreError> {
         let store = self.store.clone();
-        let mut connection = store.lock()?;
+        let mut connection = store.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| store.sql(e))?;
         let now = now_ms();
@@ -455,8 +455,10 @@ impl State {
         let mut records = Vec::new();
         for row in rows {
             let (seq, body) = row.map_err(|e| store.sql(e))?;
-            let record: JournalRecord = serde_json::from_str(&body).map_err(|e| {
-                StoreError::Invalid(format!("record {seq} of branch {} is unreadable: {e}", self.branch))
+            // Bytes bosun wrote that no longer parse: the file was damaged.
+            let record: JournalRecord = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+                path: store.path().to_owned(),
+                detail: format!("record {seq} of branch {} is unreadable: {e}", self.branch),
             })?;
             records.push(record);
         }

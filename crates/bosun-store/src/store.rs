@@ -1,5 +1,4 @@
-//! [`Store`]: one SQLite database of sessions. Opening checks the file and
-//! its schema (never overwriting or deleting a file it cannot read);
+//! [`Store`]: one SQLite database of sessions (opened in `open.rs`);
 //! queries list, show, delete and fork sessions.
 
 use std::path::{Path, PathBuf};
@@ -7,11 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bosun_core::{JournalRecord, Message, Spend, TurnRecordOutcome, Usage, validate_history};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::error::StoreError;
-use crate::schema;
 
 /// The fewest characters of a session id that name it
 /// ([`Store::resolve_id`]).
@@ -26,6 +24,11 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Inner {
     pub(crate) path: PathBuf,
     pub(crate) connection: Mutex<Connection>,
+    /// Whether it writes, and why not.
+    pub(crate) access: crate::open::Access,
+    /// Set when SQLite found the file damaged while in use: the store no
+    /// longer vouches for it (`open::Inner::drop`).
+    pub(crate) damage_seen: std::sync::atomic::AtomicBool,
 }
 
 /// An open session database. Clones share one connection.
@@ -131,9 +134,11 @@ pub struct TurnSpend {
     pub spend: Spend,
 }
 
-/// A turn rolled back before any tool ran: the user's prompt, kept to be
-/// shown (invariant 21) but not in the history resuming rebuilds. Read from
-/// the branch's journal records.
+/// A turn that left no message in history: rolled back before any tool
+/// ran, or interrupted (the process was killed, or lost its journal)
+/// before its first commit. The user's prompt, kept to be shown (invariant
+/// 21) but not in the history resuming rebuilds. Read from the branch's
+/// journal records.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct FailedTurn {
@@ -143,8 +148,11 @@ pub struct FailedTurn {
     pub after: Option<i64>,
     /// The prompt, as the user gave it.
     pub message: Message,
-    /// Always `true`: the turn failed and is not sent again automatically.
+    /// Always `true`: the turn did not finish.
     pub failed: bool,
+    /// `true` when the turn never ended (the process died in it; still
+    /// open, or closed by a resume since) rather than rolling back.
+    pub interrupted: bool,
 }
 
 /// Which sessions to list.
@@ -179,71 +187,7 @@ const SUMMARY_COLUMNS: &str =
     "id, workspace, created_at, updated_at, title, message_count, usage, model, spend,
     parent_session, parent_call, base_url";
 
-/// Retries work SQLite reported busy for reasons its busy handler does not
-/// cover (two processes creating or switching the journal mode of one
-/// database at once), for up to [`BUSY_TIMEOUT`].
-fn retry_busy<T>(mut work: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
-    let started = std::time::Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match work() {
-            Err(rusqlite::Error::SqliteFailure(failure, _))
-                if matches!(
-                    failure.code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                ) && started.elapsed() < BUSY_TIMEOUT =>
-            {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
-}
-
 impl Store {
-    /// Opens (or creates) the database at `path`. A file that is not a
-    /// readable bosun database, or one from a newer bosun, is refused and
-    /// left untouched.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_owned();
-        let existed = path.exists();
-        let open_error = |detail: String| StoreError::Open { path: path.clone(), detail };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-            && !parent.is_dir()
-        {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| open_error(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut connection =
-            Connection::open_with_flags(&path, flags).map_err(|e| StoreError::from_sqlite(&path, e))?;
-        let sql = |e| StoreError::from_sqlite(&path, e);
-        connection.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
-        // Reading the schema version is the first real read: garbage and
-        // truncated files fail here, before anything is written.
-        let version: i64 =
-            retry_busy(|| connection.query_row("PRAGMA user_version", [], |r| r.get(0))).map_err(sql)?;
-        if existed {
-            retry_busy(|| {
-                connection.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
-            })
-            .map_err(sql)?;
-        }
-        if version > schema::latest() {
-            return Err(StoreError::NewerSchema { path, found: version, supported: schema::latest() });
-        }
-        // WAL: readers never block the writer; FULL: each commit is synced,
-        // so a journal write is durable when `append` returns.
-        retry_busy(|| connection.pragma_update(None, "journal_mode", "WAL")).map_err(sql)?;
-        connection.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
-        connection.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
-        retry_busy(|| schema::migrate_to(&mut connection, schema::latest())).map_err(sql)?;
-        Ok(Self { inner: Arc::new(Inner { path, connection: Mutex::new(connection) }) })
-    }
-
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
@@ -253,8 +197,19 @@ impl Store {
         self.inner.connection.lock().map_err(|_| StoreError::Sqlite("the connection lock is poisoned".into()))
     }
 
+    /// The connection, for work that writes: refused, naming the file, on a
+    /// store that only reads.
+    pub(crate) fn lock_to_write(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.writable()?;
+        self.lock()
+    }
+
     pub(crate) fn sql(&self, error: rusqlite::Error) -> StoreError {
-        StoreError::from_sqlite(&self.inner.path, error)
+        let error = StoreError::from_sqlite(&self.inner.path, error);
+        if matches!(error, StoreError::Corrupt { .. }) {
+            self.inner.damage_seen.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        error
     }
 
     /// The id of the one session whose id is `given`, starts with it or
@@ -375,7 +330,7 @@ impl Store {
     /// own and stay: their [`SessionSummary::parent`] still names it, and
     /// the default listing shows them from then on.
     pub fn delete(&self, session: &str) -> Result<(), StoreError> {
-        let mut connection = self.lock()?;
+        let mut connection = self.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         crate::lease::check_free(&transaction, session, None).map_err(|e| match e {
@@ -400,7 +355,7 @@ impl Store {
     /// Starts a branch of `session` at `message` (an assistant answer or the
     /// last result of a tool batch) and makes it the head. Returns its id.
     pub fn fork(&self, session: &str, message: i64) -> Result<String, StoreError> {
-        let mut connection = self.lock()?;
+        let mut connection = self.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         let owner: Option<String> = transaction
@@ -572,9 +527,11 @@ pub(crate) fn branches(connection: &Connection, session: &str) -> rusqlite::Resu
     rows.collect()
 }
 
-/// The rolled-back turns of `branch`, placed in its `history` by counting
-/// what each record adds to it, as replay does: a turn's prompt enters with
-/// its first commit, and a roll back returns to where the turn started.
+/// The turns of `branch` that left no message in history (rolled back, or
+/// interrupted before their first commit, the last one perhaps still
+/// open), placed in its `history` by counting what each record adds to it,
+/// as replay does: a turn's prompt enters with its first commit, and a roll
+/// back returns to where the turn started.
 fn failed_turns(
     connection: &Connection,
     branch: &str,
@@ -599,14 +556,16 @@ fn failed_turns(
     })?;
     let mut failed = Vec::new();
     let (mut length, mut entry) = (0usize, 0usize);
-    let mut prompt: Option<Message> = None;
+    let mut prompt: Option<(u64, Message)> = None;
     let mut prompt_entered = false;
+    let after = |at: usize| at.checked_sub(1).and_then(|i| history.get(i)).map(|(id, _)| *id);
     for row in rows {
         let (kind, turn, committed, message, outcome) = row?;
         match kind.as_str() {
             "turn_started" => {
                 entry = length;
-                prompt = message.and_then(|m| serde_json::from_str(&m).ok());
+                let turn = turn.unwrap_or_default().max(0) as u64;
+                prompt = message.and_then(|m| serde_json::from_str(&m).ok()).map(|m| (turn, m));
                 prompt_entered = false;
             }
             "committed" => {
@@ -614,17 +573,23 @@ fn failed_turns(
                 prompt_entered = true;
             }
             _ => {
-                if outcome.as_deref() == Some("rolled_back")
-                    && let Some(message) = prompt.take()
-                {
+                let interrupted = match outcome.as_deref() {
+                    Some("rolled_back") => Some(false),
+                    Some("interrupted") if !prompt_entered => Some(true),
+                    _ => None,
+                };
+                if let (Some(interrupted), Some((turn, message))) = (interrupted, prompt.take()) {
                     length = entry;
-                    let after = entry.checked_sub(1).and_then(|i| history.get(i)).map(|(id, _)| *id);
-                    let turn = turn.unwrap_or_default().max(0) as u64;
-                    failed.push(FailedTurn { turn, after, message, failed: true });
+                    failed.push(FailedTurn { turn, after: after(entry), message, failed: true, interrupted });
                 }
                 prompt = None;
             }
         }
+    }
+    // A turn still open (its process was killed and nothing resumed it
+    // since) whose prompt never entered history.
+    if let Some((turn, message)) = prompt.filter(|_| !prompt_entered) {
+        failed.push(FailedTurn { turn, after: after(length), message, failed: true, interrupted: true });
     }
     Ok(failed)
 }

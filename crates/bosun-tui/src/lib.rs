@@ -2,7 +2,8 @@
 //! of a session's event stream: the CLI sends [`ToUi`] (every
 //! [`bosun_core::Event`], approvals to answer, status, the steering queue)
 //! and gets [`FromUi`] back (messages, steering, cancel, commands). [`run`]
-//! drives the real terminal; [`App`] holds all the state and [`render`]
+//! drives the real terminal ([`pick`]: a choice outside a conversation,
+//! drawn as the conversation's picker is); [`App`] holds all the state and [`render`]
 //! draws it, a pure function, so both are tested without a terminal.
 //!
 //! The conversation goes into the terminal's own scrollback (finished
@@ -23,6 +24,7 @@ mod input;
 mod keys;
 mod markdown;
 mod modal;
+mod pick;
 mod protocol;
 mod reader;
 mod render;
@@ -46,6 +48,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 pub use app::App;
 pub use keys::KEYS;
+pub use pick::pick;
 pub use protocol::{FromUi, NoticeKind, Options, PickItem, Queued, QueuedKind, SlashCommand, Status, ToUi};
 pub use render::render;
 

@@ -18,6 +18,7 @@ use crate::modal::Modal;
 use crate::protocol::QueuedKind;
 use crate::status::status_line;
 use crate::text::{clean_line, truncate, wrap_all};
+use crate::theme::Theme;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Rows of the input box at most (the text scrolls to the cursor).
@@ -45,7 +46,7 @@ pub fn render(app: &App, frame: &mut Frame<'_>) {
     frame.render_widget(Paragraph::new(status_line(&app.status, app.theme, None)), status_area);
     let above = Rect { height: area.height - 1, ..area };
     if let Some(modal) = app.modals.front() {
-        draw_modal(app, modal, frame, above);
+        draw_modal(app.theme, app.modals.len() - 1, modal, frame, above);
         return;
     }
 
@@ -239,9 +240,13 @@ fn queue_lines(app: &App, width: usize) -> Vec<Line<'static>> {
     out
 }
 
-fn draw_modal(app: &App, modal: &Modal, frame: &mut Frame<'_>, area: Rect) {
+/// Draws `modal` into `area` (its heading on a rule, the body scrolled to
+/// its choice, the keys at the bottom), `waiting` more said to wait behind
+/// it. The conversation's modals and the picker outside it (`pick.rs`)
+/// are both drawn here.
+pub(crate) fn draw_modal(theme: Theme, waiting: usize, modal: &Modal, frame: &mut Frame<'_>, area: Rect) {
     let width = usize::from(area.width);
-    let (title, body, keys) = modal.content(app.theme, app.modals.len() - 1);
+    let (title, body, keys) = modal.content(theme, waiting);
     let body = wrap_all(body, width);
     let keys = wrap_all(keys, width);
     let inner_height = usize::from(area.height.saturating_sub(1));
@@ -257,10 +262,10 @@ fn draw_modal(app: &App, modal: &Modal, frame: &mut Frame<'_>, area: Rect) {
     } else {
         String::new()
     };
-    let block = Block::new().borders(Borders::TOP).border_style(app.theme.dim()).title(Span::styled(
-        format!(" {} {more}", truncate(&title, width.saturating_sub(30))),
-        app.theme.bold(),
-    ));
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .border_style(theme.dim())
+        .title(Span::styled(format!(" {} {more}", truncate(&title, width.saturating_sub(30))), theme.bold()));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let mut shown: Vec<Line<'static>> = body.into_iter().skip(scroll).take(rows).collect();

@@ -2,7 +2,7 @@
 
 use bosun_core::permission::{Permission, ProposedCall, decide};
 use bosun_core::{CallId, Message, TurnOptions};
-use bosun_tui::{FromUi, NoticeKind, PickItem, ToUi};
+use bosun_tui::{FromUi, NoticeKind, ToUi};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -15,9 +15,6 @@ pub(super) const INIT_PROMPT: &str = "Look at this project (its layout, build an
     existing docs) and write an AGENTS.md at its root for coding agents: how to build, test and lint it, \
     where things live, and the conventions its code follows. Keep it short and factual; say only what you \
     checked. If an AGENTS.md already exists, improve it and keep what is still true.";
-
-/// How many recent sessions `/resume` offers.
-const RECENT: usize = 20;
 
 impl Conversation<'_> {
     pub(super) async fn command(
@@ -144,25 +141,12 @@ impl Conversation<'_> {
         Ok(())
     }
 
-    /// The session picker: this workspace's recent sessions, newest first.
+    /// The session picker: this workspace's recent sessions, newest first
+    /// (the choices `bosun resume` with no id offers too).
     async fn pick_recent(&self) -> anyhow::Result<Option<String>> {
         let store = bosun_agent::parts::store(&self.settings, self.env)?;
         let workspace = self.agent.workspace().identity().path.clone();
-        let mut filter = bosun_store::ListFilter::workspace(workspace);
-        filter.limit = Some(RECENT);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let items: Vec<PickItem> = store
-            .list(&filter)?
-            .into_iter()
-            .filter(|s| s.id != self.id)
-            .map(|s| {
-                let title = s.title.as_deref().map_or_else(|| "(no prompt)".to_owned(), first_line);
-                let label = format!("{title} · {} messages · {}", s.message_count, age(now - s.updated_at));
-                PickItem::new(s.id, label)
-            })
-            .collect();
+        let items = crate::picker::recent_items(&store, &workspace, Some(&self.id))?;
         if items.is_empty() {
             self.notice(NoticeKind::Info, "no other session of this workspace to resume");
             return Ok(None);
@@ -284,16 +268,5 @@ impl Conversation<'_> {
             .collect();
         self.notice(kind, format!("$ {command}\n{}", text.trim_end()));
         if exit { Flow::Exit } else { Flow::Continue }
-    }
-}
-
-/// A duration in milliseconds, as "5 min ago".
-fn age(ms: i64) -> String {
-    let secs = ms.max(0) / 1000;
-    match secs {
-        0..60 => "just now".to_owned(),
-        60..3600 => format!("{} min ago", secs / 60),
-        3600..86_400 => format!("{} h ago", secs / 3600),
-        _ => format!("{} days ago", secs / 86_400),
     }
 }

@@ -60,6 +60,9 @@ pub async fn run(
     // A stored session's own model, before the agent's tools are chosen by it.
     let (resume, settings) = match resume {
         Some(which) => {
+            let Some(which) = which.or_pick(&dir, env, &settings, ("resume", false)).await? else {
+                return Ok(crate::exec::cancelled());
+            };
             let (which, settings) = which.resolved(&dir, env, &settings)?;
             (Some(which), settings)
         }
@@ -460,7 +463,9 @@ fn sink_missed(error: &bosun_core::TurnError) -> bool {
     matches!(error.kind, bosun_core::TurnErrorKind::Sink(_) | bosun_core::TurnErrorKind::JournalLost(_))
 }
 
-fn first_line(text: &str) -> String {
+/// The first line of `text` that is not blank, at most 100 characters,
+/// with `…` when more was left out.
+pub(crate) fn first_line(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
     let mut shown: String = line.chars().take(100).collect();
     if line.chars().count() > 100 || text.lines().filter(|l| !l.trim().is_empty()).count() > 1 {

@@ -1,6 +1,7 @@
 //! The interactive mode end to end: the real `bosun` with no subcommand
-//! (and `bosun resume ID` with no prompt) on a pseudo-terminal of a real
-//! size, against the real mock LLM server (npm `@copilotkit/aimock`,
+//! (and `bosun resume ID` with no prompt, and the session picker of `bosun
+//! resume` and `bosun compact` naming no session) on a pseudo-terminal of a
+//! real size, against the real mock LLM server (npm `@copilotkit/aimock`,
 //! installed by `scripts/test` into `test-peers/`), with a terminal emulator
 //! (the `vt100` crate) on the master side: it draws what bosun prints and
 //! answers the terminal queries the UI waits on. The assertions are on the
@@ -355,7 +356,8 @@ fn resume_picks_a_previous_session() {
     pty.type_line("/resume");
     pty.wait_on_screen("resume a session");
     let picker = pty.contents();
-    assert!(picker.contains(&format!("› {first} · 2 messages")), "{picker}");
+    let short = &earlier[earlier.len() - 8..];
+    assert!(picker.contains(&format!("› {short}  {first} · openai/gpt-test · 2 messages")), "{picker}");
     pty.keys(b"\r");
     pty.wait_shown(&format!("resumed session {earlier} (2 messages)"));
     let asked_row = format!("› {first}");
@@ -567,4 +569,123 @@ fn the_status_line_shows_the_sessions_mode_and_model_after_mode_a_failing_model_
     let exit = quit(pty);
     assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
     assert_eq!(session_of(&exit), earlier);
+}
+
+/// `bosun ARGS` on a terminal with the key set and no model named: a
+/// stored session runs on its own.
+fn bosun_plain(sandbox: &Sandbox, args: &[&str]) -> Command {
+    let mut cmd = sandbox.bosun();
+    cmd.env(Api::OpenAiChat.key_var(), "test").args(args);
+    cmd
+}
+
+/// Two finished sessions of the sandbox's workspace, "first task" and
+/// "second task" (newest), their ids in that order.
+fn two_sessions(sandbox: &Sandbox, mock: &Aimock) -> [String; 2] {
+    ["first task", "second task"].map(|task| {
+        let mut exec = sandbox.exec(Api::OpenAiChat, mock);
+        exec.arg(task);
+        let out = run(exec);
+        out.expect_code(0);
+        session_from_stderr(&out.stderr)
+    })
+}
+
+fn short(id: &str) -> &str {
+    &id[id.len() - 8..]
+}
+
+#[test]
+fn resume_with_no_id_on_a_terminal_picks_from_the_workspaces_recent_sessions() {
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "first task"}, "response": {"content": "Answer one."}}),
+        json!({"match": {"userMessage": "second task"}, "response": {"content": "Answer two."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let [first, second] = two_sessions(&sandbox, &mock);
+
+    let mut pty = Pty::spawn(bosun_plain(&sandbox, &["resume"]), ROWS, COLS);
+    pty.wait_on_screen("esc cancel");
+    // Newest first, chosen; each with its short id, title, model, size, age.
+    let shown = pty.contents();
+    let row =
+        |id: &str, task: &str| format!("{}  {task} · openai/gpt-test · 2 messages · just now", short(id));
+    assert!(shown.contains("resume a session"), "{shown}");
+    assert!(shown.contains(&format!("› {}", row(&second, "second task"))), "{shown}");
+    assert!(shown.contains(&format!("  {}", row(&first, "first task"))), "{shown}");
+    assert!(shown.contains("↑/↓ choose · enter open · esc cancel"), "{shown}");
+    pty.keys(b"\x1b[B");
+    pty.wait_on_screen(&format!("› {}", short(&first)));
+    pty.keys(b"\r");
+    pty.wait_shown(&format!("resumed session {first} (2 messages)"));
+    wait_ready(&mut pty);
+    pty.keys(b"\x04");
+    let exit = pty.finish();
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+    assert_eq!(session_of(&exit), first, "the chosen session was resumed");
+    assert_eq!(mock.journal().len(), 2, "choosing asked the model nothing");
+}
+
+#[test]
+fn esc_in_the_session_picker_cancels_with_exit_130_and_enter_compacts_the_chosen_one() {
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "first task"}, "response": {"content": "Answer one."}}),
+        json!({"match": {"userMessage": "second task"}, "response": {"content": "Answer two."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let [first, _] = two_sessions(&sandbox, &mock);
+    for (command, heading) in [("compact", "compact a session"), ("resume", "resume a session")] {
+        let mut pty = Pty::spawn(bosun_plain(&sandbox, &[command]), ROWS, COLS);
+        pty.wait_on_screen("esc cancel");
+        assert!(pty.contents().contains(heading), "{}", pty.contents());
+        pty.keys(b"\x1b");
+        let exit = pty.finish();
+        assert_eq!(exit.status.code(), Some(130), "{command}: {}", exit.contents);
+        assert!(
+            exit.contents.contains("no session chosen; nothing was done"),
+            "{command}: {}",
+            exit.contents
+        );
+        assert!(!exit.contents.contains(heading), "{command}: the picker was cleared: {}", exit.contents);
+        assert!(
+            exit.termios.local_modes.contains(LocalModes::ICANON),
+            "{command}: the terminal was restored"
+        );
+    }
+    // Enter compacts the chosen session (one turn: nothing to compact).
+    let mut pty = Pty::spawn(bosun_plain(&sandbox, &["compact"]), ROWS, COLS);
+    pty.wait_on_screen("esc cancel");
+    pty.keys(b"\x1b[B\r");
+    let exit = pty.finish();
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+    assert!(exit.contents.contains(&format!("nothing to compact: session {first}")), "{}", exit.contents);
+    assert_eq!(mock.journal().len(), 2, "no request was sent");
+}
+
+/// With stdout piped (`bosun compact > log`), the picker still shows on
+/// the terminal (stdin and stderr), at the bottom of the screen, and
+/// nothing of it reaches stdout.
+#[test]
+fn the_session_picker_works_with_stdout_piped() {
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "first task"}, "response": {"content": "Answer one."}}),
+        json!({"match": {"userMessage": "second task"}, "response": {"content": "Answer two."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let [_, second] = two_sessions(&sandbox, &mock);
+    let mut running = Running::spawn_in_terminal_sized(bosun_plain(&sandbox, &["compact"]), ROWS, COLS);
+    running.wait_for("the picker", |r| r.stderr().contains("esc cancel"));
+    assert!(running.stderr().contains(&format!("{}  second task", short(&second))), "{}", running.stderr());
+    running.keys(b"\r");
+    let out = running.finish();
+    out.expect_code(0);
+    assert!(out.stderr.contains(&format!("nothing to compact: session {second}")), "{}", out.stderr);
+    // No cursor query either: the terminal would never answer one on stdout.
+    assert!(out.stdout.is_empty(), "nothing on stdout: {:?}", out.stdout);
 }

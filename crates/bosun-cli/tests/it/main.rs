@@ -7,6 +7,7 @@
 mod support;
 
 mod e2e;
+mod faults;
 mod hardening;
 mod hooks;
 mod hostile_repo;

@@ -414,6 +414,15 @@ fn a_parent_killed_while_a_child_runs_resumes_with_the_call_interrupted_and_the_
     drop(store);
     let shown = sessions_json(&sandbox, &["show", &child]);
     assert_eq!(shown["summary"]["parent"]["session"].as_str(), Some(parent.as_str()), "{shown:#}");
+    // The child's first turn was killed before its first commit: no message
+    // in its history, its task shown as an interrupted turn.
+    assert_eq!(shown["history"], json!([]), "{shown:#}");
+    let cut = &shown["failed_turns"][0];
+    assert_eq!(
+        (&cut["interrupted"], &cut["message"]["content"][0]["text"]),
+        (&json!(true), &json!(WAIT)),
+        "{shown:#}"
+    );
 
     // The parent resumes: the call reported interrupted, not re-run.
     let resume = |id: &str, prompt: &str| {

@@ -11,6 +11,7 @@ mod support;
 mod artifacts;
 mod crash;
 mod durability;
+mod faults;
 mod migrations;
 mod robustness;
 mod session_ids;

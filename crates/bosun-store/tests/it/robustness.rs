@@ -82,6 +82,11 @@ async fn real_database(path: &Path) -> String {
     store.fork(&id, answer).unwrap();
     drop(store);
     assert!(!wal_of(path).exists(), "closing the last connection checkpoints and removes the WAL");
+    // The integrity check's side file, remembered at the close: the file
+    // is to be alone in its folder.
+    let mut side = path.as_os_str().to_owned();
+    side.push(".checked");
+    std::fs::remove_file(side).unwrap();
     id
 }
 
@@ -158,7 +163,7 @@ async fn a_truncated_database_is_refused_and_left_untouched() {
         let error = refused_untouched(&bad);
         assert!(matches!(error, StoreError::Corrupt { .. }), "cut at {cut}: {error:?}");
         let message = error.to_string();
-        assert!(message.contains("not a readable bosun session database"), "{message}");
+        assert!(message.contains("is damaged or is not a bosun session database"), "{message}");
         assert!(message.contains("left untouched"), "{message}");
     }
     // The original still opens.
@@ -299,7 +304,7 @@ async fn a_read_only_directory_is_an_open_error_and_nothing_is_created() {
 
 /// Fills the file system holding `disk` with one file until it refuses.
 /// Refuses to go on past 64 MiB: that is not the small tmpfs it expects.
-fn fill(disk: &Path) -> String {
+pub(crate) fn fill(disk: &Path) -> String {
     let mut file = std::fs::File::create(disk.join("filler")).unwrap();
     let chunk = [0x5A_u8; 4096];
     let mut written = 0_usize;
@@ -319,7 +324,7 @@ fn fill(disk: &Path) -> String {
 
 /// In a child with its own mount namespace: a 1 MiB tmpfs on `disk`, gone
 /// when the child ends. Says whether it worked.
-fn mount_small_tmpfs(disk: &Path) -> bool {
+pub(crate) fn mount_small_tmpfs(disk: &Path) -> bool {
     use rustix::mount::{MountFlags, mount};
     match mount("tmpfs", disk, "tmpfs", MountFlags::NOSUID | MountFlags::NODEV, Some(c"size=1m,mode=0700")) {
         Ok(()) => {
@@ -365,11 +370,16 @@ async fn full_disk_scenario(disk: &Path) {
     // Typed all the way down: the kind says full, the source is the store's.
     assert_eq!(journal_error.kind(), JournalErrorKind::Full, "{journal_error}");
     assert!(
-        matches!(journal_error.cause().downcast_ref::<StoreError>(), Some(StoreError::Full(_))),
+        matches!(
+            journal_error.cause().downcast_ref::<StoreError>(),
+            Some(StoreError::DiskFull { path: full, .. }) if *full == path
+        ),
         "{:?}",
         journal_error.cause()
     );
-    assert!(error.to_string().contains("the disk is full"), "{error}");
+    let said = error.to_string();
+    assert!(said.contains(&format!("the disk holding `{}` is full", path.display())), "{said}");
+    assert!(said.contains("free space on it"), "{said}");
     assert_eq!(error.disposition, Disposition::Checkpointed, "the tool ran: its effect may stand");
     // A session whose journal failed refuses further turns and says to
     // resume: not a crash, not a second turn inside the first.
@@ -442,7 +452,7 @@ async fn full_disk_lease_scenario(disk: &Path) {
 /// Runs `role` in a child with a private mount namespace (plain `unshare`
 /// as root, a user namespace otherwise). `Err`, with the reasons, when no
 /// namespace could be made or no tmpfs mounted in it.
-fn run_with_private_tmpfs(role: &str, disk: &Path) -> Result<Output, String> {
+pub(crate) fn run_with_private_tmpfs(role: &str, disk: &Path) -> Result<Output, String> {
     let namespaces: [&[&str]; 2] = [
         &["unshare", "--mount", "--propagation", "private"],
         &["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"],
@@ -467,7 +477,7 @@ fn run_with_private_tmpfs(role: &str, disk: &Path) -> Result<Output, String> {
     Err(reasons.join("; "))
 }
 
-fn no_tmpfs(reasons: &str) -> String {
+pub(crate) fn no_tmpfs(reasons: &str) -> String {
     format!(
         "no size-limited file system can be mounted here ({reasons}); the full-disk case needs \
          `unshare` and a mount namespace (root, or unprivileged user namespaces)"
@@ -942,10 +952,10 @@ fn the_full_disk_tests_fail_without_a_tmpfs_unless_told_to_skip() {
 
 /// Set to 1, lets the full-disk tests pass (saying so) where no small tmpfs
 /// can be mounted; otherwise that fails them.
-const SKIP_FULL_DISK: &str = "BOSUN_SKIP_FULL_DISK";
+pub(crate) const SKIP_FULL_DISK: &str = "BOSUN_SKIP_FULL_DISK";
 
 /// Names what [`child_process`] does: `writer`, `lease-holder`, `full-disk`,
-/// `full-disk-lease`, `read-only`.
+/// `full-disk-lease`, `full-disk-start` (in `faults`), `read-only`.
 const ROLE: &str = "BOSUN_STORE_TEST_ROLE";
 /// The path the role works on.
 const PATH: &str = "BOSUN_STORE_TEST_PATH";
@@ -965,6 +975,7 @@ fn child_process() {
         "lease-holder" => runtime.block_on(child_lease_holder(&path)),
         "full-disk" => runtime.block_on(full_disk_scenario(&path)),
         "full-disk-lease" => runtime.block_on(full_disk_lease_scenario(&path)),
+        "full-disk-start" => runtime.block_on(crate::faults::full_disk_start_scenario(&path)),
         "read-only" => read_only_scenario(&path),
         other => panic!("unknown role {other}"),
     }
@@ -1001,7 +1012,7 @@ fn child_command_from(exe: PathBuf, wrapper: &[&str], role: &str, path: &Path) -
 }
 
 /// In the child: one line to the parent.
-fn say(line: &str) {
+pub(crate) fn say(line: &str) {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{MARK}{line}").unwrap();
     stdout.flush().unwrap();
@@ -1019,7 +1030,7 @@ fn wait_for(line: &str) {
 }
 
 /// What a finished child said, in order.
-fn marks(output: &Output) -> Vec<String> {
+pub(crate) fn marks(output: &Output) -> Vec<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| line.split_once(MARK).map(|(_, said)| said.to_owned()))

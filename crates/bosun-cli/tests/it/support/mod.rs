@@ -198,7 +198,16 @@ impl Running {
     /// `spawn_in_terminal`, with stdout on the terminal too when
     /// `stdout_on_terminal` (then `stdout()` is empty).
     pub fn spawn_on_terminal(cmd: Command, stdout_on_terminal: bool) -> Self {
-        let (master, open_slave) = open_pty(None);
+        Self::spawn_on_terminal_of(cmd, stdout_on_terminal, None)
+    }
+
+    /// `spawn_in_terminal` on a terminal of `rows` × `cols`.
+    pub fn spawn_in_terminal_sized(cmd: Command, rows: u16, cols: u16) -> Self {
+        Self::spawn_on_terminal_of(cmd, false, Some((rows, cols)))
+    }
+
+    fn spawn_on_terminal_of(cmd: Command, stdout_on_terminal: bool, size: Option<(u16, u16)>) -> Self {
+        let (master, open_slave) = open_pty(size);
         let mut setsid = on_controlling_terminal(&cmd);
         setsid.stdin(open_slave()).stderr(open_slave());
         if stdout_on_terminal {
@@ -264,6 +273,13 @@ impl Running {
                 }
             }
         }
+    }
+
+    /// Writes `bytes` to the terminal, as keys typed.
+    pub fn keys(&mut self, bytes: &[u8]) {
+        let terminal = self.terminal.as_mut().expect("a terminal");
+        terminal.write_all(bytes).unwrap();
+        terminal.flush().unwrap();
     }
 
     /// Types `text` and Enter on the terminal.
