@@ -12,6 +12,7 @@ mod artifacts;
 mod crash;
 mod durability;
 mod migrations;
+mod rewind;
 mod robustness;
 mod session_ids;
 mod spend;
