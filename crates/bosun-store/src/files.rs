@@ -26,6 +26,9 @@ use crate::store::Store;
 /// call a file binary.
 const BINARY_PROBE: usize = 8000;
 
+/// How [`NotKept::TurnFull`]'s reason begins, which a manifest row keeps.
+const TURN_FULL: &str = "the turn had kept its";
+
 /// What is kept of files before tools change them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -238,6 +241,12 @@ impl ManifestEntry {
         mode: u32,
     ) -> Self {
         Self { path: path.into(), size, mtime_ns, ctime_ns, inode, mode, hash: None, note: None }
+    }
+
+    /// Whether its content was not kept only because the turn that saw it
+    /// had kept its bound already: a later turn tries again.
+    pub fn worth_retrying(&self) -> bool {
+        self.hash.is_none() && self.note.as_deref().is_some_and(|note| note.starts_with(TURN_FULL))
     }
 
     /// Whether `other` has the same stat (so, taken as the same content).
