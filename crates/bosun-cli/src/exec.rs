@@ -280,7 +280,7 @@ pub async fn resume(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let which = Stored { id: args.id, last: args.last, words: args.prompt };
+    let which = Stored { id: args.id, last: args.last, words: args.prompt, branch: args.branch };
     on_stored(dir, profile, which, Then::Turn, &args.run, env, palettes).await
 }
 
@@ -292,7 +292,7 @@ pub async fn compact(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let which = Stored { id: args.id, last: args.last, words: Vec::new() };
+    let which = Stored { id: args.id, last: args.last, words: Vec::new(), branch: args.branch };
     on_stored(dir, profile, which, Then::Compact, &args.run, env, palettes).await
 }
 
@@ -368,11 +368,13 @@ async fn continue_turn(
 }
 
 /// Which stored session a command names: an id, or `--last` (then the
-/// first of `words`, which clap took for the id, belongs to the prompt).
+/// first of `words`, which clap took for the id, belongs to the prompt),
+/// and the branch to continue when not its head.
 pub(crate) struct Stored {
     pub(crate) id: Option<String>,
     pub(crate) last: bool,
     pub(crate) words: Vec<String>,
+    pub(crate) branch: Option<String>,
 }
 
 /// The stored session `which` names (a whole id or a unique prefix),
@@ -416,9 +418,16 @@ impl Stored {
         env: &Env,
         settings: &config::Settings,
     ) -> Result<(Self, config::Settings)> {
+        let branch = self.branch.clone();
         let (stored, words) = self.named()?;
         let (id, settings) = bosun_agent::stored::resolve(dir, env, settings, &stored)?;
-        Ok((Self { id: Some(id), last: false, words }, settings))
+        if let Some(branch) = branch {
+            // The head moves to the branch named; every branch stays.
+            let store = bosun_agent::parts::store(&settings, env)?;
+            let branch = store.resolve_branch(&id, &branch)?;
+            store.switch_branch(&id, &branch)?;
+        }
+        Ok((Self { id: Some(id), last: false, words, branch: None }, settings))
     }
 }
 

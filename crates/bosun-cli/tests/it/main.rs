@@ -16,6 +16,7 @@ mod mcp;
 mod mcp_asks;
 mod mcp_conformance;
 mod models;
+mod rewind;
 mod skills;
 mod stored_sessions;
 mod subagents;
