@@ -475,48 +475,65 @@ impl Store {
         })
     }
 
-    /// Records a change whole (a shell call's, found by comparing the
-    /// manifest, or a rewind's own write). A [`Before::Kept`] naming a blob
-    /// that is gone (collected by another process meanwhile) is recorded as
-    /// not kept. A change that changed nothing is not recorded.
+    /// Records a change whole (a rewind's own write); see
+    /// [`Store::record_changes`]. Its row, unless it changed nothing.
     pub fn record_change(&self, session: &str, change: &NewChange) -> Result<Option<i64>, StoreError> {
+        Ok(self.record_changes(session, std::slice::from_ref(change))?.pop().flatten())
+    }
+
+    /// Records changes whole, in one transaction (a shell call's, found by
+    /// comparing the manifest: a command may touch thousands of files, and
+    /// each transaction is synced). A [`Before::Kept`] naming a blob that
+    /// is gone (collected by another process meanwhile) is recorded as not
+    /// kept. A change that changed nothing is not recorded. Each one's row.
+    pub fn record_changes(
+        &self,
+        session: &str,
+        changes: &[NewChange],
+    ) -> Result<Vec<Option<i64>>, StoreError> {
         self.immediate(|transaction| {
-            let mut before = change.before.clone();
-            if let Before::Kept { hash, .. } = &before {
-                let there = transaction
-                    .query_row("SELECT 1 FROM blobs WHERE hash = ?1", [hash], |_| Ok(()))
-                    .optional()?;
-                if there.is_none() {
-                    let hash = Some(hash.clone());
-                    before = Before::NotKept { reason: "its kept copy was collected meanwhile".into(), hash };
+            let mut rows = Vec::with_capacity(changes.len());
+            for change in changes {
+                let mut before = change.before.clone();
+                if let Before::Kept { hash, .. } = &before {
+                    let there = transaction
+                        .query_row("SELECT 1 FROM blobs WHERE hash = ?1", [hash], |_| Ok(()))
+                        .optional()?;
+                    if there.is_none() {
+                        let hash = Some(hash.clone());
+                        before =
+                            Before::NotKept { reason: "its kept copy was collected meanwhile".into(), hash };
+                    }
                 }
+                if unchanged(&before, &change.after) {
+                    rows.push(None);
+                    continue;
+                }
+                let (kind, hash, mode, note) = before_columns(&before);
+                let (after_kind, after_hash) = after_columns(&change.after);
+                transaction.execute(
+                    "INSERT INTO file_changes (session_id, turn, call_id, path, started, ended, before_kind,
+                     before_hash, before_mode, note, after_kind, after_hash, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    params![
+                        session,
+                        change.turn.map(|t| t as i64),
+                        change.call_id,
+                        change.path,
+                        change.started,
+                        change.ended,
+                        kind,
+                        hash,
+                        mode,
+                        note,
+                        after_kind,
+                        after_hash,
+                        now_ms()
+                    ],
+                )?;
+                rows.push(Some(transaction.last_insert_rowid()));
             }
-            if unchanged(&before, &change.after) {
-                return Ok(None);
-            }
-            let (kind, hash, mode, note) = before_columns(&before);
-            let (after_kind, after_hash) = after_columns(&change.after);
-            transaction.execute(
-                "INSERT INTO file_changes (session_id, turn, call_id, path, started, ended, before_kind,
-                 before_hash, before_mode, note, after_kind, after_hash, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
-                    session,
-                    change.turn.map(|t| t as i64),
-                    change.call_id,
-                    change.path,
-                    change.started,
-                    change.ended,
-                    kind,
-                    hash,
-                    mode,
-                    note,
-                    after_kind,
-                    after_hash,
-                    now_ms()
-                ],
-            )?;
-            Ok(Some(transaction.last_insert_rowid()))
+            Ok(rows)
         })
     }
 
@@ -573,55 +590,59 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
     }
 
-    /// Keeps `bytes` (the content of the file `entry` describes) under
-    /// `bounds` and makes `entry` the workspace's manifest row for its path,
-    /// in one transaction; the content the row named before goes unless
-    /// something else names it. `bytes` is `Err(reason)` for a file that
-    /// could not be read. Returns the row as written.
-    pub fn keep_workspace_file(
+    /// Keeps the content of each file (`Err(reason)` for one that could
+    /// not be read) under `bounds` and makes its entry the workspace's
+    /// manifest row for its path, all in one transaction (a first look at
+    /// a workspace keeps thousands, and each transaction is synced); the
+    /// content a row named before goes unless something else names it.
+    /// Returns the rows as written.
+    pub fn keep_workspace_files(
         &self,
         workspace: &str,
-        entry: &ManifestEntry,
-        bytes: Result<&[u8], String>,
+        files: &[(ManifestEntry, Result<Vec<u8>, String>)],
         bounds: KeepBounds,
         budget: &mut TurnBudget,
-    ) -> Result<ManifestEntry, StoreError> {
+    ) -> Result<Vec<ManifestEntry>, StoreError> {
         let mut spent = *budget;
         let written = self.immediate(|transaction| {
-            let mut row = entry.clone();
-            (row.hash, row.note) = match bytes {
-                Ok(bytes) => match keep_in(transaction, bytes, bounds, &mut spent)? {
-                    Ok(hash) => (Some(hash), None),
-                    Err(why) => (None, Some(why.to_string())),
-                },
-                Err(reason) => (None, Some(reason)),
-            };
-            let old: Option<Option<String>> = transaction
-                .query_row(
-                    "SELECT hash FROM workspace_files WHERE workspace = ?1 AND path = ?2",
-                    params![workspace, row.path],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            transaction.execute(
-                "INSERT OR REPLACE INTO workspace_files (workspace, path, size, mtime_ns, ctime_ns, inode, mode,
-                 hash, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    workspace,
-                    row.path,
-                    row.size as i64,
-                    row.mtime_ns,
-                    row.ctime_ns,
-                    row.inode as i64,
-                    i64::from(row.mode),
-                    row.hash,
-                    row.note
-                ],
-            )?;
-            if let Some(Some(old)) = old.filter(|old| *old != row.hash) {
-                collect(transaction, &[old])?;
+            let mut written = Vec::with_capacity(files.len());
+            for (entry, bytes) in files {
+                let mut row = entry.clone();
+                (row.hash, row.note) = match bytes {
+                    Ok(bytes) => match keep_in(transaction, bytes, bounds, &mut spent)? {
+                        Ok(hash) => (Some(hash), None),
+                        Err(why) => (None, Some(why.to_string())),
+                    },
+                    Err(reason) => (None, Some(reason.clone())),
+                };
+                let old: Option<Option<String>> = transaction
+                    .query_row(
+                        "SELECT hash FROM workspace_files WHERE workspace = ?1 AND path = ?2",
+                        params![workspace, row.path],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                transaction.execute(
+                    "INSERT OR REPLACE INTO workspace_files (workspace, path, size, mtime_ns, ctime_ns, inode, mode,
+                     hash, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![
+                        workspace,
+                        row.path,
+                        row.size as i64,
+                        row.mtime_ns,
+                        row.ctime_ns,
+                        row.inode as i64,
+                        i64::from(row.mode),
+                        row.hash,
+                        row.note
+                    ],
+                )?;
+                if let Some(Some(old)) = old.filter(|old| *old != row.hash) {
+                    collect(transaction, &[old])?;
+                }
+                written.push(row);
             }
-            Ok(row)
+            Ok(written)
         })?;
         *budget = spent;
         Ok(written)

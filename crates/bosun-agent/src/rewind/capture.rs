@@ -33,7 +33,7 @@ use bosun_core::{
     CallEffects, CancellationPolicy, RetryPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture,
 };
 use bosun_store::{After, Before, ManifestEntry, NewChange, NotKept, Offered, Store, TurnBudget};
-use bosun_tools::workspace::RelPath;
+use bosun_tools::workspace::{EntryStat, RelPath};
 use bosun_tools::{Workspace, WorkspaceError};
 use rustix::fs::FileType;
 
@@ -43,6 +43,14 @@ use crate::notice::Notices;
 
 /// The largest file whose content is hashed to tell what a change left.
 const MAX_HASHED_BYTES: u64 = RewindSettings::HARD_MAX_FILE_BYTES;
+
+/// A batch of the manifest's keeps ends at this many files or bytes.
+const BATCH_FILES: usize = 256;
+const BATCH_BYTES: u64 = 16 << 20;
+
+fn manifest_entry(name: &str, stat: &EntryStat) -> ManifestEntry {
+    ManifestEntry::new(name, stat.size, (stat.mtime_ns, stat.ctime_ns), stat.inode, stat.mode)
+}
 
 /// A clock in microseconds that never repeats or goes back within the
 /// process, so changes of calls that overlap are ordered by when each
@@ -239,12 +247,16 @@ impl Recorder {
         }
         let scan = manifest::scan(&self.workspace, self.settings.max_files, &self.excluded);
         let mut manifest = state.manifest.take().unwrap_or_default();
-        for (name, stat) in &scan.files {
-            let entry =
-                ManifestEntry::new(name, stat.size, (stat.mtime_ns, stat.ctime_ns), stat.inode, stat.mode);
-            if manifest.get(name).is_some_and(|known| known.same_stat(&entry) && !known.worth_retrying()) {
-                continue;
-            }
+        // Kept in batches: one synced transaction for many files, and
+        // never more than a bounded amount read into memory at once.
+        let mut batch: Vec<(ManifestEntry, Result<Vec<u8>, String>)> = Vec::new();
+        let mut batched = 0u64;
+        let stale = scan.files.iter().filter(|(name, stat)| {
+            let entry = manifest_entry(name, stat);
+            !manifest.get(*name).is_some_and(|known| known.same_stat(&entry) && !known.worth_retrying())
+        });
+        let stale: Vec<(&String, &EntryStat)> = stale.collect();
+        for (index, (name, stat)) in stale.iter().enumerate() {
             let content = match RelPath::parse(name)
                 .map(|path| self.workspace.read(&path, self.settings.max_file_bytes))
             {
@@ -254,13 +266,16 @@ impl Recorder {
                 }
                 Ok(Err(error)) | Err(error) => Err(error.to_string()),
             };
-            let bounds = self.settings.bounds();
-            let content = content.as_deref().map_err(Clone::clone);
-            match self.store.keep_workspace_file(&workspace, &entry, content, bounds, &mut state.budget) {
-                Ok(row) => {
-                    manifest.insert(name.clone(), row);
+            batched += content.as_ref().map_or(0, |bytes| bytes.len() as u64);
+            batch.push((manifest_entry(name, stat), content));
+            if batch.len() >= BATCH_FILES || batched >= BATCH_BYTES || index + 1 == stale.len() {
+                let bounds = self.settings.bounds();
+                match self.store.keep_workspace_files(&workspace, &batch, bounds, &mut state.budget) {
+                    Ok(rows) => manifest.extend(rows.into_iter().map(|row| (row.path.clone(), row))),
+                    Err(error) => self.failed(&mut state, error),
                 }
-                Err(error) => self.failed(&mut state, error),
+                batch.clear();
+                batched = 0;
             }
         }
         if scan.complete {
@@ -281,6 +296,7 @@ impl Recorder {
         let after = manifest::scan(&self.workspace, self.settings.max_files, &self.excluded);
         let ended = tick();
         let mut state = self.lock();
+        let mut changes = Vec::new();
         for (name, difference) in manifest::diff(before, &after) {
             let was = match difference {
                 Difference::Created => Before::Absent,
@@ -288,15 +304,7 @@ impl Recorder {
                     let seen = before.files.get(&name);
                     let known = state.manifest.as_ref().and_then(|manifest| manifest.get(&name));
                     match (known, seen) {
-                        (Some(entry), Some(stat))
-                            if entry.same_stat(&ManifestEntry::new(
-                                &name,
-                                stat.size,
-                                (stat.mtime_ns, stat.ctime_ns),
-                                stat.inode,
-                                stat.mode,
-                            )) =>
-                        {
+                        (Some(entry), Some(stat)) if entry.same_stat(&manifest_entry(&name, stat)) => {
                             match &entry.hash {
                                 Some(hash) => Before::Kept { hash: hash.clone(), mode: entry.mode },
                                 None => Before::NotKept {
@@ -317,10 +325,12 @@ impl Recorder {
                 (_, Ok(path)) => self.left(&path),
                 (_, Err(_)) => After::Unknown,
             };
-            let change = NewChange::new(name, was, left, (started, ended)).by_call(turn, call);
-            if let Err(error) = self.store.record_change(&self.session, &change) {
-                self.failed(&mut state, error);
-            }
+            changes.push(NewChange::new(name, was, left, (started, ended)).by_call(turn, call));
+        }
+        if !changes.is_empty()
+            && let Err(error) = self.store.record_changes(&self.session, &changes)
+        {
+            self.failed(&mut state, error);
         }
     }
 }

@@ -101,17 +101,30 @@ fn a_recorded_change_naming_content_that_is_gone_is_not_restorable() {
     store.record_change("s", &change).unwrap().unwrap();
     let recorded = &store.file_changes("s").unwrap()[0];
     assert!(matches!(&recorded.before, Before::NotKept { hash: Some(h), .. } if *h == hash), "{recorded:?}");
-    // A change that changed nothing is not recorded.
+    // A change that changed nothing is not recorded; many go in one call.
     let same = NewChange::new("b", Before::Absent, After::Absent, (1, 2));
-    assert_eq!(store.record_change("s", &same).unwrap(), None);
+    let made = NewChange::new("c", Before::Absent, After::Unknown, (1, 2));
+    let rows = store.record_changes("s", &[same, made]).unwrap();
+    assert!(rows[0].is_none() && rows[1].is_some(), "{rows:?}");
+}
+
+/// One file into the manifest of `/ws`, with the default bounds.
+fn keep_one(
+    store: &Store,
+    entry: &ManifestEntry,
+    bytes: Result<Vec<u8>, String>,
+    budget: &mut TurnBudget,
+) -> Result<ManifestEntry, StoreError> {
+    let files = [(entry.clone(), bytes)];
+    Ok(store.keep_workspace_files("/ws", &files, KeepBounds::default(), budget)?.remove(0))
 }
 
 #[test]
 fn the_manifest_keeps_content_and_what_it_replaces_goes_unless_a_change_names_it() {
     let (_dir, store) = store();
-    let (bounds, mut budget) = (KeepBounds::default(), TurnBudget::default());
+    let mut budget = TurnBudget::default();
     let entry = ManifestEntry::new("src/a.rs", 3, (1, 1), 7, 0o644);
-    let kept = store.keep_workspace_file("/ws", &entry, Ok(b"v1\n"), bounds, &mut budget).unwrap();
+    let kept = keep_one(&store, &entry, Ok(b"v1\n".to_vec()), &mut budget).unwrap();
     assert_eq!(kept.hash.as_deref(), Some(blob_hash(b"v1\n").as_str()));
     // A change names v1: it outlives the manifest row that named it.
     let change = NewChange::new(
@@ -122,16 +135,16 @@ fn the_manifest_keeps_content_and_what_it_replaces_goes_unless_a_change_names_it
     );
     store.record_change("s", &change).unwrap().unwrap();
     let entry = ManifestEntry::new("src/a.rs", 3, (2, 2), 7, 0o644);
-    store.keep_workspace_file("/ws", &entry, Ok(b"v2\n"), bounds, &mut budget).unwrap();
+    keep_one(&store, &entry, Ok(b"v2\n".to_vec()), &mut budget).unwrap();
     let entry = ManifestEntry::new("src/a.rs", 3, (3, 3), 7, 0o644);
-    store.keep_workspace_file("/ws", &entry, Ok(b"v3\n"), bounds, &mut budget).unwrap();
+    keep_one(&store, &entry, Ok(b"v3\n".to_vec()), &mut budget).unwrap();
     assert!(store.blob(&blob_hash(b"v1\n")).unwrap().is_some(), "a change names it");
     assert!(store.blob(&blob_hash(b"v2\n")).unwrap().is_none(), "nothing names it");
     let binary = ManifestEntry::new("logo.png", 3, (1, 1), 8, 0o644);
-    let row = store.keep_workspace_file("/ws", &binary, Ok(b"\0\0\0"), bounds, &mut budget).unwrap();
+    let row = keep_one(&store, &binary, Ok(b"\0\0\0".to_vec()), &mut budget).unwrap();
     assert_eq!((row.hash, row.note.as_deref()), (None, Some("a binary file")));
     let unread = ManifestEntry::new("locked", 3, (1, 1), 9, 0o000);
-    let row = store.keep_workspace_file("/ws", &unread, Err("permission denied".into()), bounds, &mut budget);
+    let row = keep_one(&store, &unread, Err("permission denied".into()), &mut budget);
     assert_eq!(row.unwrap().note.as_deref(), Some("permission denied"));
 
     let listed: Vec<String> = store.workspace_files("/ws").unwrap().into_iter().map(|e| e.path).collect();
