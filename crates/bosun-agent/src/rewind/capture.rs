@@ -8,8 +8,8 @@
 //!   the call left there, or goes if nothing changed. A row started is
 //!   durable before the tool runs, so a process killed mid-call leaves a
 //!   change whose outcome is unknown, which is what it is.
-//! - Any other call that is not a read (the shell, an MCP server's tool, a
-//!   sub-agent) may change any file, and nothing says which beforehand. So
+//! - Any other call that is not a read (the shell, an MCP server's tool)
+//!   may change any file, and nothing says which beforehand. So
 //!   the workspace's manifest (`manifest.rs`) is brought up to date before
 //!   it runs: each file whose stat changed since the last look has its
 //!   content kept (by hash, so unchanged content costs nothing) and the
@@ -18,6 +18,10 @@
 //!   recorded with the kept content as its state before. Only files the
 //!   walk meets count: ignored ones (`.gitignore`), `.git` and those past
 //!   `max_files` are not seen.
+//!
+//! A sub-agent runs with its parent's tools (`SessionScope::tools`), so its
+//! calls are recorded here too, under its own call ids (a rewind finds them
+//! through the session that started it).
 //!
 //! The wrapping lives here, where tools are assembled, rather than in
 //! `bosun-core`: the session knows nothing of files, and each tool says what

@@ -145,6 +145,33 @@ impl RewindReport {
     }
 }
 
+/// How deep sub-agents' sub-agents are followed: far past the library's
+/// own depth limit, and a bound should links ever form a cycle.
+const SUBAGENT_DEPTH: usize = 16;
+
+/// Adds to `calls` the calls of the sub-agents one of them started (and
+/// theirs): a sub-agent runs with its parent's tools, so its changes are
+/// recorded with the parent's, under its own call ids.
+fn with_subagents(store: &Store, session: &str, calls: &mut HashSet<String>) -> Result<()> {
+    let mut parents = vec![session.to_owned()];
+    for _ in 0..SUBAGENT_DEPTH {
+        let mut next = Vec::new();
+        for parent in &parents {
+            for child in store.children(parent)? {
+                if child.parent.as_ref().is_some_and(|link| calls.contains(&link.call)) {
+                    calls.extend(store.turns(&child.id)?.into_iter().flat_map(|t| t.calls));
+                    next.push(child.id);
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        parents = next;
+    }
+    Ok(())
+}
+
 /// Takes `session` back to the start of `request.turn`: restores the files
 /// its calls of that turn and later changed (in `workspace`, through its
 /// handles) and starts a new branch of the conversation from before the
@@ -176,8 +203,9 @@ pub fn rewind(
     };
     let start = &turns[at];
     let files = if request.restore.files() {
-        let calls: HashSet<&str> =
-            turns[at..].iter().flat_map(|t| t.calls.iter().map(String::as_str)).collect();
+        let mut calls: HashSet<String> = turns[at..].iter().flat_map(|t| t.calls.iter().cloned()).collect();
+        with_subagents(store, session, &mut calls)?;
+        let calls: HashSet<&str> = calls.iter().map(String::as_str).collect();
         Some(restore::restore(store, workspace, session, &calls, request.force)?)
     } else {
         None

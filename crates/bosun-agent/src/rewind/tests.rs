@@ -157,3 +157,53 @@ async fn large_and_binary_files_are_named_as_not_restorable() {
     assert!(matches!(&restored[1].1, FileOutcome::Skipped(why) if why.contains("binary")), "{restored:?}");
     assert_eq!(fixture.file("big.txt").as_deref(), Some("x\n"));
 }
+
+#[tokio::test]
+async fn a_rewind_restores_what_the_turns_sub_agents_changed_with_its_tools() {
+    use bosun_core::{Session, ToolCategory, WorkspaceIdentity};
+    use bosun_store::{After, KeepBounds, Offered, TurnBudget, blob_hash};
+    use bosun_testing::{FnTool, Reply, ScriptedModel};
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    std::fs::write(dir.path().join("ws/a.txt"), "one\n").unwrap();
+    let workspace = Workspace::open(dir.path().join("ws")).unwrap();
+    let store = Store::open(dir.path().join("sessions.db")).unwrap();
+    let identity = WorkspaceIdentity::new("/ws", 1, 2);
+    let session = |model: ScriptedModel, tool: &str| {
+        Session::builder(model)
+            .tool(FnTool::text(tool, ToolCategory::Write, |_| "done".into()))
+            .workspace(identity.clone())
+    };
+    // The parent's turn delegates; the child, started by that call, edits.
+    let journal = store.new_session();
+    let parent = journal.session_id().to_owned();
+    let model =
+        ScriptedModel::new().reply(Reply::new().tool_call("delegate", json!({}))).answer("Delegated.");
+    let mut running = session(model, "delegate").journal(journal).build().await.unwrap();
+    running.run("go", &mut Vec::new()).await.unwrap();
+    let delegate = running.history()[1].tool_calls().next().unwrap().id.to_string();
+    drop(running);
+    let journal = store.new_session().with_parent(&parent, &delegate);
+    let child = journal.session_id().to_owned();
+    let model = ScriptedModel::new().reply(Reply::new().tool_call("edit", json!({}))).answer("Edited.");
+    let mut running = session(model, "edit").journal(journal).build().await.unwrap();
+    running.run("sub", &mut Vec::new()).await.unwrap();
+    let edit = running.history()[1].tool_calls().next().unwrap().id.to_string();
+    drop(running);
+    // The child's edit, recorded as its tools (the parent's) record it.
+    let offered = Offered::Content { bytes: b"one\n".to_vec(), mode: 0o644 };
+    let mut budget = TurnBudget::default();
+    let (row, _) = store
+        .begin_change(&parent, (1, &edit), "a.txt", 1, offered, KeepBounds::default(), &mut budget)
+        .unwrap();
+    std::fs::write(dir.path().join("ws/a.txt"), "two\n").unwrap();
+    store.end_change(row, &After::File { hash: blob_hash(b"two\n") }, 2).unwrap();
+
+    let request = super::RewindRequest::new(1).restoring(super::Restore::Files);
+    let report = super::rewind(&store, &workspace, &parent, &request).unwrap();
+    let files = report.files.unwrap();
+    assert_eq!(files.len(), 1, "{files:?} (child {child})");
+    assert_eq!(files[0].outcome, FileOutcome::Restored);
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(), "one\n");
+}
