@@ -359,7 +359,8 @@ impl Agent {
     }
 
     /// The builder of the top-level stored session `id`: the session's
-    /// parts, delegation to children kept in `store`, and its artifacts.
+    /// parts, its tools' changes to the workspace kept for rewind,
+    /// delegation to children kept in `store`, and its artifacts.
     fn top_level(
         &self,
         settings: &Settings,
@@ -367,7 +368,8 @@ impl Agent {
         id: &str,
         (model, window): (Arc<dyn Model>, Option<u64>),
     ) -> Result<SessionBuilder> {
-        let tools = self.tools.clone();
+        let recorded = (&self.workspace, store, id);
+        let tools = crate::rewind::capturing(self.tools.clone(), recorded, &settings.rewind, &self.notices);
         let builder = crate::parts::builder(model, window, &self.workspace, tools, self.source(), settings)?;
         let parts = (settings, &self.env, &self.workspace);
         let builder = children::with_delegation(builder, store, id, parts, &self.notices);

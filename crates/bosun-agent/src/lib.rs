@@ -21,6 +21,7 @@ pub mod mcp_login;
 pub mod model;
 mod notice;
 pub mod parts;
+pub mod rewind;
 pub mod sampling;
 pub mod sandboxing;
 pub mod stored;

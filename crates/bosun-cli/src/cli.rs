@@ -38,7 +38,12 @@ pub enum Command {
     /// the summary is sent in their place from the next turn on (history
     /// and exports keep every message).
     Compact(CompactArgs),
-    /// Start a new branch of a session at a message.
+    /// Take a session back to the start of one of its turns: the files its
+    /// tools changed since, the conversation (a new branch; the old one
+    /// stays), or both.
+    Rewind(RewindArgs),
+    /// Start a new branch of a session at a message (the branch it leaves
+    /// stays: `bosun resume ID --branch B` goes back to it).
     Fork {
         /// The session.
         id: String,
@@ -384,6 +389,7 @@ impl Command {
             Self::Exec(_) => "exec",
             Self::Resume(_) => "resume",
             Self::Compact(_) => "compact",
+            Self::Rewind(_) => "rewind",
             Self::Fork { .. } => "fork",
             Self::Sessions(_) => "sessions",
             Self::Config(_) => "config",
@@ -416,6 +422,11 @@ pub struct ResumeArgs {
     pub last: bool,
     /// A prompt to continue with.
     pub prompt: Vec<String>,
+    /// Continue this branch of the session (its id, or a unique part of at
+    /// least 8 characters; `bosun sessions show ID` lists them): it becomes
+    /// the head.
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
     #[command(flatten)]
     pub run: RunOptions,
 }
@@ -429,8 +440,40 @@ pub struct CompactArgs {
     /// Compact this workspace's most recent session.
     #[arg(long, conflicts_with = "id")]
     pub last: bool,
+    /// Compact this branch of the session (see `resume --branch`); it
+    /// becomes the head.
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
     #[command(flatten)]
     pub run: RunOptions,
+}
+
+/// `bosun rewind`.
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// The session id (see `bosun sessions list`).
+    pub id: String,
+    /// The turn to go back to the start of (`bosun sessions show ID`
+    /// numbers them).
+    #[arg(long, value_name = "TURN")]
+    pub to: u64,
+    /// Restore the files only; the conversation goes on as it is.
+    #[arg(long, conflicts_with_all = ["conversation", "both"])]
+    pub files: bool,
+    /// Restore the conversation only (a new branch from before the turn's
+    /// prompt); the files stay as they are.
+    #[arg(long, conflicts_with = "both")]
+    pub conversation: bool,
+    /// Restore both (the default).
+    #[arg(long)]
+    pub both: bool,
+    /// Overwrite files changed since bosun last left them (by default they
+    /// are reported and left alone).
+    #[arg(long)]
+    pub force: bool,
+    /// Print what was done as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The permission modes.

@@ -321,7 +321,7 @@ pub async fn resume(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let which = Stored { id: args.id, last: args.last, words: args.prompt };
+    let which = Stored { id: args.id, last: args.last, words: args.prompt, branch: args.branch };
     on_stored(dir, profile, which, Then::Turn, &args.run, env, palettes).await
 }
 
@@ -333,7 +333,7 @@ pub async fn compact(
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
-    let which = Stored { id: args.id, last: args.last, words: Vec::new() };
+    let which = Stored { id: args.id, last: args.last, words: Vec::new(), branch: args.branch };
     on_stored(dir, profile, which, Then::Compact, &args.run, env, palettes).await
 }
 
@@ -410,12 +410,22 @@ async fn continue_turn(
     palettes: Palettes,
     signals: &Signals,
 ) -> Result<Outcome> {
-    let prompt: UserInput = if !words.is_empty() {
-        words.join(" ").into()
-    } else if let Some(interrupted) = session.interrupted_prompt().cloned() {
-        interrupted.into()
-    } else {
-        "Continue where you left off.".into()
+    // A prompt that never reached an answer is not dropped for new words
+    // (invariant 21): both are sent, and the person is told.
+    let prompt: UserInput = match (words.is_empty(), session.interrupted_prompt().cloned()) {
+        (false, Some(bosun_core::Message::User { mut content, .. })) => {
+            let again = bosun_core::Message::User { content: content.clone() }.text();
+            let told = format!(
+                "the last turn's prompt never reached an answer; it is sent again before yours: {}",
+                crate::sanitize::line(again.lines().next().unwrap_or_default())
+            );
+            eprintln!("{}", palettes.stderr.dim(&told));
+            content.push(bosun_core::ContentPart::text(words.join(" ")));
+            content.into()
+        }
+        (false, _) => words.join(" ").into(),
+        (true, Some(interrupted)) => interrupted.into(),
+        (true, None) => "Continue where you left off.".into(),
     };
     if !run.json {
         let resumed = format!("resumed session {id} ({} messages)", session.history().len());
@@ -427,11 +437,13 @@ async fn continue_turn(
 }
 
 /// Which stored session a command names: an id, or `--last` (then the
-/// first of `words`, which clap took for the id, belongs to the prompt).
+/// first of `words`, which clap took for the id, belongs to the prompt),
+/// and the branch to continue when not its head.
 pub(crate) struct Stored {
     pub(crate) id: Option<String>,
     pub(crate) last: bool,
     pub(crate) words: Vec<String>,
+    pub(crate) branch: Option<String>,
 }
 
 /// The stored session `which` names (a whole id or a unique prefix),
@@ -505,9 +517,16 @@ impl Stored {
         env: &Env,
         settings: &config::Settings,
     ) -> Result<(Self, config::Settings)> {
+        let branch = self.branch.clone();
         let (stored, words) = self.named()?;
         let (id, settings) = bosun_agent::stored::resolve(dir, env, settings, &stored)?;
-        Ok((Self { id: Some(id), last: false, words }, settings))
+        if let Some(branch) = branch {
+            // The head moves to the branch named; every branch stays.
+            let store = bosun_agent::parts::store(&settings, env)?;
+            let branch = store.resolve_branch(&id, &branch)?;
+            store.switch_branch(&id, &branch)?;
+        }
+        Ok((Self { id: Some(id), last: false, words, branch: None }, settings))
     }
 }
 

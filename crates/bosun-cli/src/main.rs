@@ -14,6 +14,7 @@ mod mcp_login;
 mod models;
 mod output;
 mod picker;
+mod rewind;
 mod sampling;
 mod sanitize;
 mod sessions;
@@ -104,11 +105,12 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
         Command::Exec(args) => exec::exec(dir, profile, args, env, palettes).await,
         // No prompt, in a terminal: the conversation goes on there.
         Command::Resume(args) if args.prompt.is_empty() && !args.run.json && interactive::has_terminal() => {
-            let which = exec::Stored { id: args.id, last: args.last, words: Vec::new() };
+            let which = exec::Stored { id: args.id, last: args.last, words: Vec::new(), branch: args.branch };
             interactive::run(dir, profile, args.run, Some(which), env, palettes).await
         }
         Command::Resume(args) => exec::resume(dir, profile, args, env, palettes).await,
         Command::Compact(args) => exec::compact(dir, profile, args, env, palettes).await,
+        Command::Rewind(args) => rewind::run(dir, profile, args, env),
         Command::Fork { id, at } => sessions::fork(dir, profile, &id, at, env).map(|()| Outcome::Success),
         Command::Sessions(command) => {
             sessions::run(dir, profile, command, env, palettes.stdout).map(|()| Outcome::Success)

@@ -226,6 +226,9 @@ pub fn run(
                         format!("sub-agent {}  {}", child.id, title.lines().next().unwrap_or_default());
                     writeln!(out, "{}", style.dim(&shown(terminal, &line)))?;
                 }
+                for line in branch_lines(&detail) {
+                    writeln!(out, "{}", style.dim(&line))?;
+                }
                 writeln!(out, "{}", style.dim(&usage_line(&detail, &settings)?))?;
                 for line in turn_lines(&detail) {
                     writeln!(out, "{}", style.dim(&line))?;
@@ -248,7 +251,16 @@ pub fn run(
                     Ok(())
                 };
                 failed_after(&mut out, None)?;
+                // Where each turn began, as `rewind --to` names them.
+                let turns = store.turns(&id)?;
+                let mut starts =
+                    turns.iter().filter(|t| !t.rolled_back).map(|t| (t.after, t.turn)).peekable();
+                let mut previous = None;
                 for (message_id, message) in &detail.history {
+                    while let Some((_, turn)) = starts.next_if(|(after, _)| *after == previous) {
+                        writeln!(out, "{}", style.dim(&format!("── turn {turn}")))?;
+                    }
+                    previous = Some(*message_id);
                     let (role, text) = match message {
                         Message::User { .. } => ("user", message.text()),
                         Message::Assistant { usage, .. } => {
@@ -330,9 +342,43 @@ pub fn fork(dir: Option<&Path>, profile: Option<&str>, id: &str, at: Option<i64>
             .map(|(m, _)| *m)
             .context("the session has no messages to fork at")?,
     };
+    let left = store.show(id)?.head_branch;
     let branch = store.fork(id, at)?;
+    let branches = store.show(id)?.branches;
+    let ids: Vec<&str> = branches.iter().map(|b| b.id.as_str()).collect();
+    let short = |branch: &str| crate::rewind::short_id(branch, &ids);
     eprintln!(
-        "forked session {id} at message {at}: branch {branch} is now its head (continue with `bosun resume {id}`)"
+        "forked session {id} at message {at}: branch {} is now its head (continue with `bosun resume {id}`); the \
+         branch it left stays: `bosun resume {id} --branch {}` continues it",
+        short(&branch),
+        short(&left)
     );
     Ok(())
+}
+
+/// The branches of a session with more than one: a shortest unique id,
+/// which is the head, where it came off, its messages and when it was made.
+fn branch_lines(detail: &bosun_store::SessionDetail) -> Vec<String> {
+    if detail.branches.len() < 2 {
+        return Vec::new();
+    }
+    let ids: Vec<&str> = detail.branches.iter().map(|b| b.id.as_str()).collect();
+    let mut lines =
+        vec![format!("branches (`bosun resume {} --branch B` continues one):", detail.summary.id)];
+    for branch in &detail.branches {
+        let head = if branch.id == detail.head_branch { "* " } else { "  " };
+        let from = match (&branch.parent_branch, branch.fork_message) {
+            (None, _) => "the first".to_owned(),
+            (Some(_), Some(message)) => format!("forked at #{message}"),
+            (Some(_), None) => "forked before the first message".to_owned(),
+        };
+        lines.push(format!(
+            "{head}{}  {:>4} msgs  {}  {from}{}",
+            crate::rewind::short_id(&branch.id, &ids),
+            branch.message_count,
+            time(branch.created_at),
+            if head == "* " { "  (head)" } else { "" }
+        ));
+    }
+    lines
 }

@@ -10,8 +10,10 @@
 //! values it is given), models, tools.
 
 mod artifacts;
+mod branches;
 mod error;
 mod export;
+mod files;
 mod import;
 mod integrity;
 mod journal;
@@ -23,8 +25,13 @@ mod schema;
 mod store;
 
 pub use artifacts::StoreArtifacts;
+pub use branches::TurnStart;
 pub use error::StoreError;
 pub use export::EXPORT_VERSION;
+pub use files::{
+    After, Before, FileChange, KeepBounds, ManifestEntry, NewChange, NotKept, Offered, TurnBudget, blob_hash,
+    looks_binary,
+};
 pub use journal::StoreJournal;
 pub use paths::default_path;
 pub use store::{

@@ -97,6 +97,10 @@ pub struct BranchInfo {
     pub fork_message: Option<i64>,
     /// Its newest message.
     pub head_message: Option<i64>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// The messages from the root to its newest: what resuming it rebuilds.
+    pub message_count: i64,
 }
 
 /// A session in full: its summary, branches, and the history of its head.
@@ -345,6 +349,7 @@ impl Store {
         transaction
             .execute("DELETE FROM artifacts WHERE session_id = ?1", [session])
             .map_err(|e| self.sql(e))?;
+        crate::files::delete_session(&transaction, session).map_err(|e| self.sql(e))?;
         transaction.commit().map_err(|e| self.sql(e))?;
         if deleted == 0 {
             return Err(not_found("session", session));
@@ -354,20 +359,39 @@ impl Store {
 
     /// Starts a branch of `session` at `message` (an assistant answer or the
     /// last result of a tool batch) and makes it the head. Returns its id.
+    /// The branch it leaves stays as it is ([`Store::switch_branch`] goes
+    /// back to it).
     pub fn fork(&self, session: &str, message: i64) -> Result<String, StoreError> {
+        self.fork_at(session, Some(message))
+    }
+
+    /// [`Store::fork`], or with `None` a branch with no message yet (the
+    /// session as it was before its first turn).
+    pub fn fork_at(&self, session: &str, message: Option<i64>) -> Result<String, StoreError> {
         let mut connection = self.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
-        let owner: Option<String> = transaction
-            .query_row("SELECT session_id FROM messages WHERE id = ?1", [message], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.sql(e))?;
+        let owner: Option<String> = match message {
+            Some(message) => transaction
+                .query_row("SELECT session_id FROM messages WHERE id = ?1", [message], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.sql(e))?,
+            None => transaction
+                .query_row("SELECT id FROM sessions WHERE id = ?1", [session], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.sql(e))?,
+        };
+        let shown = || message.map_or_else(|| "the start".to_owned(), |m| m.to_string());
         if owner.as_deref() != Some(session) {
-            return Err(not_found("message of this session", &message.to_string()));
+            return Err(match message {
+                Some(_) => not_found("message of this session", &shown()),
+                None => not_found("session", session),
+            });
         }
-        let history = chain(&transaction, Some(message)).map_err(|e| self.sql(e))?;
+        let history = chain(&transaction, message).map_err(|e| self.sql(e))?;
         let messages: Vec<Message> = history.iter().map(|(_, m)| m.clone()).collect();
         let ends_a_unit = match messages.last() {
+            None => true,
             Some(Message::Assistant { .. }) => {
                 messages.last().is_some_and(|m| m.tool_calls().next().is_none())
             }
@@ -376,7 +400,8 @@ impl Store {
         };
         if !ends_a_unit || validate_history(&messages).is_err() {
             return Err(StoreError::Invalid(format!(
-                "cannot fork at message {message}: a fork must end at an assistant answer or at the last result of a tool batch"
+                "cannot fork at message {}: a fork must end at an assistant answer or at the last result of a tool batch",
+                shown()
             )));
         }
         let first: String = transaction
@@ -400,9 +425,17 @@ impl Store {
                 StoreError::Invalid(format!("session {session} has an unreadable authority: {e}"))
             })?;
         }
-        let (parent_branch,): (String,) = transaction
-            .query_row("SELECT branch_id FROM messages WHERE id = ?1", [message], |r| Ok((r.get(0)?,)))
-            .map_err(|e| self.sql(e))?;
+        // A branch with no message yet comes off the head.
+        let (parent_branch,): (String,) = match message {
+            Some(message) => {
+                transaction.query_row("SELECT branch_id FROM messages WHERE id = ?1", [message], |r| {
+                    Ok((r.get(0)?,))
+                })
+            }
+            None => transaction
+                .query_row("SELECT head_branch FROM sessions WHERE id = ?1", [session], |r| Ok((r.get(0)?,))),
+        }
+        .map_err(|e| self.sql(e))?;
         let branch = uuid::Uuid::now_v7().to_string();
         let now = crate::rows::now_ms();
         transaction
@@ -513,7 +546,7 @@ fn turn_spends(connection: &Connection, branch: &str) -> rusqlite::Result<Vec<Tu
 
 pub(crate) fn branches(connection: &Connection, session: &str) -> rusqlite::Result<Vec<BranchInfo>> {
     let mut statement = connection.prepare_cached(
-        "SELECT id, parent_branch, fork_message, head_message FROM branches WHERE session_id = ?1
+        "SELECT id, parent_branch, fork_message, head_message, created_at FROM branches WHERE session_id = ?1
          ORDER BY created_at, id",
     )?;
     let rows = statement.query_map([session], |row| {
@@ -522,9 +555,22 @@ pub(crate) fn branches(connection: &Connection, session: &str) -> rusqlite::Resu
             parent_branch: row.get(1)?,
             fork_message: row.get(2)?,
             head_message: row.get(3)?,
+            created_at: row.get(4)?,
+            message_count: 0,
         })
     })?;
-    rows.collect()
+    let mut branches = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut count = connection.prepare_cached(
+        "WITH RECURSIVE up(id, parent_id) AS (
+            SELECT id, parent_id FROM messages WHERE id = ?1
+            UNION ALL
+            SELECT m.id, m.parent_id FROM messages m JOIN up ON m.id = up.parent_id
+         ) SELECT count(*) FROM up",
+    )?;
+    for branch in &mut branches {
+        branch.message_count = count.query_row([branch.head_message], |row| row.get(0))?;
+    }
+    Ok(branches)
 }
 
 /// The turns of `branch` that left no message in history (rolled back, or

@@ -24,6 +24,10 @@ use crate::theme::Theme;
 /// How long after a Ctrl+C a second one quits.
 pub(crate) const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 
+/// How long after an Esc on an empty editor a second one edits the
+/// previous message.
+pub(crate) const DOUBLE_ESC: Duration = Duration::from_secs(2);
+
 /// A tool call being shown in the live area.
 #[derive(Debug)]
 pub(crate) struct Running {
@@ -68,6 +72,11 @@ pub struct App {
     pub(crate) scrollback: Vec<Line<'static>>,
     pub(crate) modals: VecDeque<Modal>,
     pub(crate) last_ctrl_c: Option<Instant>,
+    /// An Esc on an empty editor while idle: a second one soon after edits
+    /// the previous message.
+    pub(crate) last_esc: Option<Instant>,
+    /// The turn whose message the editor holds for editing (Esc Esc).
+    pub(crate) editing: Option<u64>,
     pub(crate) exit: bool,
 }
 
@@ -109,6 +118,8 @@ impl App {
             scrollback: Vec::new(),
             modals: VecDeque::new(),
             last_ctrl_c: None,
+            last_esc: None,
+            editing: None,
             exit: false,
         }
     }
@@ -193,6 +204,12 @@ impl App {
                     selected: 0,
                     reply: Some(reply),
                 })))
+            }
+            ToUi::Edit { turn, text } => {
+                self.editor.set(&text);
+                self.edited();
+                self.editing = Some(turn);
+                self.last_esc = None;
             }
             ToUi::Confirm { title, body, reply } => {
                 self.modals.push_back(Modal::new(modal::Kind::Confirm(modal::Confirm {

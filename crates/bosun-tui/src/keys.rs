@@ -7,7 +7,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::{Line, Span};
 
-use crate::app::{App, DOUBLE_CTRL_C};
+use crate::app::{App, DOUBLE_CTRL_C, DOUBLE_ESC};
 use crate::input::{Completion, accept, complete};
 use crate::modal::Outcome;
 use crate::protocol::{FromUi, QueuedKind};
@@ -19,6 +19,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("tab", "while a turn runs: queue as a follow-up; else complete"),
     ("shift+enter, alt+enter, ctrl+j", "new line"),
     ("esc", "while a turn runs: cancel it (the text stays)"),
+    ("esc esc", "on empty input: edit your previous message (sent, it goes on as a new branch)"),
     ("ctrl+c", "cancel the turn, or clear the text; twice within 2 s quits"),
     ("ctrl+d", "quit, on empty input"),
     ("up / down", "history (on the first / last line); up on empty input takes back a queued message"),
@@ -103,7 +104,27 @@ impl App {
         }
         self.editor.clear();
         self.edited();
+        self.editing = None;
         Vec::new()
+    }
+
+    /// Esc on an empty editor while idle: the second within
+    /// [`DOUBLE_ESC`] asks for the previous message to edit.
+    fn esc(&mut self, now: Instant) -> Vec<FromUi> {
+        if self.busy.is_some() || !self.editor.is_empty() {
+            return Vec::new();
+        }
+        if self.last_esc.is_some_and(|at| now.saturating_duration_since(at) <= DOUBLE_ESC) {
+            self.last_esc = None;
+            return vec![FromUi::EditPrevious];
+        }
+        self.last_esc = Some(now);
+        Vec::new()
+    }
+
+    /// Whether to show "esc again edits your previous message".
+    pub(crate) fn esc_armed(&self) -> bool {
+        self.last_esc.is_some_and(|at| self.now.saturating_duration_since(at) <= DOUBLE_ESC)
     }
 
     /// Whether to show "ctrl+c again quits".
@@ -125,6 +146,7 @@ impl App {
                 out = self.submit(QueuedKind::FollowUp)
             }
             KeyCode::Esc if self.busy.is_some() => out.push(FromUi::Cancel),
+            KeyCode::Esc => return self.esc(self.now),
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => {
                 self.exit = true;
                 out.push(FromUi::Exit);
@@ -174,8 +196,15 @@ impl App {
             }
             _ => {}
         }
+        if key.code != KeyCode::Esc {
+            self.last_esc = None;
+        }
         if self.editor.text() != before {
             self.edited();
+            if self.editor.is_empty() {
+                // Cleared: the edit is given up.
+                self.editing = None;
+            }
         }
         out
     }
@@ -222,6 +251,9 @@ impl App {
         }
         self.echo(&text);
         if self.busy.is_none() {
+            if let Some(turn) = self.editing.take() {
+                return vec![FromUi::Resend { turn, text }];
+            }
             return vec![FromUi::Submit(text)];
         }
         self.sending.push((busy_kind, text.clone()));

@@ -181,6 +181,15 @@ pub enum ToUi {
         /// The chosen item's id.
         reply: oneshot::Sender<Option<String>>,
     },
+    /// A previous message to edit (Esc Esc): its text goes into the
+    /// editor, and sending it comes back as [`FromUi::Resend`] for `turn`
+    /// (clearing the editor gives the edit up).
+    Edit {
+        /// The turn the message started.
+        turn: u64,
+        /// Its text.
+        text: String,
+    },
     /// A yes/no question.
     Confirm {
         /// The question.
@@ -210,6 +219,16 @@ pub enum FromUi {
     Cancel,
     /// `!cmd`: a shell command, without the `!`.
     Shell(String),
+    /// Esc twice on an empty editor while idle: edit the previous message.
+    EditPrevious,
+    /// The message of `turn`, edited ([`ToUi::Edit`]): continue from before
+    /// that turn with this text instead.
+    Resend {
+        /// The turn whose message it replaces.
+        turn: u64,
+        /// The new text.
+        text: String,
+    },
     /// `/name args`, known or not.
     Command {
         /// The name, without the `/`.

@@ -129,7 +129,15 @@ pub fn render(app: &App, frame: &mut Frame<'_>) {
 
 /// The rule over the input, with a hint at its right end when there is one.
 fn rule(app: &App, width: usize) -> Line<'static> {
-    let hint = app.ctrl_c_armed().then_some(" ctrl+c again quits ");
+    let hint = if app.ctrl_c_armed() {
+        Some(" ctrl+c again quits ")
+    } else if app.esc_armed() {
+        Some(" esc again edits your previous message ")
+    } else if app.editing.is_some() {
+        Some(" editing: enter sends it as a new branch ")
+    } else {
+        None
+    };
     let Some(hint) = hint.filter(|h| h.len() + 4 < width) else {
         return Line::from(Span::styled("─".repeat(width), app.theme.dim()));
     };

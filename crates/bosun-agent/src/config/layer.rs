@@ -113,6 +113,8 @@ pub struct Layer {
     pub profiles: BTreeMap<String, Layer>,
     /// What an OS sandbox around the commands bosun runs may do (`sandbox.rs`).
     pub sandbox: Option<super::sandbox::SandboxLayer>,
+    /// What is kept of files before tools change them (`rewind.rs`).
+    pub rewind: Option<super::rewind::RewindLayer>,
 }
 
 /// How bosun talks to one provider, as Codex names these settings; what is

@@ -9,6 +9,7 @@ mod layer;
 pub mod mcp;
 pub mod models;
 mod permissions;
+pub mod rewind;
 pub mod sandbox;
 mod trust;
 pub mod url;
@@ -24,6 +25,7 @@ use bosun_core::{Mode, PermissionRule};
 pub use bosun_core::env::Env;
 pub use hosts::KeyHost;
 pub use layer::{Layer, ProviderSettings, TrustLevel};
+pub use rewind::RewindSettings;
 pub use sandbox::{SandboxMode, SandboxSettings};
 pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table, trust_target};
 
@@ -148,6 +150,9 @@ pub struct Settings {
     /// What an OS sandbox around the commands bosun runs may do (`[sandbox]`,
     /// `--sandbox`; `sandbox.rs`).
     pub sandbox: SandboxSettings,
+    /// What is kept of files before tools change them (`[rewind]`;
+    /// `rewind.rs`).
+    pub rewind: RewindSettings,
     /// The project's config file, if one was found, and what was made of it.
     pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
@@ -199,6 +204,7 @@ impl Settings {
             allowed_key_hosts: Vec::new(),
             base_url_from_project: false,
             sandbox: SandboxSettings::default(),
+            rewind: RewindSettings::default(),
             project: None,
             sources: BTreeMap::new(),
             allow_any_workspace: false,
@@ -412,6 +418,11 @@ impl Settings {
             if deny_read.is_some() {
                 let shown = self.sandbox.deny_read.iter().map(|p| p.display().to_string());
                 self.note("sandbox.deny_read", shown.collect::<Vec<_>>().join(", "), source.clone());
+            }
+        }
+        if let Some(table) = &layer.rewind {
+            for (key, value) in self.rewind.apply(table, &source.to_string())? {
+                self.note(key, value, source.clone());
             }
         }
         for (name, value) in &layer.headers {

@@ -182,6 +182,7 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         projects,
         profiles,
         sandbox,
+        rewind,
     } = layer;
     let mut gate = Gate { trusted, ignored: Vec::new() };
     let defaults = bosun_core::Limits::default();
@@ -199,6 +200,8 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         // How the provider is talked to (retries, timeouts), like its URL.
         providers: gate.trusted_only_each(providers, |name| format!("providers.{name}")),
         sessions_db: gate.trusted_only("sessions_db", sessions_db),
+        // What is kept of the user's files, and how much of their disk.
+        rewind: gate.trusted_only("rewind", rewind),
         // Which weights run (and a path to them), and on what hardware.
         local_context: gate.trusted_only("local_context", local_context),
         local_threads: gate.trusted_only("local_threads", local_threads),

@@ -125,6 +125,11 @@ mode = "off"
 network = true
 writable_roots = ["/"]
 deny_read = []
+[rewind]
+enabled = false
+max_file_bytes = 1
+max_turn_bytes = 1
+max_files = 1
 [profiles.p]
 mode = "autonomous"
 max_rounds = 1000
@@ -218,6 +223,7 @@ fn assert_no_looser(with: &Settings, without: &Settings, case: &str) {
         base_url_from_project,
         workspace_trusted,
         sandbox,
+        rewind,
         project: _,
         sources: _,
         allow_any_workspace,
@@ -290,6 +296,7 @@ fn assert_no_looser(with: &Settings, without: &Settings, case: &str) {
         assert!(sandbox.deny_read.contains(path), "{case}: sandbox.deny_read lost {}", path.display());
     }
     assert!(!workspace_trusted, "{case}: workspace_trusted");
+    same("rewind", format!("{rewind:?}"), format!("{:?}", without.rewind));
 }
 
 #[test]
@@ -334,6 +341,7 @@ fn invariant_20_an_untrusted_project_never_loosens_any_setting() {
         projects,
         profiles,
         sandbox,
+        rewind,
     } = &layer;
     assert!(model.is_some() && base_url.is_some() && mode.is_some() && project_docs.is_some());
     assert!(sessions_db.is_some() && max_rounds.is_some() && tool_timeout_secs.is_some());
@@ -350,6 +358,9 @@ fn invariant_20_an_untrusted_project_never_loosens_any_setting() {
     let sandbox = sandbox.as_ref().unwrap();
     assert!(sandbox.mode.is_some() && sandbox.network.is_some() && sandbox.writable_roots.is_some());
     assert!(sandbox.deny_read.is_some());
+    let rewind = rewind.as_ref().unwrap();
+    assert!(rewind.enabled.is_some() && rewind.max_file_bytes.is_some());
+    assert!(rewind.max_turn_bytes.is_some() && rewind.max_files.is_some());
 
     for (at, user) in USERS.iter().enumerate() {
         for profile in [None, Some("mine")] {

@@ -31,6 +31,7 @@ impl Conversation<'_> {
             "new" => self.new_session().await,
             "resume" => self.resume(args).await,
             "fork" => self.fork().await,
+            "rewind" => self.rewind(args).await,
             "compact" => self.compact().await,
             "cost" => self.cost(),
             "diff" => {
@@ -49,13 +50,13 @@ impl Conversation<'_> {
     }
 
     /// This session, as `resume` names it.
-    fn current(&self) -> Stored {
-        Stored { id: Some(self.id.clone()), last: false, words: Vec::new() }
+    pub(super) fn current(&self) -> Stored {
+        Stored { id: Some(self.id.clone()), last: false, words: Vec::new(), branch: None }
     }
 
     /// Goes on in another session (`which`; a new one when `None`), or this
     /// one rebuilt, built with `settings`; the mode chosen with `/mode` stays.
-    async fn reopen(
+    pub(super) async fn reopen(
         &mut self,
         settings: &crate::config::Settings,
         which: Option<Stored>,
@@ -135,7 +136,7 @@ impl Conversation<'_> {
         } else {
             args.to_owned()
         };
-        let which = Stored { id: Some(id), last: false, words: Vec::new() };
+        let which = Stored { id: Some(id), last: false, words: Vec::new(), branch: None };
         self.reopen(&self.settings.clone(), Some(which)).await?;
         self.show_opening();
         Ok(())
@@ -163,9 +164,17 @@ impl Conversation<'_> {
         let store = bosun_agent::parts::store(&self.settings, self.env)?;
         let at = store.show(&self.id)?.history.last().map(|(m, _)| *m);
         let Some(at) = at else { anyhow::bail!("nothing to fork yet: the session has no messages") };
+        let left = store.show(&self.id)?.head_branch;
         let branch = store.fork(&self.id, at)?;
         self.reopen(&self.settings.clone(), Some(self.current())).await?;
-        self.notice(NoticeKind::Info, format!("forked at message {at}: branch {branch} goes on from here"));
+        let id = &self.id;
+        self.notice(
+            NoticeKind::Info,
+            format!(
+                "forked at message {at}: branch {branch} goes on from here; the branch it left stays (`bosun \
+                 resume {id} --branch {left}`)"
+            ),
+        );
         Ok(())
     }
 

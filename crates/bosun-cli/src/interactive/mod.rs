@@ -6,6 +6,7 @@
 //! and answers slash commands. No agent logic lives here or in the UI.
 
 mod commands;
+mod rewind;
 mod setup;
 mod slash;
 
@@ -372,6 +373,13 @@ impl<'a> Conversation<'a> {
                 FromUi::Cancel => Flow::Continue,
                 FromUi::Shell(command) => self.shell(&command, &mut from_ui).await,
                 FromUi::Command { name, args } => self.command(&name, &args, &mut from_ui).await,
+                FromUi::EditPrevious => {
+                    if let Err(error) = self.edit_previous() {
+                        self.notice(NoticeKind::Error, format!("{error:#}"));
+                    }
+                    Flow::Continue
+                }
+                FromUi::Resend { turn, text } => self.resend(turn, text, &mut from_ui).await,
                 FromUi::Exit => Flow::Exit,
                 _ => Flow::Continue,
             };

@@ -12,6 +12,7 @@ pub(super) fn list() -> Vec<SlashCommand> {
         ("new", "start a new session in this workspace"),
         ("resume", "pick a recent session of this workspace (or `/resume ID`)"),
         ("fork", "branch this session at its newest message and go on in the branch"),
+        ("rewind", "back to the start of a turn: files, conversation or both (`/rewind [TURN]`)"),
         ("compact", "summarize older turns now (history keeps them)"),
         ("cost", "tokens and cost of this session"),
         ("diff", "the changes this session made to the workspace"),

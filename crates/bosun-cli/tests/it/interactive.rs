@@ -689,3 +689,78 @@ fn the_session_picker_works_with_stdout_piped() {
     // No cursor query either: the terminal would never answer one on stdout.
     assert!(out.stdout.is_empty(), "nothing on stdout: {:?}", out.stdout);
 }
+
+#[test]
+fn slash_rewind_restores_files_and_conversation_and_esc_esc_edits_the_previous_message() {
+    let call = |turn: u64, word: &str, tool: &str, arguments: Value| {
+        json!({"match": {"userMessage": word, "turnIndex": turn}, "response": {
+            "toolCalls": [{"name": tool, "arguments": arguments}]}})
+    };
+    let answer = |turn: u64, word: &str, text: &str| json!({"match": {"userMessage": word, "turnIndex": turn}, "response": {"content": text}});
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        // The edited message, sent with nothing before it (first: it holds
+        // the original's words).
+        answer(0, "write one, but shorter", "Edited answer."),
+        call(0, "write one", "write_file", json!({"path": "notes.txt", "content": "first\n"})),
+        answer(1, "write one", "Wrote one."),
+        call(
+            2,
+            "write two",
+            "edit_file",
+            json!({"path": "notes.txt", "old_text": "first", "new_text": "second"}),
+        ),
+        answer(3, "write two", "Wrote two."),
+    ])) else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let notes = sandbox.ws().join("notes.txt");
+    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &["--mode", "write"]), ROWS, COLS);
+    wait_ready(&mut pty);
+    pty.type_line("write one");
+    pty.wait_shown("Wrote one.");
+    wait_ready(&mut pty);
+    pty.type_line("write two");
+    pty.wait_shown("Wrote two.");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "second\n");
+    wait_ready(&mut pty);
+
+    // `/rewind`: pick the turn (the newest first), then what to restore.
+    pty.type_line("/rewind");
+    pty.wait_on_screen("rewind to the start of");
+    assert!(pty.contents().contains("turn 2 · write two"), "{}", pty.contents());
+    pty.keys(b"\r");
+    pty.wait_on_screen("the files and the conversation");
+    pty.keys(b"\r");
+    pty.wait_shown("restored notes.txt");
+    pty.wait_shown("conversation: goes on from before turn 2");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "first\n");
+    wait_ready(&mut pty);
+
+    // Esc Esc on the empty editor: turn 1's message, to edit.
+    pty.keys(b"\x1b");
+    pty.wait_on_screen("esc again edits your previous message");
+    pty.keys(b"\x1b");
+    pty.wait_shown("editing your message of turn 1");
+    pty.wait_on_screen("› write one");
+    pty.type_line(", but shorter");
+    pty.wait_shown("Edited answer.");
+    pty.wait_shown("going on from before turn 1 as a new branch");
+    let sent = requests(&mock).pop().unwrap();
+    let users: Vec<String> = messages(&sent).iter().filter(|m| m["role"] == "user").map(text_of).collect();
+    assert_eq!(users, ["write one, but shorter"], "{sent:#}");
+    // The files were left as they were.
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "first\n");
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+    let id = session_of(&exit);
+
+    // Every branch kept: the first (both turns), the rewind's, the edit's.
+    let mut show = sandbox.bosun();
+    show.args(["sessions", "show", &id, "--json"]);
+    let out = run(show);
+    let detail: Value = serde_json::from_str(&out.stdout).unwrap();
+    let counts: Vec<i64> =
+        detail["branches"].as_array().unwrap().iter().map(|b| b["message_count"].as_i64().unwrap()).collect();
+    assert_eq!(counts, [8, 4, 2], "{detail:#}");
+}

@@ -18,6 +18,7 @@ mod mcp_asks;
 mod mcp_conformance;
 mod models;
 mod resume_authority;
+mod rewind;
 mod skills;
 mod stored_sessions;
 mod subagents;

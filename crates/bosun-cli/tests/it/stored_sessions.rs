@@ -128,3 +128,36 @@ fn every_command_that_takes_a_session_id_accepts_a_unique_prefix_of_8_characters
     out.expect_code(0);
     assert!(out.stdout.starts_with(&format!("session {one} ")), "only one is left: {}", out.stdout);
 }
+
+/// A first turn that failed before anything was done leaves its prompt
+/// unanswered: `resume --last "new words"` sends it again before the new
+/// words, and says so, instead of dropping it (invariant 21).
+#[test]
+fn invariant_21_resume_with_new_words_sends_the_unanswered_prompt_too_and_says_so() {
+    // The first fixture that matches answers: both words are in the resumed request.
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "now in order"}, "response": {"content": "Both done."}}),
+        json!({"match": {"userMessage": "doomed"}, "response": {
+            "error": {"message": "bad request", "type": "invalid_request_error"}, "status": 400}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let mut exec = sandbox.exec(Api::OpenAiChat, &mock);
+    exec.arg("rename the doomed file");
+    run(exec).expect_code(1);
+
+    let out = bosun(&sandbox, &["resume", "--last", "now in order"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("Both done."), "{}\n{}", out.stdout, out.stderr);
+    let told = "the last turn's prompt never reached an answer; it is sent again before yours: rename the doomed file";
+    assert!(out.stderr.contains(told), "{}", out.stderr);
+    let sent = requests(&mock);
+    let last = sent.last().unwrap();
+    let user: Vec<&serde_json::Value> =
+        last["body"]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(user.len(), 1, "one user message carrying both: {last:#}");
+    let text = user[0]["content"].to_string();
+    let (old, new) = (text.find("rename the doomed file"), text.find("now in order"));
+    assert!(matches!((old, new), (Some(o), Some(n)) if o < n), "the old prompt first: {text}");
+}

@@ -503,6 +503,7 @@ impl Session {
     ) -> ToolContext {
         ToolContext {
             call_id: call.id,
+            turn: state.turn,
             cancel: state.cancel.child_token(),
             progress: ProgressSink::new(call.id, progress.clone()),
         }

@@ -102,6 +102,10 @@ impl RetryPolicy {
 pub struct ToolContext {
     /// The call being run.
     pub call_id: CallId,
+    /// The turn it runs in, as the journal numbers turns (0 outside a
+    /// session): what a wrapper that records the call's effects keys them
+    /// by.
+    pub turn: u64,
     /// Fires when the turn is cancelled or the call times out.
     pub cancel: CancellationToken,
     /// Where to report progress for presentation.
@@ -111,7 +115,7 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context for running a tool outside a session (tests, examples).
     pub fn detached(call_id: CallId, cancel: CancellationToken) -> Self {
-        Self { call_id, cancel, progress: ProgressSink::disconnected() }
+        Self { call_id, turn: 0, cancel, progress: ProgressSink::disconnected() }
     }
 }
 

@@ -338,3 +338,27 @@ async fn build_refuses_duplicate_and_badly_named_tools() {
         Session::builder(ScriptedModel::new()).tool(FnTool::echo("has space")).build().await.unwrap_err();
     assert!(matches!(bad, BuildError::ToolName(_)));
 }
+
+#[tokio::test]
+async fn a_tool_is_told_the_call_and_the_turn_it_runs_in() -> TestResult {
+    let seen: Arc<std::sync::Mutex<Vec<(CallId, u64)>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let tool = FnTool::new("look", ToolCategory::Read, move |_, context| {
+        record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((context.call_id, context.turn));
+        Box::pin(async { ToolOutput::text("seen") })
+    });
+    let model = ScriptedModel::new()
+        .answer("first")
+        .reply(Reply::new().tool_call("look", json!({})))
+        .answer("second");
+    let mut session = Session::builder(model).tool(tool).build().await?;
+    session.run("one", &mut Vec::new()).await?;
+    session.run("two", &mut Vec::new()).await?;
+    let seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let minted: Vec<CallId> = session.history().iter().flat_map(|m| m.tool_calls().map(|c| c.id)).collect();
+    assert_eq!(seen, vec![(minted[0], 2)], "the session's own id and the journal's turn number");
+    Ok(())
+}

@@ -13,6 +13,7 @@ mod crash;
 mod durability;
 mod faults;
 mod migrations;
+mod rewind;
 mod robustness;
 mod session_ids;
 mod spend;

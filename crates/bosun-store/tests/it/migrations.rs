@@ -104,6 +104,49 @@ const RELEASED: &[&str] = &[
     // 7: the base URL the session's model was reached at, when the user
     // gave one (NULL: the provider's own, or not recorded).
     "ALTER TABLE sessions ADD COLUMN base_url TEXT;",
+    // 8: rewind. File contents kept by their SHA-256 (`blobs`, shared by
+    // every session); what each tool call changed in the workspace
+    // (`file_changes`: the state before, which names a blob, and the state
+    // it left); and the manifest of a workspace's files the shell's capture
+    // compares against (`workspace_files`: the stat of each file when its
+    // blob was kept). `started` and `ended` order changes across calls that
+    // overlap.
+    "CREATE TABLE blobs (
+        hash TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        body BLOB NOT NULL
+    );
+    CREATE TABLE file_changes (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        turn INTEGER,
+        call_id TEXT,
+        path TEXT NOT NULL,
+        started INTEGER NOT NULL,
+        ended INTEGER,
+        before_kind TEXT NOT NULL,
+        before_hash TEXT,
+        before_mode INTEGER,
+        note TEXT,
+        after_kind TEXT NOT NULL,
+        after_hash TEXT,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX file_changes_by_session ON file_changes(session_id, path);
+    CREATE INDEX file_changes_by_blob ON file_changes(before_hash);
+    CREATE TABLE workspace_files (
+        workspace TEXT NOT NULL,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        mode INTEGER NOT NULL,
+        hash TEXT,
+        note TEXT,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX workspace_files_by_blob ON workspace_files(hash);",
 ];
 
 /// The tables rows are copied into, parents first.

@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 pub use atomic::{Precondition, WriteReport};
 pub use path::RelPath;
-pub use walk::{DirEntries, EntryKind, Flow, WalkEntry};
+pub use walk::{DirEntries, EntryKind, EntryStat, Flow, WalkEntry};
 
 /// Why a workspace operation was refused or failed. Every variant names the
 /// path as the tool received it.
@@ -367,6 +367,39 @@ impl Workspace {
         }
         let identity = FileIdentity { device: stat.st_dev, inode: stat.st_ino, hash: hash(&bytes) };
         Ok(ReadFile { bytes, identity, mode: stat.st_mode & 0o7777 })
+    }
+
+    /// The identity of the regular file at `path` and its permission bits,
+    /// its content hashed as it is read (never held whole), if it is at
+    /// most `limit` bytes.
+    pub fn identify(&self, path: &RelPath, limit: u64) -> Result<(FileIdentity, u32), WorkspaceError> {
+        let (mut file, stat) = self.open_file(path)?;
+        let size = u64::try_from(stat.st_size).unwrap_or_default();
+        if size > limit {
+            return Err(WorkspaceError::TooLarge { path: path.to_string(), size, limit });
+        }
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut read = 0u64;
+        loop {
+            let n = file.read(&mut buffer).map_err(|source| WorkspaceError::Io {
+                path: path.to_string(),
+                op: "read",
+                source,
+            })?;
+            if n == 0 {
+                break;
+            }
+            read += n as u64;
+            // A file that grows while it is read is bounded too.
+            if read > limit {
+                return Err(WorkspaceError::TooLarge { path: path.to_string(), size: read, limit });
+            }
+            hasher.update(&buffer[..n]);
+        }
+        let hash = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let identity = FileIdentity { device: stat.st_dev, inode: stat.st_ino, hash };
+        Ok((identity, stat.st_mode & 0o7777))
     }
 
     /// What is at `path` without following a symlink: `None` if nothing.

@@ -66,6 +66,40 @@ impl WalkEntry<'_> {
     }
 }
 
+/// An entry's stat, taken without following it: what a manifest of the
+/// workspace compares to tell a file changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EntryStat {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Status change time, nanoseconds since the epoch.
+    pub ctime_ns: i64,
+    /// Inode.
+    pub inode: u64,
+    /// Permission bits.
+    pub mode: u32,
+}
+
+impl WalkEntry<'_> {
+    /// This entry's stat, from its directory's handle, not following a
+    /// symlink.
+    pub fn stat(&self) -> Result<EntryStat, WorkspaceError> {
+        let stat = rustix::fs::statat(self.dir, self.name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| WorkspaceError::Io { path: self.path.to_owned(), op: "stat", source: e.into() })?;
+        let nanos = |secs: i64, nsecs: i64| secs.saturating_mul(1_000_000_000).saturating_add(nsecs);
+        Ok(EntryStat {
+            size: u64::try_from(stat.st_size).unwrap_or_default(),
+            mtime_ns: nanos(stat.st_mtime as i64, stat.st_mtime_nsec as i64),
+            ctime_ns: nanos(stat.st_ctime as i64, stat.st_ctime_nsec as i64),
+            inode: stat.st_ino,
+            mode: stat.st_mode & 0o7777,
+        })
+    }
+}
+
 /// What the visitor wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {

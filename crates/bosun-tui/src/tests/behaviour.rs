@@ -99,6 +99,41 @@ fn ctrl_c_twice_within_two_seconds_exits_but_not_three_seconds_apart() {
 }
 
 #[test]
+fn esc_twice_on_empty_input_edits_the_previous_message_and_sending_it_resends() {
+    let t0 = Instant::now();
+    let mut app = app_at(true, t0);
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0), []);
+    assert!(text(&draw(&app, 80, 10)).contains("esc again edits your previous message"));
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0 + Duration::from_millis(500)), [FromUi::EditPrevious]);
+    // Too far apart, or with a key between, it is not a double Esc.
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0 + Duration::from_secs(10)), []);
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0 + Duration::from_secs(13)), []);
+    app.key_at(key(KeyCode::Left), t0 + Duration::from_secs(14));
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0 + Duration::from_secs(14)), []);
+
+    app.handle(ToUi::Edit { turn: 3, text: "fix the tset".into() });
+    assert_eq!(app.input(), "fix the tset");
+    assert!(text(&draw(&app, 80, 10)).contains("editing: enter sends it as a new branch"));
+    for _ in 0..3 {
+        app.key(key(KeyCode::Backspace));
+    }
+    type_text(&mut app, "est");
+    assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Resend { turn: 3, text: "fix the test".into() }]);
+    // The next message is a message again.
+    type_text(&mut app, "next");
+    assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Submit("next".into())]);
+    // Clearing the editor gives the edit up.
+    app.handle(ToUi::Edit { turn: 2, text: "x".into() });
+    app.key(key(KeyCode::Backspace));
+    type_text(&mut app, "other");
+    assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Submit("other".into())]);
+    // While a turn runs, Esc cancels and never edits.
+    app.handle(ToUi::Busy(true));
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0 + Duration::from_secs(20)), [FromUi::Cancel]);
+    assert_eq!(app.key_at(key(KeyCode::Esc), t0 + Duration::from_secs(20)), [FromUi::Cancel]);
+}
+
+#[test]
 fn ctrl_d_exits_only_on_empty_input() {
     let mut app = app();
     type_text(&mut app, "x");
