@@ -39,6 +39,20 @@ fn add_user_skill(sandbox: &Sandbox) {
     std::fs::write(folder.join("SKILL.md"), skill).unwrap();
 }
 
+/// aimock answering each of `words` with "Answered WORD.", a task sandbox,
+/// and `bosun exec first` run in it.
+fn first_session(words: &[&str]) -> Option<(Aimock, Sandbox, Output)> {
+    let answers: Vec<_> = words
+        .iter()
+        .map(|word| json!({"match": {"userMessage": word}, "response": {"content": format!("Answered {word}.")}}))
+        .collect();
+    let mock = Aimock::start(&fixtures(answers))?;
+    let sandbox = task_sandbox();
+    let out = bosun(&sandbox, &mock, &["exec", "first"]);
+    out.expect_code(0);
+    Some((mock, sandbox, out))
+}
+
 fn chat_requests(mock: &Aimock) -> usize {
     mock.journal().into_iter().filter(|r| r["body"]["messages"].is_array()).count()
 }
@@ -114,14 +128,7 @@ fn resume_under_a_wider_authority_fails_in_a_script_with_the_difference_and_the_
 /// question on `/resume`; no keeps the session closed, yes opens it.
 #[test]
 fn resume_on_a_terminal_asks_before_the_conversation_and_in_it_on_slash_resume() {
-    let answers: Vec<_> = ["first", "other", "go on"]
-        .iter()
-        .map(|word| json!({"match": {"userMessage": word}, "response": {"content": format!("Answered {word}.")}}))
-        .collect();
-    let Some(mock) = Aimock::start(&fixtures(answers)) else { return };
-    let sandbox = task_sandbox();
-    let out = bosun(&sandbox, &mock, &["exec", "first"]);
-    out.expect_code(0);
+    let Some((mock, sandbox, out)) = first_session(&["first", "other", "go on"]) else { return };
     let first = session_from_stderr(&out.stderr);
     let out = bosun(&sandbox, &mock, &["exec", "other"]);
     out.expect_code(0);
@@ -152,4 +159,41 @@ fn resume_on_a_terminal_asks_before_the_conversation_and_in_it_on_slash_resume()
     pty.keys(b"\x03");
     let exit = pty.finish();
     assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}
+
+/// A workspace moved with `mv` is the same directory (device and inode
+/// unchanged): its sessions resume there with a notice. A copy is another
+/// directory: a wider authority, refused in a script until accepted.
+#[test]
+fn a_moved_workspace_resumes_with_a_notice_and_a_copy_is_a_change_to_accept() {
+    let Some((mock, sandbox, out)) = first_session(&["first", "after the move", "in the copy"]) else {
+        return;
+    };
+    let id = session_from_stderr(&out.stderr);
+
+    let moved = sandbox.path("moved");
+    std::fs::rename(sandbox.ws(), &moved).unwrap();
+    let in_dir = |dir: &std::path::Path, args: &[&str]| {
+        let mut cmd = sandbox.bosun_in(dir, &sandbox.path("bosun"));
+        cmd.env("OPENAI_API_KEY", "test").args(args);
+        run(cmd)
+    };
+    let out = in_dir(&moved, &["resume", &id, "after the move"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("Answered after the move."), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("the same directory, moved"), "{}", out.stderr);
+
+    let copy = sandbox.path("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(moved.join("greet.sh"), copy.join("greet.sh")).unwrap();
+    let out = in_dir(&copy, &["resume", &id, "in the copy"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("another directory") && out.stderr.contains("--accept-authority"),
+        "{}",
+        out.stderr
+    );
+    let out = in_dir(&copy, &["resume", &id, "in the copy", "--accept-authority"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("Answered in the copy."), "{}\n{}", out.stdout, out.stderr);
 }
