@@ -166,7 +166,7 @@ fn resume_on_a_terminal_asks_before_the_conversation_and_in_it_on_slash_resume()
 /// directory: a wider authority, refused in a script until accepted.
 #[test]
 fn a_moved_workspace_resumes_with_a_notice_and_a_copy_is_a_change_to_accept() {
-    let Some((mock, sandbox, out)) = first_session(&["first", "after the move", "in the copy"]) else {
+    let Some((_mock, sandbox, out)) = first_session(&["first", "after the move", "in the copy"]) else {
         return;
     };
     let id = session_from_stderr(&out.stderr);
