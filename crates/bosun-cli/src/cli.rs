@@ -23,6 +23,9 @@ pub struct Cli {
     /// With no subcommand, in a terminal: a conversation (see `RunOptions`).
     #[command(flatten)]
     pub run: RunOptions,
+    /// With no subcommand: the conversation's first message (`bosun "explain main.py"`).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -597,6 +600,16 @@ mod tests {
             Some(Command::Exec(args)) => args.run,
             other => panic!("not exec: {other:?}"),
         }
+    }
+
+    #[test]
+    fn words_that_name_no_subcommand_are_the_conversations_first_message() {
+        let cli = settled(&["bosun", "--mode", "write", "explain", "main.py"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.prompt, ["explain", "main.py"]);
+        assert_eq!(cli.run.mode, Some(ModeArg::Write));
+        let exec = exec_run(settled(&["bosun", "exec", "explain main.py"]).unwrap());
+        assert_eq!(exec.mode, None, "a subcommand's name is still the subcommand");
     }
 
     #[test]

@@ -99,14 +99,15 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
     let dir = cli.dir.as_deref();
     let profile = cli.profile.as_deref();
     let Some(command) = cli.command else {
-        return interactive::run(dir, profile, cli.run, None, env, palettes).await;
+        let first = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
+        return interactive::run(dir, profile, cli.run, (None, first), env, palettes).await;
     };
     match command {
         Command::Exec(args) => exec::exec(dir, profile, args, env, palettes).await,
         // No prompt, in a terminal: the conversation goes on there.
         Command::Resume(args) if args.prompt.is_empty() && !args.run.json && interactive::has_terminal() => {
             let which = exec::Stored { id: args.id, last: args.last, words: Vec::new(), branch: args.branch };
-            interactive::run(dir, profile, args.run, Some(which), env, palettes).await
+            interactive::run(dir, profile, args.run, (Some(which), None), env, palettes).await
         }
         Command::Resume(args) => exec::resume(dir, profile, args, env, palettes).await,
         Command::Compact(args) => exec::compact(dir, profile, args, env, palettes).await,

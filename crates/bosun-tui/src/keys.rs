@@ -222,6 +222,13 @@ impl App {
         vec![FromUi::Unqueue(last.id)]
     }
 
+    /// `text` as if typed into an empty input and entered.
+    pub(crate) fn send_typed(&mut self, text: &str) -> Vec<FromUi> {
+        self.editor.insert(text);
+        self.edited();
+        self.submit(QueuedKind::Steer)
+    }
+
     /// Enter (or Tab while busy): what the text is. `/name args` and
     /// `!cmd` are the same busy or not; a message steers or follows up a
     /// running turn, else starts one. `/help` is answered here.

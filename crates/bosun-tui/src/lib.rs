@@ -70,8 +70,14 @@ pub async fn run(
     let _guard = terminal::Guard::enter()?;
     let (cols, rows) = crossterm::terminal::size()?;
     let mut term = terminal::inline(terminal::viewport_height(rows))?;
+    let first = options.first_message.take();
     let mut app = App::new(options);
     app.resize(cols, rows);
+    for message in first.map(|text| app.send_typed(&text)).unwrap_or_default() {
+        if from_ui.send(message).is_err() {
+            return Ok(());
+        }
+    }
     let mut events = reader::Reader::start();
     let result = drive(&mut app, &mut term, &mut events, &mut to_ui, &from_ui).await;
     drop(events);

@@ -24,6 +24,9 @@ pub struct Options {
     pub commands: Vec<SlashCommand>,
     /// Reasoning shown whole rather than as one dimmed line (Ctrl+T toggles).
     pub show_reasoning: bool,
+    /// A message sent as if typed and entered once the UI is up
+    /// (`bosun "PROMPT"`).
+    pub first_message: Option<String>,
 }
 
 impl Options {
@@ -37,6 +40,7 @@ impl Options {
             paths: Vec::new(),
             commands: Vec::new(),
             show_reasoning: false,
+            first_message: None,
         }
     }
 }

@@ -48,12 +48,21 @@ pub async fn run(
     dir: Option<&Path>,
     profile: Option<&str>,
     run: RunOptions,
-    resume: Option<Stored>,
+    (resume, first): (Option<Stored>, Option<String>),
     env: &Env,
     palettes: Palettes,
 ) -> Result<Outcome> {
     if !has_terminal() {
-        bail!(NO_TERMINAL);
+        match first {
+            // The task is there: say the command that runs it.
+            Some(task) => bail!(
+                "no terminal to converse on: run this task with `bosun exec {}`",
+                bosun_tui::wording::quote_argv(&[serde_json::Value::String(
+                    crate::sanitize::line(&task).into_owned()
+                )])
+            ),
+            None => bail!(NO_TERMINAL),
+        }
     }
     let dir = crate::config::workdir(dir)?;
     setup::ask_trust(&dir, env)?;
@@ -74,7 +83,7 @@ pub async fn run(
     let route = NoticeRoute::default();
     let notices = route.notices(palettes);
     let agent = crate::exec::start_agent_telling(&dir, env, &settings, answers, notices).await?;
-    let outcome = converse(&agent, settings, run, resume, env, (profile, palettes), &route).await;
+    let outcome = converse(&agent, settings, run, (resume, first), env, (profile, palettes), &route).await;
     agent.shutdown().await;
     outcome
 }
@@ -83,7 +92,7 @@ async fn converse(
     agent: &Agent,
     settings: config::Settings,
     run: RunOptions,
-    resume: Option<Stored>,
+    (resume, first): (Option<Stored>, Option<String>),
     env: &Env,
     (profile, palettes): (Option<&str>, Palettes),
     route: &NoticeRoute,
@@ -99,7 +108,8 @@ async fn converse(
     });
     let mut conversation =
         Conversation::open(agent, settings, run, env, profile, to_ui.clone(), approver, resume).await?;
-    let options = setup::ui_options(&conversation, env);
+    let mut options = setup::ui_options(&conversation, env);
+    options.first_message = first;
     let signals = exit_on_signals(from_ui_tx.clone());
     let ui = tokio::spawn(bosun_tui::run(options, to_ui_rx, from_ui_tx));
     ui_running.store(true, Ordering::SeqCst);

@@ -8,6 +8,7 @@ mod support;
 
 mod e2e;
 mod faults;
+mod first_message;
 mod hardening;
 mod hooks;
 mod hostile_repo;

@@ -1,0 +1,39 @@
+//! `bosun "PROMPT"`: the conversation starts with that message, as Claude
+//! Code and Codex do; without a terminal bosun names the `exec` command
+//! that runs it. The real binary on a pseudo-terminal against aimock.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::json;
+
+use crate::support;
+
+use support::*;
+
+#[test]
+fn bosun_with_a_prompt_starts_the_conversation_with_it() {
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "explain greet.sh"}, "response": {"content": "It greets the world."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let api = Api::OpenAiChat;
+    let mut cmd = sandbox.bosun();
+    cmd.env(api.key_var(), "test").args(api.args(&mock)).arg("explain greet.sh");
+    let mut pty = Pty::spawn(cmd, 30, 100);
+    pty.wait_shown("It greets the world.");
+    assert!(pty.shown().iter().any(|row| row == "› explain greet.sh"), "{:?}", pty.shown());
+    pty.wait_on_screen("message · @path attaches · /help");
+    pty.keys(b"\x04");
+    let exit = pty.finish();
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+    let sent: Vec<_> = mock.journal().into_iter().filter(|r| r["body"]["messages"].is_array()).collect();
+    assert_eq!(sent.len(), 1, "the first message was sent once: {sent:#?}");
+
+    // No terminal: the command that runs the task instead, quoted for a shell.
+    let mut cmd = sandbox.bosun();
+    cmd.arg("it's done");
+    let out = run(cmd);
+    out.expect_code(2);
+    assert!(out.stderr.contains(r"run this task with `bosun exec 'it'\''s done'`"), "{}", out.stderr);
+}
