@@ -49,6 +49,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli, &env, palettes)) {
         Ok(outcome) => ExitCode::from(outcome.code()),
+        // `bosun sessions list | head`: the reader had what it wanted.
+        Err(error) if output::broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => fatal(&error, palettes),
     }
 }
@@ -122,7 +124,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             // that change settings) show the settings they make.
             let settings = config::resolve(&workdir, env, profile, &(&cli.run).into())?;
             // Values and key names come from files the repository wrote.
-            print!("{}", sanitize::block(&config::show(&settings)));
+            crate::output::out(format_args!("{}", sanitize::block(&config::show(&settings))))?;
             Ok(Outcome::Success)
         }
         Command::Trust { dir: target, force } => trust(dir, target, env, TrustLevel::Trusted, force),
@@ -150,7 +152,10 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
         }
         Command::Mcp(command) => mcp::run(dir, profile, command, env).await.map(|()| Outcome::Success),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut std::io::stdout());
+            // Into a buffer: `generate` panics when stdout's reader is gone.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "bosun", &mut script);
+            crate::output::out(format_args!("{}", String::from_utf8_lossy(&script)))?;
             Ok(Outcome::Success)
         }
     }
@@ -173,6 +178,11 @@ fn trust(
     let file = config::user_file(env)
         .ok_or_else(|| anyhow::anyhow!("cannot tell where your config is: set HOME"))?;
     config::record_trust(&file, &root, Some(level))?;
-    println!("{} is now {} (recorded in {})", root.display(), level.as_str(), file.display());
+    crate::output::outln(format_args!(
+        "{} is now {} (recorded in {})",
+        root.display(),
+        level.as_str(),
+        file.display()
+    ))?;
     Ok(Outcome::Success)
 }

@@ -18,7 +18,7 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
     match command {
         McpCommand::List => {
             let settings = config::resolve(&config::workdir(dir)?, env, profile, &Default::default())?;
-            print!("{}", sanitize::block(&list(&settings)));
+            crate::output::out(format_args!("{}", sanitize::block(&list(&settings))))?;
             for notice in &settings.mcp_notices {
                 eprintln!("bosun: {}", sanitize::line(notice));
             }
@@ -29,18 +29,25 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
             entry.check(&name)?;
             let file = user_file(env)?;
             add(&file, &name, &entry)?;
-            println!("added MCP server `{name}` ({}) to {}", entry.summary(), file.display());
+            crate::output::outln(format_args!(
+                "added MCP server `{name}` ({}) to {}",
+                entry.summary(),
+                file.display()
+            ))?;
             Ok(())
         }
         McpCommand::Remove { name } => {
             let file = user_file(env)?;
             if remove(&file, &name)? {
-                println!("removed MCP server `{name}` from {}", file.display());
+                crate::output::outln(format_args!("removed MCP server `{name}` from {}", file.display()))?;
                 // Its tokens go with it: a later server of the same name
                 // must log in again, not inherit them.
                 let tokens = bosun_agent::mcp_login::logout(&name, env)?;
                 if tokens.change == bosun_agent::mcp_login::Change::LoggedOut {
-                    println!("removed its OAuth tokens ({})", tokens.file.display());
+                    crate::output::outln(format_args!(
+                        "removed its OAuth tokens ({})",
+                        tokens.file.display()
+                    ))?;
                 }
                 return Ok(());
             }
@@ -117,7 +124,7 @@ async fn tools(dir: Option<&Path>, profile: Option<&str>, name: Option<&str>, en
         out.push_str(&format!("  parameters: {}\n\n", schema.replace('\n', "\n  ")));
     }
     servers.shutdown().await;
-    print!("{}", sanitize::block(&out));
+    crate::output::out(format_args!("{}", sanitize::block(&out)))?;
     if failed {
         bail!("not every server started (see above)");
     }

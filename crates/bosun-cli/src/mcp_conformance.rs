@@ -15,9 +15,13 @@ pub async fn run(url: &str, env: &Env) -> Result<()> {
     let notices = Notices::new(|notice| eprintln!("bosun: {}", sanitize::line(notice.text())));
     let report = mcp_conformance::run(url, env, &notices).await?;
     for call in &report.calls {
-        println!("call {} {}", call.tool, call.arguments);
+        crate::output::outln(format_args!("call {} {}", call.tool, call.arguments))?;
         // What the server said is shown, never obeyed.
-        println!("  {}{}", if call.is_error { "error: " } else { "" }, sanitize::block(&call.text));
+        crate::output::outln(format_args!(
+            "  {}{}",
+            if call.is_error { "error: " } else { "" },
+            sanitize::block(&call.text)
+        ))?;
     }
     report.check()?;
     Ok(())

@@ -16,13 +16,13 @@ use crate::sanitize;
 /// `bosun mcp login NAME`.
 pub async fn login(dir: Option<&Path>, profile: Option<&str>, name: &str, env: &Env) -> Result<()> {
     let login = mcp_login::login(dir, profile, name, env, Arc::new(show)).await?;
-    println!("{login}");
+    crate::output::outln(format_args!("{login}"))?;
     Ok(())
 }
 
 /// `bosun mcp logout NAME`.
 pub fn logout(name: &str, env: &Env) -> Result<()> {
-    println!("{}", mcp_login::logout(name, env)?);
+    crate::output::outln(format_args!("{}", mcp_login::logout(name, env)?))?;
     Ok(())
 }
 

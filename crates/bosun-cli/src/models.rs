@@ -48,22 +48,22 @@ pub async fn run(
         ModelsCommand::Pull { name, .. } => {
             let name = pull_name(name.as_deref(), local_model)?;
             let path = pull_named(env, name, &progress(stderr)).await?;
-            println!("{}", path.display());
+            crate::output::outln(format_args!("{}", path.display()))?;
             return Ok(Some(path));
         }
         // The caller warms: it has the settings a session is built from.
         ModelsCommand::Warm { .. } => {}
-        ModelsCommand::List => print!("{}", list(&dir)),
+        ModelsCommand::List => crate::output::out(format_args!("{}", list(&dir)))?,
         ModelsCommand::Devices => {
             let devices = tokio::task::spawn_blocking(bosun_local::devices)
                 .await
                 .context("starting llama.cpp stopped")?
                 .context("cannot start llama.cpp")?;
-            print!("{}", bosun_models::devices(&devices));
+            crate::output::out(format_args!("{}", bosun_models::devices(&devices)))?;
         }
         ModelsCommand::Rm { name } => {
             for path in remove(&dir, &prompt_cache_dir(env)?, &name)? {
-                println!("removed {}", path.display());
+                crate::output::outln(format_args!("removed {}", path.display()))?;
             }
         }
     }

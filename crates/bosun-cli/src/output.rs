@@ -336,6 +336,26 @@ pub fn json_sink(session: &str) -> JsonSink {
     JsonSink::new(session, std::io::stdout())
 }
 
+/// Writes to stdout, flushed. A reader that stopped reading
+/// (`bosun sessions list | head`) is an `ErrorKind::BrokenPipe` error, which
+/// `main` ends quietly on, as other Unix tools do.
+pub fn out(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_fmt(args).and_then(|()| stdout.flush())
+}
+
+/// [`out`] and a newline.
+pub fn outln(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    out(format_args!("{args}\n"))
+}
+
+/// Whether `error` is stdout's reader gone (`| head`).
+pub fn broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,9 @@
 
 mod support;
 
+mod command_line;
 mod e2e;
 mod faults;
-mod first_message;
 mod hardening;
 mod hooks;
 mod hostile_repo;

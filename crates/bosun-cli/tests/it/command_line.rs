@@ -1,6 +1,8 @@
-//! `bosun "PROMPT"`: the conversation starts with that message, as Claude
-//! Code and Codex do; without a terminal bosun names the `exec` command
-//! that runs it. The real binary on a pseudo-terminal against aimock.
+//! The command line as a shell user meets it, with the real binary:
+//! `bosun "PROMPT"` starts the conversation with that message, as Claude
+//! Code and Codex do (on a pseudo-terminal against aimock; without a
+//! terminal bosun names the `exec` command that runs it), and listings piped
+//! into a reader that stops early (`| head`) end quietly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::json;
@@ -36,4 +38,23 @@ fn bosun_with_a_prompt_starts_the_conversation_with_it() {
     let out = run(cmd);
     out.expect_code(2);
     assert!(out.stderr.contains(r"run this task with `bosun exec 'it'\''s done'`"), "{}", out.stderr);
+}
+
+/// `bosun completions bash | head` and `bosun sessions list | head`: a
+/// reader gone before bosun writes is no panic and no error, exit 0.
+#[test]
+fn a_closed_stdout_ends_listings_quietly() {
+    let sandbox = task_sandbox();
+    for args in [&["completions", "bash"][..], &["sessions", "list", "--all"], &["config", "show"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // Every write now fails with EPIPE.
+        let mut cmd = sandbox.bosun();
+        cmd.args(args).stdout(writer).stderr(std::process::Stdio::piped());
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        for said in ["panicked", "Broken pipe", "bosun:"] {
+            assert!(!stderr.contains(said), "{args:?} printed: {stderr}");
+        }
+    }
 }
