@@ -116,6 +116,9 @@ pub enum McpCommand {
         /// A variable passed through from bosun's environment (repeatable).
         #[arg(long = "env-var", value_name = "VAR")]
         env_vars: Vec<String>,
+        /// Replace a server of the same name (refused otherwise).
+        #[arg(long)]
+        replace: bool,
         /// The program and its arguments, after `--`.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,

@@ -24,15 +24,16 @@ pub async fn run(dir: Option<&Path>, profile: Option<&str>, command: McpCommand,
             }
             Ok(())
         }
-        McpCommand::Add { name, url, bearer_token_env_var, env: vars, env_vars, command } => {
+        McpCommand::Add { name, url, bearer_token_env_var, env: vars, env_vars, command, replace } => {
             let entry = entry_from_args(url, bearer_token_env_var, &vars, env_vars, command)?;
             entry.check(&name)?;
             let file = user_file(env)?;
-            add(&file, &name, &entry)?;
+            add(&file, &name, &entry, replace)?;
             crate::output::outln(format_args!(
-                "added MCP server `{name}` ({}) to {}",
+                "{} MCP server `{name}` ({}) {}",
+                if replace { "set" } else { "added" },
                 entry.summary(),
-                file.display()
+                if replace { format!("in {}", file.display()) } else { format!("to {}", file.display()) }
             ))?;
             Ok(())
         }
@@ -160,9 +161,17 @@ fn entry_from_args(
 
 /// Writes `[mcp_servers.NAME]` into the user's file, replacing a server of
 /// that name.
-fn add(file: &Path, name: &str, entry: &McpServerEntry) -> Result<()> {
+fn add(file: &Path, name: &str, entry: &McpServerEntry, replace: bool) -> Result<()> {
     Ok(config::edit_user_file(file, |doc| {
         let servers = config::top_table(doc, "mcp_servers", file)?;
+        // Claude Code refuses too: a typo'd name must not lose a server's
+        // settings.
+        if servers.contains_key(name) && !replace {
+            return Err(bosun_agent::Error::invalid(format!(
+                "an MCP server named `{name}` is already in {}; pass --replace to replace it, or choose another name",
+                file.display()
+            )));
+        }
         let mut table = toml_edit::Table::new();
         if let Some(command) = &entry.command {
             table.insert("command", toml_edit::value(command.as_str()));

@@ -541,6 +541,16 @@ fn mcp_add_list_tools_and_remove_round_trip_through_the_user_config() {
         written.contains("[mcp_servers.everything]") && written.contains("command = \"node\""),
         "{written}"
     );
+    // The same name again is refused, the file untouched; --replace replaces.
+    let out = mcp(&["add", "everything", "--url", "https://example.invalid/mcp"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("an MCP server named `everything` is already in"), "{}", out.stderr);
+    assert!(out.stderr.contains("--replace"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), written, "nothing was overwritten");
+    let out = mcp(&["add", "everything", "--replace", "--", "node", &entry, "stdio", &tag]);
+    out.expect_code(0);
+    assert_eq!(out.stdout, format!("set MCP server `everything` ({summary}) in {}\n", config.display()));
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), written, "the same entry, written again");
 
     let out = mcp(&["list"]);
     out.expect_code(0);
