@@ -247,7 +247,7 @@ mod tests {
             vec!["npx".into(), "-y".into(), "server-github".into()],
         )
         .unwrap();
-        add(&file, "github", &entry).unwrap();
+        add(&file, "github", &entry, false).unwrap();
         let layer = config::Layer::load(&file).unwrap();
         let written = &layer.mcp_servers["github"];
         assert_eq!(written.command.as_deref(), Some("npx"));
