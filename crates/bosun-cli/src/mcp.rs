@@ -268,7 +268,7 @@ mod tests {
         let entry =
             entry_from_args(None, None, &["GITHUB_TOKEN=ghp_x".to_owned()], vec![], vec!["srv".into()])
                 .unwrap();
-        let error = add(&file, "gh", &entry).unwrap_err();
+        let error = add(&file, "gh", &entry, false).unwrap_err();
         assert!(format!("{error:#}").contains("env_vars"), "{error:#}");
         assert!(!file.exists(), "nothing is written when the result does not read back");
         assert!(entry_from_args(None, None, &[], vec![], vec![]).is_err());
