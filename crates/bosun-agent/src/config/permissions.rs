@@ -276,12 +276,35 @@ pub(super) fn project_claude_permissions(settings: &mut Settings, dir: &Path, tr
 
 /// A tool's rule: one answer for every call, or answers by command prefix.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(try_from = "toml::Value")]
 pub enum ToolRule {
     /// `shell = "ask"`.
     Always(Answer),
     /// `shell = { allow = ["git status"], deny = ["rm"] }`.
     Prefixes(Prefixes),
+}
+
+// By hand rather than `untagged`: serde's untagged error ("data did not
+// match any variant of untagged enum ToolRule") says nothing a person can act on.
+impl TryFrom<toml::Value> for ToolRule {
+    type Error = String;
+
+    fn try_from(value: toml::Value) -> std::result::Result<Self, String> {
+        const EXPECTED: &str = "a rule is \"allow\", \"ask\" or \"deny\", or a table of command prefixes \
+                                such as { allow = [\"git status\"], deny = [\"rm\"] }";
+        match value {
+            toml::Value::String(text) => match text.as_str() {
+                "allow" => Ok(Self::Always(Answer::Allow)),
+                "ask" => Ok(Self::Always(Answer::Ask)),
+                "deny" => Ok(Self::Always(Answer::Deny)),
+                other => Err(format!("`{}` is not a rule: {EXPECTED}", sanitize::line(other))),
+            },
+            table @ toml::Value::Table(_) => Prefixes::deserialize(table)
+                .map(Self::Prefixes)
+                .map_err(|e| format!("{}: {EXPECTED}", e.message())),
+            other => Err(format!("a value of type {} is not a rule: {EXPECTED}", other.type_str())),
+        }
+    }
 }
 
 /// allow / ask / deny.
@@ -411,6 +434,28 @@ mod tests {
             rules("mcp__github__create_issue", Deny),
             [PermissionRule::tool("mcp__github__create_issue", Permission::Deny)]
         );
+    }
+
+    #[test]
+    fn a_malformed_rule_says_what_a_rule_is_not_serdes_words() {
+        #[derive(Debug, Deserialize)]
+        struct Rules {
+            #[allow(dead_code)]
+            shell: ToolRule,
+        }
+        for (text, said) in [
+            ("shell = 3", "a value of type integer is not a rule"),
+            ("shell = \"maybe\"", "`maybe` is not a rule"),
+            ("shell = { allw = [\"ls\"] }", "unknown field `allw`"),
+        ] {
+            let error = toml::from_str::<Rules>(text).map(|_| ()).unwrap_err().to_string();
+            assert!(error.contains(said) && error.contains("a rule is \"allow\""), "{text}: {error}");
+            assert!(!error.contains("untagged"), "{text}: {error}");
+        }
+        let ok: Rules = toml::from_str("shell = { allow = [\"git status\"] }").unwrap();
+        assert!(matches!(ok.shell, ToolRule::Prefixes(p) if p.allow == ["git status"]));
+        let ok: Rules = toml::from_str("shell = \"ask\"").unwrap();
+        assert!(matches!(ok.shell, ToolRule::Always(Answer::Ask)));
     }
 
     #[test]
