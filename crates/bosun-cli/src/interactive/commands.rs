@@ -16,6 +16,24 @@ pub(super) const INIT_PROMPT: &str = "Look at this project (its layout, build an
     where things live, and the conventions its code follows. Keep it short and factual; say only what you \
     checked. If an AGENTS.md already exists, improve it and keep what is still true.";
 
+/// What `/init` asks. bosun reads AGENTS.md before CLAUDE.md in a folder
+/// (`bosun_agent::instructions`), so an AGENTS.md written beside a CLAUDE.md
+/// hides it: the model is told to carry it over.
+fn init_prompt(workspace: &bosun_tools::Workspace) -> String {
+    let is_file = |name: &str| {
+        let path = bosun_tools::workspace::RelPath::parse(name).ok();
+        path.and_then(|path| workspace.kind(&path).ok().flatten()).is_some_and(|kind| kind.is_file())
+    };
+    let mut prompt = INIT_PROMPT.to_owned();
+    if is_file("CLAUDE.md") && !is_file("AGENTS.md") {
+        prompt.push_str(
+            " There is a CLAUDE.md at the root and no AGENTS.md yet: once AGENTS.md exists, CLAUDE.md in the same \
+             folder is no longer read, so read CLAUDE.md first and carry over everything in it that is still true.",
+        );
+    }
+    prompt
+}
+
 impl Conversation<'_> {
     pub(super) async fn command(
         &mut self,
@@ -25,7 +43,7 @@ impl Conversation<'_> {
     ) -> Flow {
         let done = match name {
             "quit" | "exit" => return Flow::Exit,
-            "init" => return self.turn(Some(INIT_PROMPT.into()), from_ui).await,
+            "init" => return self.turn(Some(init_prompt(self.agent.workspace()).into()), from_ui).await,
             "model" => self.model(args).await,
             "mode" => self.mode(args),
             "new" => self.new_session().await,
@@ -277,5 +295,21 @@ impl Conversation<'_> {
             .collect();
         self.notice(kind, format!("$ {command}\n{}", text.trim_end()));
         if exit { Flow::Exit } else { Flow::Continue }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_carries_over_a_claude_md_that_an_agents_md_would_hide() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = bosun_tools::Workspace::open(dir.path()).unwrap();
+        assert_eq!(init_prompt(&workspace), INIT_PROMPT, "nothing to carry over");
+        std::fs::write(dir.path().join("CLAUDE.md"), "use tabs").unwrap();
+        assert!(init_prompt(&workspace).contains("read CLAUDE.md first and carry over"));
+        std::fs::write(dir.path().join("AGENTS.md"), "use tabs").unwrap();
+        assert_eq!(init_prompt(&workspace), INIT_PROMPT, "AGENTS.md is already the one read");
     }
 }
