@@ -193,6 +193,7 @@ impl App {
                     lines(&text).map(|l| Line::from(Span::styled(clean(l), style))).collect();
                 self.push_lines(shown);
             }
+            ToUi::Paths(paths) => self.paths = paths,
             ToUi::Diff(diff) => {
                 self.finish_output();
                 self.push_lines(crate::diff::diff_lines(&diff, self.theme));

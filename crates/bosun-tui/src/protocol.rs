@@ -176,6 +176,9 @@ pub enum ToUi {
     },
     /// A unified diff for the scrollback (`/diff`).
     Diff(String),
+    /// The workspace's files offered after `@` now (a turn may have made
+    /// some), replacing [`Options::paths`].
+    Paths(Vec<String>),
     /// A choice to make (`/resume`); Esc replies `None`.
     Picker {
         /// What is chosen.

@@ -310,6 +310,15 @@ impl<'a> Conversation<'a> {
         self.send_status();
     }
 
+    /// The files `@` offers, walked again after a turn: it may have made or
+    /// removed some.
+    async fn send_paths(&self) {
+        let workspace = self.agent.workspace().clone();
+        if let Ok(paths) = tokio::task::spawn_blocking(move || setup::workspace_paths(&workspace)).await {
+            let _ = self.to_ui.send(ToUi::Paths(paths));
+        }
+    }
+
     fn notice(&self, kind: NoticeKind, text: impl Into<String>) {
         let _ = self.to_ui.send(ToUi::Notice { text: text.into(), kind });
     }
@@ -456,6 +465,7 @@ impl<'a> Conversation<'a> {
         };
         let _ = self.to_ui.send(ToUi::Busy(false));
         self.send_status();
+        self.send_paths().await;
         let (result, exit) = result;
         match result {
             Some(Err(error)) if error.is_cancelled() => {

@@ -93,7 +93,7 @@ fn history_file(settings: &config::Settings, env: &Env, workspace: &Workspace) -
 
 /// The workspace's files, for `@` completion: walked through its handles,
 /// `.gitignore` honoured, bounded.
-fn workspace_paths(workspace: &Workspace) -> Vec<String> {
+pub(super) fn workspace_paths(workspace: &Workspace) -> Vec<String> {
     let mut paths = Vec::new();
     let Ok(root) = RelPath::parse(".") else { return paths };
     let _ = workspace.walk(&root, 12, &mut |entry| {

@@ -555,6 +555,11 @@ fn the_status_line_shows_the_sessions_mode_and_model_after_mode_a_failing_model_
     // refused as the turn's. The idle placeholder says it is over.
     pty.wait_until("the turn to end", |e| !e.contents().contains("esc cancels"));
     assert!(sandbox.ws().join("made.txt").exists(), "{}", pty.contents());
+    // `@` offers the file the turn made; backspaces take the word away.
+    pty.keys(b"@made");
+    pty.wait_on_screen("@made.txt");
+    pty.keys(b"\x7f\x7f\x7f\x7f\x7f");
+    pty.wait_on_screen("message · @path attaches · /help");
     let first = status_line(&pty.contents());
     let first_short = first.rsplit(" · ").next().unwrap().to_owned();
 

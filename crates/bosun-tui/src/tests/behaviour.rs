@@ -355,6 +355,17 @@ fn at_completes_paths_and_slash_completes_commands() {
 }
 
 #[test]
+fn at_completion_offers_files_made_after_the_start() {
+    let mut app = app();
+    app.paths = vec!["src/main.rs".into()];
+    // A turn made a file: the CLI sends the walk again.
+    app.handle(ToUi::Paths(vec!["src/main.rs".into(), "src/made.rs".into()]));
+    type_text(&mut app, "@src/ma");
+    let frame = text(&draw(&app, 80, 12));
+    assert!(frame.contains("@src/made.rs"), "{frame}");
+}
+
+#[test]
 fn control_characters_never_reach_the_buffer_raw() {
     let mut app = app();
     app.handle(ToUi::Busy(true));
