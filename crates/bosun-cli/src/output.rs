@@ -119,6 +119,8 @@ pub struct HumanSink {
     ends_with_newline: bool,
     /// How the session's model is billed, for the cost on the tokens line.
     costing: Costing,
+    /// Calls whose denial was said: their error result is not said again.
+    denied: std::collections::HashSet<bosun_core::CallId>,
 }
 
 impl std::fmt::Debug for HumanSink {
@@ -141,6 +143,7 @@ impl HumanSink {
             streamed: false,
             ends_with_newline: true,
             costing: Costing::Unknown,
+            denied: Default::default(),
         }
     }
 
@@ -148,6 +151,12 @@ impl HumanSink {
     pub fn with_costing(mut self, costing: Costing) -> Self {
         self.costing = costing;
         self
+    }
+
+    /// Whether a call's end gets a line: not an error result whose denial
+    /// was just said ("denied: why" then "✗ denied …" said it twice).
+    fn says_end(&mut self, call: bosun_core::CallId, is_error: bool) -> bool {
+        !(self.denied.remove(&call) && is_error)
     }
 
     fn note(&self, line: &str) {
@@ -192,8 +201,12 @@ impl EventSink for HumanSink {
                 );
             }
             Event::ApprovalDecided {
-                decision: Decision::Deny | Decision::DeniedByPolicy, reason, ..
+                call_id,
+                decision: Decision::Deny | Decision::DeniedByPolicy,
+                reason,
+                ..
             } => {
+                self.denied.insert(call_id);
                 let reason = reason.unwrap_or_default();
                 self.note(&palette.red(&format!("  denied: {}", sanitize::line(&reason))));
             }
@@ -211,11 +224,13 @@ impl EventSink for HumanSink {
                     spinner.set_message(sanitize::line(&message).into_owned());
                 }
             }
-            Event::ToolEnd { name, is_error, output, .. } => {
+            Event::ToolEnd { call_id, name, is_error, output } => {
                 if let Some(spinner) = self.spinner.take() {
                     spinner.finish_and_clear();
                 }
-                if is_error {
+                if !self.says_end(call_id, is_error) {
+                    // Said with the denial.
+                } else if is_error {
                     eprintln!("  {}", palette.red(&format!("✗ {}", first_line(&output))));
                 } else if name == "edit_file" || name == "apply_patch" || name == "write_file" {
                     for line in output.lines().skip(1) {
@@ -359,6 +374,18 @@ pub fn broken_pipe(error: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_denied_calls_error_result_is_not_said_again() {
+        let mut sink = HumanSink::new(Palette::PLAIN);
+        let (denied, failed) = (bosun_core::CallId::new_v7(), bosun_core::CallId::new_v7());
+        let decided =
+            Event::ApprovalDecided { call_id: denied, decision: Decision::Deny, reason: Some("no".into()) };
+        sink.emit(decided).unwrap();
+        assert!(!sink.says_end(denied, true), "its denial said it");
+        assert!(sink.says_end(failed, true), "another call's failure is said");
+        assert!(sink.says_end(denied, true), "once only");
+    }
 
     #[test]
     fn colours_are_the_escapes_bosun_wrote_by_hand_before() {
