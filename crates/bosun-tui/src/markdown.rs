@@ -1,6 +1,7 @@
 //! The model's Markdown as terminal lines: headings, nested lists,
 //! emphasis, inline code, fenced code (highlighted by its language), links
-//! (text, then the address dimmed), block quotes and rules. Wrapped to the
+//! (text, then the address dimmed), block quotes, rules and tables
+//! (`table.rs`: aligned columns, cut to the width). Wrapped to the
 //! width here, so a list item's or a quote's continuation lines keep their
 //! indent.
 //!
@@ -12,6 +13,8 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, T
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
+mod table;
+
 use crate::highlight::highlight;
 use crate::text::{clean, wrap};
 use crate::theme::Theme;
@@ -19,7 +22,7 @@ use crate::theme::Theme;
 /// Renders `text` to lines at most `width` columns wide.
 pub(crate) fn render(text: &str, theme: Theme, width: usize) -> Vec<Line<'static>> {
     let mut renderer = Renderer::new(theme, width);
-    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         if matches!(event, Event::End(TagEnd::CodeBlock)) {
             // A fence still streaming is closed by the parser at the end
@@ -123,6 +126,8 @@ struct Renderer {
     blank: bool,
     /// The code block ending is not closed in the text yet.
     open_fence: bool,
+    /// A table being read, and where the current cell's text starts in `spans`.
+    table: Option<(table::Table, usize)>,
 }
 
 impl Renderer {
@@ -140,6 +145,7 @@ impl Renderer {
             links: Vec::new(),
             blank: false,
             open_fence: false,
+            table: None,
         }
     }
 
@@ -306,6 +312,22 @@ impl Renderer {
                     self.marker = Some(marker);
                 }
             }
+            Tag::Table(alignments) => {
+                self.start_block();
+                self.table = Some((table::Table::new(alignments), 0));
+            }
+            Tag::TableHead | Tag::TableRow => {
+                if let Some((table, _)) = &mut self.table {
+                    table.rows.push(Vec::new());
+                    table.header_rows += usize::from(matches!(tag, Tag::TableHead));
+                }
+            }
+            Tag::TableCell => {
+                let from = self.spans.len();
+                if let Some((_, cell)) = &mut self.table {
+                    *cell = from;
+                }
+            }
             Tag::Emphasis => self.push_style(self.theme.italic()),
             Tag::Strong => self.push_style(self.theme.bold()),
             Tag::Strikethrough => self.push_style(Style::new().add_modifier(Modifier::CROSSED_OUT)),
@@ -339,6 +361,29 @@ impl Renderer {
                 self.blank = true;
             }
             TagEnd::CodeBlock => self.code_block(),
+            TagEnd::TableCell => {
+                if let Some((table, from)) = &mut self.table {
+                    let text: String = self.spans.drain(*from..).map(|s| s.content.into_owned()).collect();
+                    if let Some(row) = table.rows.last_mut() {
+                        row.push(text);
+                    }
+                }
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {}
+            TagEnd::Table => {
+                if let Some((table, _)) = self.table.take() {
+                    let indent = self.continuation();
+                    let room = self
+                        .width
+                        .saturating_sub(indent.iter().map(|s| crate::text::width(&s.content)).sum());
+                    for line in table.lines(self.theme, room) {
+                        let mut spans = indent.clone();
+                        spans.extend(line.spans);
+                        self.out.push(Line::from(spans));
+                    }
+                }
+                self.blank = true;
+            }
             TagEnd::List(_) => {
                 self.flush();
                 self.lists.pop();
@@ -421,6 +466,25 @@ mod tests {
                 &"─".repeat(40)
             ]
         );
+    }
+
+    #[test]
+    fn tables_are_aligned_columns_cut_to_the_width() {
+        let text = "| name | size | note |\n|:-----|-----:|:----:|\n| a.rs | 12 | ok |\n| long_name.rs | 3400 | `x` |\n";
+        let shown = plain(text, 80);
+        assert_eq!(
+            shown,
+            [
+                "name         │ size │ note",
+                "─────────────┼──────┼─────",
+                "a.rs         │   12 │  ok ",
+                "long_name.rs │ 3400 │ `x` ",
+            ]
+        );
+        // Narrower than the table: the widest column gives way first.
+        let narrow = plain(text, 20);
+        assert!(narrow.iter().all(|l| crate::text::width(l) <= 20), "{narrow:#?}");
+        assert_eq!(narrow[3], "long_… │ 3400 │ `x` ", "{narrow:#?}");
     }
 
     #[test]
