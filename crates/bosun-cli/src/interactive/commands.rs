@@ -47,6 +47,10 @@ impl Conversation<'_> {
             "model" => self.model(args).await,
             "mode" => self.mode(args),
             "new" => self.new_session().await,
+            // Claude Code's name for the same: the conversation starts over,
+            // the old session stays stored.
+            "clear" => self.new_session().await,
+            "status" => self.status_report(),
             "resume" => self.resume(args).await,
             "fork" => self.fork().await,
             "rewind" => self.rewind(args).await,
@@ -208,6 +212,28 @@ impl Conversation<'_> {
             None => self.notice(NoticeKind::Info, "nothing to compact yet"),
         }
         self.send_status();
+        Ok(())
+    }
+
+    /// `/status`: what this conversation runs on and under, in one place.
+    fn status_report(&self) -> anyhow::Result<()> {
+        let settings = &self.settings;
+        let servers = self.agent.mcp_servers().map(|s| s.server_names()).unwrap_or_default();
+        let network = if settings.sandbox.network { ", network on" } else { "" };
+        let mut lines = vec![
+            format!("session {} ({} messages)", self.id, self.session.history().len()),
+            format!("model: {}", bosun_agent::model::model_label(settings)),
+            format!("mode: {}", self.session.mode()),
+            format!("workspace: {}", self.agent.workspace().identity().path),
+            format!("sandbox: {}{network}", settings.sandbox.mode),
+            format!(
+                "MCP servers: {}",
+                if servers.is_empty() { "none".to_owned() } else { servers.join(", ") }
+            ),
+        ];
+        let store = bosun_agent::parts::store(settings, self.env)?;
+        lines.push(crate::sessions::usage_line(&store.show(&self.id)?, settings)?);
+        self.notice(NoticeKind::Info, lines.join("\n"));
         Ok(())
     }
 

@@ -10,6 +10,8 @@ pub(super) fn list() -> Vec<SlashCommand> {
         ("model", "show the model, or `/model PROVIDER/MODEL` to go on with another"),
         ("mode", "show the mode, or `/mode read-only|propose|write|autonomous`"),
         ("new", "start a new session in this workspace"),
+        ("clear", "start over in a new session (this one stays stored)"),
+        ("status", "session, model, mode, workspace, sandbox, MCP servers and spend"),
         ("resume", "pick a recent session of this workspace (or `/resume ID`)"),
         ("fork", "branch this session at its newest message and go on in the branch"),
         ("rewind", "back to the start of a turn: files, conversation or both (`/rewind [TURN]`)"),

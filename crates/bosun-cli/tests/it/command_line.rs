@@ -26,6 +26,18 @@ fn bosun_with_a_prompt_starts_the_conversation_with_it() {
     pty.wait_shown("It greets the world.");
     assert!(pty.shown().iter().any(|row| row == "› explain greet.sh"), "{:?}", pty.shown());
     pty.wait_on_screen("message · @path attaches · /help");
+    // `/status` says what the conversation runs on; `/clear` starts over.
+    pty.type_line("/status");
+    pty.wait_shown("MCP servers: none");
+    let shown = pty.shown();
+    let id = shown.iter().find_map(|row| row.strip_prefix("session ")).unwrap_or_else(|| panic!("{shown:?}"));
+    assert!(id.ends_with("(2 messages)"), "{shown:?}");
+    let workspace = format!("workspace: {}", sandbox.ws().canonicalize().unwrap().display());
+    for row in ["model: openai/gpt-test", "mode: propose", &workspace, "sandbox: workspace-write"] {
+        assert!(shown.iter().any(|r| r == row), "{row:?} in {shown:#?}");
+    }
+    pty.type_line("/clear");
+    pty.wait_shown("new session");
     pty.keys(b"\x04");
     let exit = pty.finish();
     assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
