@@ -145,6 +145,7 @@ impl App {
             KeyCode::Tab if self.busy.is_some() && !self.editor.is_empty() => {
                 out = self.submit(QueuedKind::FollowUp)
             }
+            KeyCode::BackTab => out.push(FromUi::CycleMode),
             KeyCode::Esc if self.busy.is_some() => out.push(FromUi::Cancel),
             KeyCode::Esc => return self.esc(self.now),
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => {

@@ -228,6 +228,8 @@ pub enum FromUi {
     Shell(String),
     /// Esc twice on an empty editor while idle: edit the previous message.
     EditPrevious,
+    /// Shift+Tab: the next permission mode.
+    CycleMode,
     /// The message of `turn`, edited ([`ToUi::Edit`]): continue from before
     /// that turn with this text instead.
     Resend {

@@ -143,6 +143,21 @@ impl Conversation<'_> {
         Ok(())
     }
 
+    /// Shift+Tab: read-only → propose → write → read-only. Autonomous is
+    /// never reached by a key (only `/mode autonomous` or `--mode`); from
+    /// it the key narrows to read-only.
+    pub(super) fn cycle_mode(&mut self) {
+        use bosun_core::Mode::{Autonomous, Propose, ReadOnly, Write};
+        let next = match self.session.mode() {
+            ReadOnly => Propose,
+            Propose => Write,
+            Write | Autonomous => ReadOnly,
+        };
+        self.session.set_mode(next);
+        self.send_status();
+        self.notice(NoticeKind::Info, format!("mode: {next} (shift+tab: the next mode)"));
+    }
+
     async fn new_session(&mut self) -> anyhow::Result<()> {
         self.reopen(&self.settings.clone(), None).await?;
         self.notice(NoticeKind::Info, format!("new session {}", self.id));

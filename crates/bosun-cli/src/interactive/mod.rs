@@ -399,6 +399,10 @@ impl<'a> Conversation<'a> {
                     Flow::Continue
                 }
                 FromUi::Resend { turn, text } => self.resend(turn, text, &mut from_ui).await,
+                FromUi::CycleMode => {
+                    self.cycle_mode();
+                    Flow::Continue
+                }
                 FromUi::Exit => Flow::Exit,
                 _ => Flow::Continue,
             };

@@ -355,6 +355,12 @@ fn at_completes_paths_and_slash_completes_commands() {
 }
 
 #[test]
+fn shift_tab_asks_for_the_next_mode() {
+    let mut app = app();
+    assert_eq!(app.key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT)), [FromUi::CycleMode]);
+}
+
+#[test]
 fn at_completion_offers_files_made_after_the_start() {
     let mut app = app();
     app.paths = vec!["src/main.rs".into()];
