@@ -21,7 +21,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
 use crate::error::StoreError;
-use crate::lease::{self, LeaseError};
+use crate::lease;
 use crate::rows::{insert_record, now_ms};
 use crate::store::Store;
 
@@ -174,7 +174,7 @@ impl Store {
                 e => self.sql(e),
             })?;
         let branch = branch.unwrap_or_default();
-        lease::acquire(&transaction, session, &token).map_err(|e| lease_error(self, e))?;
+        lease::acquire(&transaction, session, &token).map_err(|e| e.in_store(self))?;
         transaction.commit().map_err(|e| self.sql(e))?;
         drop(connection);
         Ok(StoreJournal::start(State {
@@ -194,13 +194,6 @@ impl Store {
             parent: None,
             leased: true,
         }))
-    }
-}
-
-fn lease_error(store: &Store, error: LeaseError) -> StoreError {
-    match error {
-        LeaseError::Held(error) => error,
-        LeaseError::Sql(e) => store.sql(e),
     }
 }
 
@@ -294,8 +287,7 @@ impl State {
                         params![self.branch, self.session, now],
                     )
                     .map_err(|e| store.sql(e))?;
-                lease::acquire(&transaction, &self.session, &self.token)
-                    .map_err(|e| lease_error(&store, e))?;
+                lease::acquire(&transaction, &self.session, &self.token).map_err(|e| e.in_store(&store))?;
                 leased = true;
             }
             JournalRecord::TurnStarted { message, .. } => {

@@ -13,6 +13,16 @@ pub(crate) enum LeaseError {
     Sql(rusqlite::Error),
 }
 
+impl LeaseError {
+    /// The store's error: a held lease as it is, SQL as `store` names it.
+    pub(crate) fn in_store(self, store: &crate::Store) -> StoreError {
+        match self {
+            Self::Held(error) => error,
+            Self::Sql(e) => store.sql(e),
+        }
+    }
+}
+
 impl From<rusqlite::Error> for LeaseError {
     fn from(error: rusqlite::Error) -> Self {
         Self::Sql(error)

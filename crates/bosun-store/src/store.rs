@@ -337,10 +337,7 @@ impl Store {
         let mut connection = self.lock_to_write()?;
         let transaction =
             connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
-        crate::lease::check_free(&transaction, session, None).map_err(|e| match e {
-            crate::lease::LeaseError::Held(error) => error,
-            crate::lease::LeaseError::Sql(e) => self.sql(e),
-        })?;
+        crate::lease::check_free(&transaction, session, None).map_err(|e| e.in_store(self))?;
         let deleted =
             transaction.execute("DELETE FROM sessions WHERE id = ?1", [session]).map_err(|e| self.sql(e))?;
         transaction
