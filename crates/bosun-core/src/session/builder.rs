@@ -435,7 +435,8 @@ impl SessionBuilder {
         let replayed = replay(&records)?;
         let change =
             (replayed.authority != resolved.snapshot).then(|| replayed.authority.compare(&resolved.snapshot));
-        if let Some(change) = change.as_ref().filter(|c| c.widens())
+        let widened = change.as_ref().filter(|c| c.widens());
+        if let Some(change) = widened
             && !self.approver.accept_authority(change).await
         {
             return Err(BuildError::AuthorityMismatch { change: change.clone() });
@@ -443,7 +444,7 @@ impl SessionBuilder {
         for record in &replayed.recovery {
             journal.append(record).await?;
         }
-        if let Some(change) = change.as_ref().filter(|c| c.widens()) {
+        if let Some(change) = widened {
             // Replay stays strict: the wider snapshot the person accepted is
             // a record, and the next resume compares with it. A narrowing is
             // not: what was accepted stays the ceiling, so a server that
