@@ -83,12 +83,28 @@ fn checkpoint(path: &Path) {
     assert!(!Path::new(&wal).exists(), "the last connection's close checkpointed the WAL");
 }
 
-/// Overwrites the page in the middle of `path` with deterministic noise.
+/// Overwrites, with deterministic noise, the middle one of the pages that
+/// hold the overflow of the messages' bodies: part of one message, never a
+/// page the sessions listing reads, nor one of the records' (their table
+/// has no rowid, so a search compares whole keys and reads every overflow
+/// it passes: one damaged page there hides every session's records). Found
+/// with SQLite's dbstat table, as where pages fall depends on the sizes of
+/// ids and records, which vary from run to run.
 fn corrupt_the_middle(path: &Path) {
     use std::io::{Seek, SeekFrom, Write};
     const PAGE: u64 = 4096;
     let pages = std::fs::metadata(path).unwrap().len() / PAGE;
     assert!(pages > 40, "the database spans many pages ({pages})");
+    let overflow: Vec<i64> = {
+        let db = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let mut pages = db
+            .prepare("SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'overflow' ORDER BY pageno")
+            .unwrap();
+        pages.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert!(overflow.len() > 10, "the messages overflow many pages ({overflow:?})");
+    // dbstat numbers pages from 1.
+    let target = u64::try_from(overflow[overflow.len() / 2] - 1).unwrap();
     let mut state: u64 = 0x2545_F491_4F6C_DD1D;
     let noise: Vec<u8> = (0..PAGE)
         .map(|_| {
@@ -99,7 +115,7 @@ fn corrupt_the_middle(path: &Path) {
         })
         .collect();
     let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-    file.seek(SeekFrom::Start(pages / 2 * PAGE)).unwrap();
+    file.seek(SeekFrom::Start(target * PAGE)).unwrap();
     file.write_all(&noise).unwrap();
     file.sync_all().unwrap();
 }
