@@ -32,6 +32,12 @@ pub fn enabled(settings: &Settings) -> bool {
 /// the session's model rather than guess which model an alias means today.
 const INHERITED: [&str; 4] = ["inherit", "sonnet", "opus", "haiku"];
 
+/// Whether a file's `model` (an agent's, a custom command's) means the
+/// session's own model: `inherit`, or one of Claude Code's aliases.
+pub fn means_session_model(model: &str) -> bool {
+    INHERITED.contains(&model.trim())
+}
+
 /// The named agents of a run, and what the person should be told about them.
 pub fn agents(workspace: &Workspace, settings: &Settings, env: &Env) -> (Vec<AgentProfile>, Vec<String>) {
     let user = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("agents")));
@@ -60,7 +66,7 @@ pub fn agents(workspace: &Workspace, settings: &Settings, env: &Env) -> (Vec<Age
 /// pick the model either, docs/trust.md).
 fn agent_model(agent: &AgentDef, trusted: bool, warnings: &mut Vec<String>) -> Option<String> {
     let model = agent.model().map(str::trim).filter(|m| !m.is_empty())?;
-    if INHERITED.contains(&model) {
+    if means_session_model(model) {
         return None;
     }
     if matches!(agent.origin(), AgentOrigin::Project(_)) && !trusted {

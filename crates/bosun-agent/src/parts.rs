@@ -71,11 +71,15 @@ pub fn tools(
     let shell = shell_config(&workspace, env).with_sandbox(sandbox);
     let skills = skills(&workspace, settings, env).skills;
     let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
-    let tools = if settings.local_brief_tools && uses_local_model(settings) {
+    let mut tools = if settings.local_brief_tools && uses_local_model(settings) {
         tools.build_brief()
     } else {
         tools.build()
     };
+    // A small local model's list stays short; hosted models keep a plan.
+    if !uses_local_model(settings) {
+        tools.push(Arc::new(bosun_core::plan::PlanTool::new()));
+    }
     Ok((workspace, tools))
 }
 
@@ -172,6 +176,48 @@ pub fn system_prompt(workspace: &Workspace, settings: &Settings, env: &Env) -> (
 fn skills(workspace: &Workspace, settings: &Settings, env: &Env) -> bosun_tools::skills::Discovery {
     let user = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("skills")));
     bosun_tools::skills::discover(settings.project_docs.then_some(workspace), user.as_deref())
+}
+
+/// The folders beside the user's config file named `name` (`skills`,
+/// `agents`, `commands`), then the same in `~/.claude/`: the user's own
+/// files, read by every front end. bosun's own folder comes first, so it
+/// wins a name both hold.
+pub fn user_folders(env: &Env, name: &str) -> Vec<PathBuf> {
+    let bosun = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join(name)));
+    let claude = env.get("HOME").map(|home| PathBuf::from(home).join(".claude").join(name));
+    bosun.into_iter().chain(claude).collect()
+}
+
+/// The custom slash commands of a conversation (docs/interactive.md): the
+/// user's ([`user_folders`]) and, when the project is trusted, its
+/// `.bosun/commands/` and `.claude/commands/`. Unlike skills, an untrusted
+/// project's commands are not read at all: a command is a prompt the person
+/// sends as their own, with its own tool list and model; one warning says
+/// so. `reserved` are the built-in commands' names, which are kept.
+pub fn commands(
+    workspace: &Workspace,
+    settings: &Settings,
+    env: &Env,
+    reserved: &[&str],
+) -> bosun_tools::commands::CommandDiscovery {
+    use bosun_tools::commands::{PROJECT_DIRS, discover};
+    let user = user_folders(env, "commands");
+    let project = settings.project_docs && settings.workspace_trusted;
+    let mut found = discover(project.then_some(workspace), &user, reserved);
+    if settings.project_docs && !settings.workspace_trusted {
+        let present = PROJECT_DIRS.iter().filter(|dir| {
+            let path = bosun_tools::workspace::RelPath::parse(dir).ok();
+            path.and_then(|path| workspace.kind(&path).ok().flatten()).is_some()
+        });
+        let present: Vec<&str> = present.copied().collect();
+        if !present.is_empty() {
+            found.warnings.push(format!(
+                "the project's commands ({}) are not read: the project is not trusted (`bosun trust`)",
+                present.join(", ")
+            ));
+        }
+    }
+    found
 }
 
 /// A builder with everything but the journal, prompt and approver.

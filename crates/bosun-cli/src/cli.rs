@@ -226,6 +226,7 @@ impl From<&RunOptions> for crate::config::Overrides {
             ModeArg::Propose => "propose",
             ModeArg::Write => "write",
             ModeArg::Autonomous => "autonomous",
+            ModeArg::Plan => "plan",
         });
         overrides.no_project_docs = run.no_project_docs;
         overrides.max_rounds = run.max_rounds;
@@ -493,6 +494,8 @@ pub enum ModeArg {
     Write,
     /// Everything runs unless a rule denies it; network asks.
     Autonomous,
+    /// Read-only until the person approves the model's plan.
+    Plan,
 }
 
 /// `bosun sessions …`.

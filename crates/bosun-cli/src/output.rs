@@ -251,6 +251,18 @@ impl EventSink for HumanSink {
                     eprintln!("  {}", palette.dim(&first_line(&output)));
                 }
             }
+            Event::PlanUpdated { plan, .. } => {
+                let (done, all) = plan.progress();
+                self.note(&palette.bold(&format!("  plan ({done}/{all} done)")));
+                for step in &plan.steps {
+                    let mark = match step.status {
+                        bosun_core::plan::StepStatus::Completed => "✔",
+                        bosun_core::plan::StepStatus::InProgress => "▶",
+                        _ => "□",
+                    };
+                    self.note(&format!("    {mark} {}", sanitize::line(&step.step)));
+                }
+            }
             Event::ModelRetry { attempt, wait_ms, reason } => {
                 let seconds = Duration::from_millis(wait_ms).as_secs_f64();
                 let line =

@@ -22,6 +22,7 @@
 //! | `tool_progress` | `call_id`, `message` |
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
 //! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
+//! | `plan_updated` | `call_id` (the `update_plan` call), `explanation`?, `steps` (each `{step, status}`, status `pending` / `in_progress` / `completed`): the model's whole plan as it now stands |
 //! | `model_round_end` | `turn`, `round`, `usage` (the response's, as the provider reported it), `cost_micros`? (when the session has prices) |
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` (every bucket), `spend` (by bucket: `main`?, `compaction`?, `tools`?, `subagents`?, each `{usage, cost_micros?}`), `cost_micros`? (the whole turn's, when known), `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
 //! | `error` | `kind`, `class`? (a model failure's class: `rate_limited`, `network`, `overflow`, …), `message` |
@@ -153,6 +154,14 @@ pub enum Event {
         is_error: bool,
         /// The result's text, shortened for display.
         output: String,
+    },
+    /// The model set its plan (`update_plan`, accepted): the whole plan.
+    PlanUpdated {
+        /// The `update_plan` call.
+        call_id: CallId,
+        /// The plan.
+        #[serde(flatten)]
+        plan: crate::plan::Plan,
     },
     /// Between rounds, the session's tool source changed what is offered:
     /// tools withdrawn (their server died or dropped them), offered again
@@ -384,6 +393,7 @@ mod wire_tag_freeze {
             Event::ToolProgress { .. } => "tool_progress",
             Event::ToolRetry { .. } => "tool_retry",
             Event::ToolEnd { .. } => "tool_end",
+            Event::PlanUpdated { .. } => "plan_updated",
             Event::TurnEnd { .. } => "turn_end",
             Event::Error { .. } => "error",
             Event::ModelRetry { .. } => "model_retry",
@@ -462,6 +472,17 @@ mod wire_tag_freeze {
             (
                 Event::ToolEnd { call_id: id, name: "shell".into(), is_error: false, output: "ok".into() },
                 json!({"type": "tool_end", "call_id": idj, "name": "shell", "is_error": false, "output": "ok"}),
+            ),
+            (
+                Event::PlanUpdated {
+                    call_id: id,
+                    plan: crate::plan::Plan::new(vec![
+                        crate::plan::PlanStep::new("read", crate::plan::StepStatus::Completed),
+                        crate::plan::PlanStep::new("fix", crate::plan::StepStatus::InProgress),
+                    ]),
+                },
+                json!({"type": "plan_updated", "call_id": idj, "steps": [
+                    {"step": "read", "status": "completed"}, {"step": "fix", "status": "in_progress"}]}),
             ),
             (
                 Event::TurnEnd {

@@ -76,6 +76,7 @@ pub mod limits;
 pub mod message;
 pub mod model;
 pub mod permission;
+pub mod plan;
 mod replay;
 pub mod sanitize;
 pub mod schema;

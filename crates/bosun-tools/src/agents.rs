@@ -34,8 +34,8 @@ use rustix::fs::FileType;
 use serde::Deserialize;
 
 use crate::compat::bosun_tool_name;
+use crate::skills;
 use crate::skills::front_matter::{self, collapse, one_line};
-use crate::skills::{self, read_text};
 use crate::workspace::{RelPath, Workspace, WorkspaceError};
 
 /// The project's agent folders, in precedence order.
@@ -294,7 +294,7 @@ fn scan(
         }
         let parsed = RelPath::parse(&rel)
             .map_err(|error| error.to_string())
-            .and_then(|file| read_agent(base, &file))
+            .and_then(|file| skills::read_file(base, &file, MAX_FILE_BYTES))
             .and_then(|text| parse(&text, stem));
         let (parsed, unknown) = match parsed {
             Ok(parsed) => parsed,
@@ -334,25 +334,6 @@ fn scan(
     }
 }
 
-/// The text of the agent file `file` beneath `base`: a regular file, not a
-/// symlink, at most [`MAX_FILE_BYTES`].
-fn read_agent(base: &Workspace, file: &RelPath) -> Result<String, String> {
-    let limit = MAX_FILE_BYTES;
-    let (handle, stat) = base.open_file(file).map_err(|error| match error {
-        WorkspaceError::Symlink { .. } => "a symlink, not followed".to_owned(),
-        other => other.to_string(),
-    })?;
-    let size = u64::try_from(stat.st_size).unwrap_or_default();
-    if size > limit as u64 {
-        return Err(format!("it is {size} bytes, over the {} KiB limit", limit / 1024));
-    }
-    // Bounded again: the file may grow while it is read.
-    match read_text(handle, limit)? {
-        (text, true) => Ok(text),
-        (_, false) => Err(format!("it is over the {} KiB limit", limit / 1024)),
-    }
-}
-
 /// An agent file's front matter as written. Other keys (`color`,
 /// `permissionMode`, `skills`, …) are accepted and ignored.
 #[derive(Default, Deserialize)]
@@ -366,7 +347,7 @@ struct Raw {
 /// `tools: Read, Grep` (Claude Code's form) or a YAML list.
 #[derive(Deserialize)]
 #[serde(untagged, expecting = "`tools` to be a comma-separated string or a list of names")]
-enum ToolList {
+pub(crate) enum ToolList {
     Text(String),
     List(Vec<String>),
 }
@@ -417,7 +398,7 @@ fn check_name(name: &str) -> Result<(), String> {
 
 /// The listed tools as bosun names, duplicates dropped; the names bosun
 /// does not know go to `unknown` too.
-fn tool_names(list: ToolList, unknown: &mut Vec<String>) -> Vec<String> {
+pub(crate) fn tool_names(list: ToolList, unknown: &mut Vec<String>) -> Vec<String> {
     let written = match list {
         ToolList::Text(text) => text.split(',').map(str::to_owned).collect(),
         ToolList::List(items) => items,
@@ -425,6 +406,10 @@ fn tool_names(list: ToolList, unknown: &mut Vec<String>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for item in &written {
         let item = item.trim();
+        // Claude Code's `Bash(git add:*)` grants a pattern; bosun grants
+        // nothing by a list, so the pattern is the tool's name alone.
+        let item =
+            item.strip_suffix(')').and_then(|item| item.split_once('(')).map_or(item, |(name, _)| name);
         if item.is_empty() {
             continue;
         }
@@ -451,7 +436,7 @@ fn is_known(name: &str) -> bool {
 }
 
 /// The warning for unknown tool names, naming at most [`MAX_NAMED_UNKNOWN`].
-fn unknown_tools(unknown: &[String]) -> String {
+pub(crate) fn unknown_tools(unknown: &[String]) -> String {
     let mut named: Vec<String> =
         unknown.iter().take(MAX_NAMED_UNKNOWN).map(|name| format!("`{}`", one_line(name))).collect();
     if unknown.len() > MAX_NAMED_UNKNOWN {

@@ -14,6 +14,7 @@
 pub mod agents;
 mod apply_patch;
 mod brief;
+pub mod commands;
 mod common;
 pub mod compat;
 mod diff;

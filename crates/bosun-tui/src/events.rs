@@ -114,6 +114,7 @@ impl App {
             Event::ToolEnd { call_id, name, is_error, output } => {
                 self.tool_end(call_id, &name, is_error, &output)
             }
+            Event::PlanUpdated { plan, .. } => self.plan_updated(&plan),
             Event::ModelRetry { attempt, wait_ms, reason } => {
                 let wait = seconds(Duration::from_millis(wait_ms));
                 self.note(format!("  retrying (attempt {attempt}) in {wait}: {}", clean_line(&reason)));

@@ -25,6 +25,7 @@ mod keys;
 mod markdown;
 mod modal;
 mod pick;
+mod plan;
 mod protocol;
 mod reader;
 mod render;

@@ -51,6 +51,9 @@ impl Theme {
     pub(crate) fn italic(self) -> Style {
         Style::new().add_modifier(Modifier::ITALIC)
     }
+    pub(crate) fn crossed_out(self) -> Style {
+        Style::new().add_modifier(Modifier::CROSSED_OUT)
+    }
     pub(crate) fn reverse(self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED)
     }

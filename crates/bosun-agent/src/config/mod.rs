@@ -447,7 +447,8 @@ pub fn parse_mode(text: &str) -> Result<Mode> {
         "propose" => Mode::Propose,
         "write" => Mode::Write,
         "autonomous" => Mode::Autonomous,
-        other => bail!("unknown mode `{other}`: use read-only, propose, write or autonomous"),
+        "plan" => Mode::Plan,
+        other => bail!("unknown mode `{other}`: use read-only, plan, propose, write or autonomous"),
     })
 }
 

@@ -126,7 +126,7 @@ pub fn read_plain_file(path: &Path, max: u64) -> Result<String> {
 /// How much a mode allows, for "only stricter".
 fn looseness(mode: Mode) -> u8 {
     match mode {
-        Mode::ReadOnly => 0,
+        Mode::ReadOnly | Mode::Plan => 0,
         Mode::Propose => 1,
         Mode::Write => 2,
         Mode::Autonomous => 3,

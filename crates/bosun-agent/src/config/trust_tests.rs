@@ -166,7 +166,7 @@ const USERS: [&str; 3] = [
 
 fn looseness(mode: Mode) -> u8 {
     match mode {
-        Mode::ReadOnly => 0,
+        Mode::ReadOnly | Mode::Plan => 0,
         Mode::Propose => 1,
         Mode::Write => 2,
         Mode::Autonomous => 3,

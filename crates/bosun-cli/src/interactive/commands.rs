@@ -60,7 +60,10 @@ impl Conversation<'_> {
                 self.diff();
                 Ok(())
             }
-            other => Err(anyhow::anyhow!("unknown command /{other}; /help lists them")),
+            other => match self.custom.get(other).cloned() {
+                Some(custom) => return self.custom(custom, args, from_ui).await,
+                None => Err(anyhow::anyhow!("unknown command /{other}; /help lists them")),
+            },
         };
         if let Err(error) = done {
             self.notice(NoticeKind::Error, format!("{error:#}"));
@@ -122,8 +125,13 @@ impl Conversation<'_> {
             self.notice(NoticeKind::Info, shown);
             return Ok(());
         }
+        self.set_model(Some(args.to_owned())).await
+    }
+
+    /// Goes on in this session on `model` (the configured one when `None`).
+    pub(super) async fn set_model(&mut self, model: Option<String>) -> anyhow::Result<()> {
         let mut run = self.run.clone();
-        run.model = Some(args.to_owned());
+        run.model = model;
         let dir = self.agent.root().to_path_buf();
         let settings = crate::config::resolve(&dir, self.env, self.profile, &(&run).into())?;
         // The same stored session, resumed on the other model.
@@ -143,15 +151,16 @@ impl Conversation<'_> {
         Ok(())
     }
 
-    /// Shift+Tab: read-only → propose → write → read-only. Autonomous is
-    /// never reached by a key (only `/mode autonomous` or `--mode`); from
-    /// it the key narrows to read-only.
+    /// Shift+Tab: propose → write → plan → read-only → propose. Autonomous
+    /// is never reached by a key (only `/mode autonomous` or `--mode`); from
+    /// it the key narrows to plan.
     pub(super) fn cycle_mode(&mut self) {
-        use bosun_core::Mode::{Autonomous, Propose, ReadOnly, Write};
+        use bosun_core::Mode::{Autonomous, Plan, Propose, ReadOnly, Write};
         let next = match self.session.mode() {
-            ReadOnly => Propose,
             Propose => Write,
-            Write | Autonomous => ReadOnly,
+            Write | Autonomous => Plan,
+            Plan => ReadOnly,
+            ReadOnly => Propose,
         };
         self.session.set_mode(next);
         self.send_status();
@@ -217,7 +226,7 @@ impl Conversation<'_> {
 
     async fn compact(&mut self) -> anyhow::Result<()> {
         let _ = self.to_ui.send(ToUi::Busy(true));
-        let mut sink = super::UiSink { to_ui: self.to_ui.clone(), spent: std::sync::Arc::clone(&self.spent) };
+        let mut sink = super::UiSink::new(self.to_ui.clone(), std::sync::Arc::clone(&self.spent));
         let compacted = self.session.compact_now(TurnOptions::default(), &mut sink).await;
         let _ = self.to_ui.send(ToUi::Busy(false));
         match compacted? {

@@ -6,6 +6,8 @@
 //! and answers slash commands. No agent logic lives here or in the UI.
 
 mod commands;
+mod custom;
+mod plan;
 mod rewind;
 mod setup;
 mod slash;
@@ -222,6 +224,10 @@ struct Conversation<'a> {
     spent: Arc<Mutex<Spent>>,
     /// Forwards the inbox's queue to the UI; replaced with the session.
     queue_watch: tokio::task::JoinHandle<()>,
+    /// The custom slash commands, found when the conversation opened.
+    custom: bosun_tools::commands::Commands,
+    /// What was wrong with them, said once the UI runs.
+    custom_warnings: Vec<String>,
 }
 
 impl Drop for Conversation<'_> {
@@ -250,6 +256,9 @@ impl<'a> Conversation<'a> {
     ) -> Result<Self> {
         let (session, id, settings) = setup::session(agent, &settings, &approver, resume).await?;
         let queue_watch = watch_queue(session.inbox(), to_ui.clone());
+        let builtins = slash::list();
+        let reserved: Vec<&str> = builtins.iter().map(|c| c.name.as_str()).collect();
+        let found = bosun_agent::parts::commands(agent.workspace(), &settings, env, &reserved);
         Ok(Self {
             agent,
             settings,
@@ -262,6 +271,8 @@ impl<'a> Conversation<'a> {
             id,
             spent: Arc::default(),
             queue_watch,
+            custom: found.commands,
+            custom_warnings: found.warnings,
         }
         .with_stored_spend())
     }
@@ -344,6 +355,9 @@ impl<'a> Conversation<'a> {
 
     /// What a resumed session shows first: its messages so far, in short.
     fn show_opening(&self) {
+        for warning in &self.custom_warnings {
+            self.notice(NoticeKind::Warning, format!("custom commands: {warning}"));
+        }
         let history = self.session.history();
         if history.is_empty() {
             return;
@@ -427,7 +441,7 @@ impl<'a> Conversation<'a> {
     async fn turn(&mut self, prompt: Option<UserInput>, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
         let cancel = CancellationToken::new();
         let _ = self.to_ui.send(ToUi::Busy(true));
-        let mut sink = UiSink { to_ui: self.to_ui.clone(), spent: Arc::clone(&self.spent) };
+        let mut sink = UiSink::new(self.to_ui.clone(), Arc::clone(&self.spent));
         let options = TurnOptions::cancel_on(cancel.clone());
         let inbox = self.session.inbox();
         let to_ui = self.to_ui.clone();
@@ -482,6 +496,9 @@ impl<'a> Conversation<'a> {
             }
             Some(Err(error)) if !error.to_string().is_empty() && sink_missed(&error) => {
                 self.notice(NoticeKind::Error, format!("the turn failed: {error}"));
+            }
+            Some(Ok(_)) if !exit && sink.planned && self.session.mode() == bosun_core::Mode::Plan => {
+                return Box::pin(self.offer_plan(from_ui)).await;
             }
             _ => {}
         }
@@ -563,6 +580,14 @@ fn spawn_withdraw(inbox: Inbox, id: u64, to_ui: UnboundedSender<ToUi>) {
 struct UiSink {
     to_ui: UnboundedSender<ToUi>,
     spent: Arc<Mutex<Spent>>,
+    /// The model set its plan during the turn.
+    planned: bool,
+}
+
+impl UiSink {
+    fn new(to_ui: UnboundedSender<ToUi>, spent: Arc<Mutex<Spent>>) -> Self {
+        Self { to_ui, spent, planned: false }
+    }
 }
 
 impl EventSink for UiSink {
@@ -580,6 +605,7 @@ impl EventSink for UiSink {
                         None => spent.unpriced |= !bosun_core::Usage::is_zero(usage),
                     }
                 }
+                Event::PlanUpdated { .. } => self.planned = true,
                 _ => {}
             }
         }

@@ -128,7 +128,8 @@ impl Conversation<'_> {
             self.notice(NoticeKind::Info, "no message to edit yet");
             return Ok(());
         };
-        let _ = self.to_ui.send(ToUi::Edit { turn: last.turn, text: last.prompt.text() });
+        let text = bosun_core::plan::typed_text(&last.prompt);
+        let _ = self.to_ui.send(ToUi::Edit { turn: last.turn, text });
         self.notice(
             NoticeKind::Info,
             format!(

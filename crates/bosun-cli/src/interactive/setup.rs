@@ -80,6 +80,7 @@ pub(super) fn ui_options(conversation: &Conversation<'_>, env: &Env) -> bosun_tu
     options.history_file = history_file(&conversation.settings, env, conversation.agent.workspace());
     options.paths = workspace_paths(conversation.agent.workspace());
     options.commands = super::slash::list();
+    options.commands.extend(super::custom::listed(&conversation.custom));
     options
 }
 

@@ -37,7 +37,7 @@ fn bosun_with_a_prompt_starts_the_conversation_with_it() {
         assert!(shown.iter().any(|r| r == row), "{row:?} in {shown:#?}");
     }
     // Shift+Tab cycles the modes the line shows, never into autonomous.
-    for mode in ["write", "read-only", "propose"] {
+    for mode in ["write", "plan", "read-only", "propose"] {
         pty.keys(b"\x1b[Z");
         pty.wait_until(&format!("the line at {mode}"), |e| {
             e.contents().lines().any(|l| l.starts_with(&format!("openai/gpt-test · {mode} · ")))

@@ -96,9 +96,12 @@ fn corrupt_the_middle(path: &Path) {
     let pages = std::fs::metadata(path).unwrap().len() / PAGE;
     assert!(pages > 40, "the database spans many pages ({pages})");
     let overflow: Vec<i64> = {
-        let db = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let db =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         let mut pages = db
-            .prepare("SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'overflow' ORDER BY pageno")
+            .prepare(
+                "SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'overflow' ORDER BY pageno",
+            )
             .unwrap();
         pages.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
     };

@@ -7,6 +7,7 @@
 mod support;
 
 mod command_line;
+mod custom_commands;
 mod e2e;
 mod faults;
 mod hardening;
@@ -18,6 +19,7 @@ mod mcp;
 mod mcp_asks;
 mod mcp_conformance;
 mod models;
+mod plan;
 mod resume_authority;
 mod rewind;
 mod skills;

@@ -34,6 +34,9 @@ pub enum Mode {
     Write,
     /// Everything runs unless a rule denies it; network calls still ask.
     Autonomous,
+    /// Read-only while the model works out a plan; the person approves the
+    /// plan, and the session goes on in the mode they choose.
+    Plan,
 }
 
 impl fmt::Display for Mode {
@@ -43,6 +46,7 @@ impl fmt::Display for Mode {
             Self::Propose => "propose",
             Self::Write => "write",
             Self::Autonomous => "autonomous",
+            Self::Plan => "plan",
         })
     }
 }

@@ -246,7 +246,7 @@ pub fn mode_default(mode: Mode, category: ToolCategory) -> Permission {
     use ToolCategory::{Execute, External, Network, Read, Write};
     match (mode, category) {
         (_, Read) => Allow,
-        (Mode::ReadOnly, _) => Deny,
+        (Mode::ReadOnly | Mode::Plan, _) => Deny,
         (_, Network) => Ask,
         (Mode::Propose, Write | Execute | External) => Ask,
         (Mode::Write, Write) => Allow,
@@ -267,11 +267,14 @@ pub fn decide(mode: Mode, rules: &[PermissionRule], call: &ProposedCall<'_>) -> 
     let touched = protected::touched(call.effects);
     let protected = touched.is_some();
     let decided = |permission, reason: String| Decided { permission, reason, protected };
-    if mode == Mode::ReadOnly && (call.category != ToolCategory::Read || call.edits()) {
-        return decided(
-            Permission::Deny,
-            format!("`{}` is not a read tool and the session is read-only", call.tool),
-        );
+    if matches!(mode, Mode::ReadOnly | Mode::Plan) && (call.category != ToolCategory::Read || call.edits()) {
+        let why = if mode == Mode::Plan {
+            "the session is in plan mode: read, then present the plan (update_plan) and end the turn; \
+             the person approves it before anything changes"
+        } else {
+            "the session is read-only"
+        };
+        return decided(Permission::Deny, format!("`{}` is not a read tool and {why}", call.tool));
     }
     let covering: Vec<&PermissionRule> = rules.iter().filter(|r| r.covers(call)).collect();
     let fallback;

@@ -562,6 +562,7 @@ impl Session {
             }
         }
         end_event(emitter, &result);
+        plan_event(emitter, call, &result);
         let recorded =
             self.record(JournalRecord::InvocationFinished { call_id: call.id, result: result.clone() });
         let recorded = recorded.await;
@@ -668,6 +669,18 @@ fn end_event(emitter: &mut Emitter<'_>, result: &Message) {
             is_error: *is_error,
             output,
         });
+    }
+}
+
+/// Announces the plan an accepted `update_plan` call set. A tool of that
+/// name that is not the core's plan tool has its arguments read the same
+/// way, and announces nothing unless they are a plan.
+fn plan_event(emitter: &mut Emitter<'_>, call: &Call, result: &Message) {
+    if call.name != crate::plan::UPDATE_PLAN || result.is_error() {
+        return;
+    }
+    if let Ok(plan) = crate::plan::Plan::from_tool_arguments(&call.arguments) {
+        let _ = emitter.emit(Event::PlanUpdated { call_id: call.id, plan });
     }
 }
 

@@ -244,6 +244,12 @@ impl Session {
         self.policy.set_mode(mode);
     }
 
+    /// The model's plan as its last accepted `update_plan` call set it
+    /// (a resumed session's from its journal).
+    pub fn plan(&self) -> Option<crate::plan::Plan> {
+        crate::plan::Plan::latest(self.history())
+    }
+
     /// Names of the active tools, sorted.
     pub fn active_tools(&self) -> impl Iterator<Item = &str> {
         self.tools.active().iter().map(String::as_str)

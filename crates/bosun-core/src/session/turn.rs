@@ -185,6 +185,9 @@ impl Session {
     ) -> Result<TurnOutcome, TurnError> {
         let mut continued = 0;
         loop {
+            if self.mode() == crate::Mode::Plan {
+                crate::plan::note_plan_mode(&mut content);
+            }
             let (outcome, go_on) =
                 self.one_turn(content, &queued, generation, cancel, continued, sink).await?;
             match go_on {

@@ -46,7 +46,7 @@ impl Session {
         if changes.is_empty() {
             return Ok(());
         }
-        let plan = self.plan(changes);
+        let plan = self.plan_changes(changes);
         if let Some(authority) = &plan.authority {
             self.record(JournalRecord::AuthorityChanged {
                 authority: authority.clone(),
@@ -60,7 +60,7 @@ impl Session {
         Ok(())
     }
 
-    fn plan(&self, changes: ToolChanges) -> Plan {
+    fn plan_changes(&self, changes: ToolChanges) -> Plan {
         let mut tools = (**self.tools.ceiling()).clone();
         let mut active = self.tools.active().clone();
         let mut withdrawn = self.tools.withdrawn().clone();

@@ -23,6 +23,7 @@ mod invariants_trust;
 mod invariants_turns;
 mod model_failures;
 mod persistence;
+mod plan;
 mod properties;
 mod repeated_calls;
 mod session_options;

@@ -346,6 +346,24 @@ fn read_front(base: &Workspace, folder: &RelPath) -> Result<Option<front_matter:
     front_matter::parse(&text, complete, folder_name).map(Some)
 }
 
+/// The text of the file `file` beneath `base` (an agent's or a command's
+/// Markdown): a regular file, not a symlink, at most `limit` bytes.
+pub(crate) fn read_file(base: &Workspace, file: &RelPath, limit: usize) -> Result<String, String> {
+    let (handle, stat) = base.open_file(file).map_err(|error| match error {
+        WorkspaceError::Symlink { .. } => "a symlink, not followed".to_owned(),
+        other => other.to_string(),
+    })?;
+    let size = u64::try_from(stat.st_size).unwrap_or_default();
+    if size > limit as u64 {
+        return Err(format!("it is {size} bytes, over the {} KiB limit", limit / 1024));
+    }
+    // Bounded again: the file may grow while it is read.
+    match read_text(handle, limit)? {
+        (text, true) => Ok(text),
+        (_, false) => Err(format!("it is over the {} KiB limit", limit / 1024)),
+    }
+}
+
 /// At most `limit` bytes of `file` as text, and whether that was all of it.
 /// A character cut by the limit is dropped; other bad UTF-8 is an error.
 pub(crate) fn read_text(file: impl Read, limit: usize) -> Result<(String, bool), String> {

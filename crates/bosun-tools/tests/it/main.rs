@@ -3,6 +3,7 @@
 //! `NAME` here (run one with `cargo test -p bosun-tools --test it NAME::`),
 //! and `common` is the fixture and helpers they share.
 
+mod commands;
 mod common;
 
 mod agents;
