@@ -224,6 +224,11 @@ impl EventSink for HumanSink {
                     spinner.set_message(sanitize::line(&message).into_owned());
                 }
             }
+            Event::ToolOutput { tail, .. } => {
+                if let (Some(spinner), Some(last)) = (&self.spinner, tail.last()) {
+                    spinner.set_message(sanitize::line(last).into_owned());
+                }
+            }
             Event::ToolEnd { call_id, name, is_error, output } => {
                 if let Some(spinner) = self.spinner.take() {
                     spinner.finish_and_clear();

@@ -20,8 +20,9 @@
 //! | `approval_decided` | `call_id`, `decision` (`approve_once` / `approve_for_session` / `deny` / `denied_by_policy` / `denied_by_hook` / `granted`), `reason`? |
 //! | `tool_start` | `call_id`, `name` |
 //! | `tool_progress` | `call_id`, `message` |
+//! | `tool_output` | `call_id`, `tail` (the newest lines of a running call's output, oldest first, at most [`OUTPUT_TAIL_LINES`] of at most [`OUTPUT_LINE_BYTES`] bytes each; a line still being written comes last), `lines` (lines written so far). Each replaces the one before; a tool sends at most a few a second (the shell: one per [`OUTPUT_INTERVAL_MS`] ms), and one may be dropped when the consumer lags, since the next carries the newest lines whole |
 //! | `tool_retry` | `call_id`, `attempt` (the one about to run, from 2), `delay_ms`, `error` (the failure, shortened) |
-//! | `tool_end` | `call_id`, `name`, `is_error`, `output` (text, possibly shortened) |
+//! | `tool_end` | `call_id`, `name`, `is_error`, `output` (the result's text as the model sees it: within the session's tool output bound, `Limits::tool_output_bytes`) |
 //! | `plan_updated` | `call_id` (the `update_plan` call), `explanation`?, `steps` (each `{step, status}`, status `pending` / `in_progress` / `completed`): the model's whole plan as it now stands |
 //! | `model_round_end` | `turn`, `round`, `usage` (the response's, as the provider reported it), `cost_micros`? (when the session has prices) |
 //! | `turn_end` | `turn`, `outcome` (`completed` / `failed` / `cancelled`), `usage` (every bucket), `spend` (by bucket: `main`?, `compaction`?, `tools`?, `subagents`?, each `{usage, cost_micros?}`), `cost_micros`? (the whole turn's, when known), `stop_reason`? (a completed turn's: `stop`, `length`, `refusal`, …) |
@@ -38,6 +39,15 @@ use tokio::sync::mpsc;
 
 use crate::message::{CallId, Usage};
 use crate::spend::Spend;
+
+/// Lines a `tool_output` event carries at most.
+pub const OUTPUT_TAIL_LINES: usize = 10;
+/// Bytes of one line a `tool_output` event carries at most (the rest of a
+/// longer line is left out).
+pub const OUTPUT_LINE_BYTES: usize = 500;
+/// How often a running shell call reports its newest lines at most, in
+/// milliseconds.
+pub const OUTPUT_INTERVAL_MS: u64 = 200;
 
 /// One thing that happened during a turn.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,6 +120,15 @@ pub enum Event {
         /// The progress line.
         message: String,
     },
+    /// A running tool's newest output lines (replacing the ones before).
+    ToolOutput {
+        /// Session-minted id.
+        call_id: CallId,
+        /// The newest lines, oldest first; a line still being written last.
+        tail: Vec<String>,
+        /// Lines written so far.
+        lines: u64,
+    },
     /// The model's response arrived: what it used.
     ModelRoundEnd {
         /// The turn.
@@ -152,7 +171,8 @@ pub enum Event {
         name: String,
         /// Whether the result is an error.
         is_error: bool,
-        /// The result's text, shortened for display.
+        /// The result's text as the model sees it (within the session's
+        /// tool output bound).
         output: String,
     },
     /// The model set its plan (`update_plan`, accepted): the whole plan.
@@ -391,6 +411,7 @@ mod wire_tag_freeze {
             Event::ApprovalDecided { .. } => "approval_decided",
             Event::ToolStart { .. } => "tool_start",
             Event::ToolProgress { .. } => "tool_progress",
+            Event::ToolOutput { .. } => "tool_output",
             Event::ToolRetry { .. } => "tool_retry",
             Event::ToolEnd { .. } => "tool_end",
             Event::PlanUpdated { .. } => "plan_updated",
@@ -464,6 +485,14 @@ mod wire_tag_freeze {
             (
                 Event::ToolProgress { call_id: id, message: "50%".into() },
                 json!({"type": "tool_progress", "call_id": idj, "message": "50%"}),
+            ),
+            (
+                Event::ToolOutput {
+                    call_id: id,
+                    tail: vec!["Compiling a".into(), "Compil".into()],
+                    lines: 41,
+                },
+                json!({"type": "tool_output", "call_id": idj, "tail": ["Compiling a", "Compil"], "lines": 41}),
             ),
             (
                 Event::ToolRetry { call_id: id, attempt: 2, delay_ms: 500, error: "busy".into() },

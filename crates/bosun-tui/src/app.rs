@@ -17,7 +17,9 @@ use tokio::sync::oneshot;
 use crate::history::History;
 use crate::input::Editor;
 use crate::modal::{self, Modal};
+use crate::pager::{Outputs, Pager};
 use crate::protocol::{NoticeKind, Options, Queued, QueuedKind, SlashCommand, Status, ToUi};
+use crate::search::Search;
 use crate::text::{clean, lines, wrap, wrap_all};
 use crate::theme::Theme;
 
@@ -38,6 +40,10 @@ pub(crate) struct Running {
     pub(crate) proposed: Instant,
     pub(crate) started: Option<Instant>,
     pub(crate) progress: Option<String>,
+    /// The newest lines of its output while it runs (raw: cleaned when
+    /// drawn), and how many it wrote.
+    pub(crate) tail: Vec<String>,
+    pub(crate) lines: u64,
     pub(crate) waiting_approval: bool,
     /// Why it was refused, when it was.
     pub(crate) denied: Option<String>,
@@ -69,6 +75,12 @@ pub struct App {
     pub(crate) answer_started: bool,
     pub(crate) reasoning: String,
     pub(crate) calls: Vec<Running>,
+    /// The whole results of the last calls, for the pager (Ctrl+O).
+    pub(crate) outputs: Outputs,
+    /// The pager, when open.
+    pub(crate) pager: Option<Pager>,
+    /// The history search, while Ctrl+R runs one.
+    pub(crate) search: Option<Search>,
     pub(crate) scrollback: Vec<Line<'static>>,
     pub(crate) modals: VecDeque<Modal>,
     pub(crate) last_ctrl_c: Option<Instant>,
@@ -115,6 +127,9 @@ impl App {
             answer_started: false,
             reasoning: String::new(),
             calls: Vec::new(),
+            outputs: Outputs::default(),
+            pager: None,
+            search: None,
             scrollback: Vec::new(),
             modals: VecDeque::new(),
             last_ctrl_c: None,
@@ -250,10 +265,15 @@ impl App {
             }
             return;
         }
-        if self.modals.is_empty() {
-            self.editor.paste(&text);
-            self.edited();
+        if !self.modals.is_empty() || self.pager.is_some() {
+            return;
         }
+        if self.search.is_some() {
+            self.search_type(&text);
+            return;
+        }
+        self.editor.paste(&text);
+        self.edited();
     }
 
     /// The text changed: the completion popup opens again, browsing ends.

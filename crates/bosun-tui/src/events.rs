@@ -5,17 +5,22 @@
 
 use std::time::{Duration, Instant};
 
-use bosun_core::event::{Decision, TurnOutcomeKind};
+use bosun_core::event::{Decision, OUTPUT_LINE_BYTES, TurnOutcomeKind};
 use bosun_core::{Event, StopReason};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::app::{App, Running};
-use crate::text::{clean, clean_line, lines, truncate};
+use crate::pager::Output;
+use crate::render::LIVE_OUTPUT_ROWS;
+use crate::text::{clean, clean_line, lines};
 use crate::wording::{hook_line, key_argument};
 
 /// Lines of a failed shell call's output shown.
 const SHELL_TAIL: usize = 8;
+/// Lines of a finished call's output left under its line (the last of a
+/// command's, the first of another tool's).
+const END_LINES: usize = 3;
 /// Lines of a tool's diff shown in the scrollback.
 const DIFF_LINES: usize = 200;
 
@@ -59,6 +64,8 @@ impl App {
                     proposed: self.now,
                     started: None,
                     progress: None,
+                    tail: Vec::new(),
+                    lines: 0,
                     waiting_approval: false,
                     denied: None,
                 });
@@ -86,6 +93,21 @@ impl App {
             Event::ToolProgress { call_id, message } => {
                 if let Some(call) = self.call(call_id) {
                     call.progress = Some(first_line(&message));
+                }
+            }
+            Event::ToolOutput { call_id, mut tail, lines } => {
+                if let Some(call) = self.call(call_id) {
+                    // The session bounds a report already; the UI keeps no
+                    // more than it draws whatever a producer sends, so a
+                    // flood cannot grow its state.
+                    tail.drain(..tail.len().saturating_sub(LIVE_OUTPUT_ROWS));
+                    for line in &mut tail {
+                        if line.len() > OUTPUT_LINE_BYTES {
+                            *line = line.chars().take(OUTPUT_LINE_BYTES).collect();
+                        }
+                    }
+                    call.tail = tail;
+                    call.lines = lines;
                 }
             }
             Event::ToolRetry { call_id, attempt, delay_ms, error } => {
@@ -214,32 +236,13 @@ impl App {
         }
         self.push_line(Line::from(spans));
 
-        let indent = |line: Line<'static>| {
-            let mut spans = vec![Span::raw("    ")];
-            spans.extend(line.spans);
-            Line::from(spans)
-        };
-        if is_error && denied.is_none() {
-            let shown: Vec<&str> = lines(output).collect();
-            let tail = if name == "shell" { SHELL_TAIL } else { 3 };
-            let from = shown.len().saturating_sub(tail);
-            if from > 0 {
-                self.push_line(indent(Line::from(Span::styled(
-                    format!("… {from} lines above"),
-                    theme.dim(),
-                ))));
-            }
-            let out: Vec<Line<'static>> = shown[from..]
-                .iter()
-                .map(|l| {
-                    indent(Line::from(Span::styled(
-                        clean(l),
-                        if name == "shell" { Style::new() } else { theme.red() },
-                    )))
-                })
-                .collect();
-            self.push_lines(out);
-        } else if !is_error && matches!(name, "edit_file" | "apply_patch" | "write_file") {
+        if denied.is_some() {
+            return;
+        }
+        if !output.is_empty() {
+            self.keep_output(Output { name: name.to_owned(), summary, text: output.to_owned(), is_error });
+        }
+        if !is_error && matches!(name, "edit_file" | "apply_patch" | "write_file") {
             let diff: String = output.split_inclusive('\n').skip(1).collect();
             let mut shown = crate::diff::diff_lines(&diff, theme);
             let more = shown.len().saturating_sub(DIFF_LINES);
@@ -249,14 +252,54 @@ impl App {
                 shown.push(indent(Line::from(Span::styled(format!("… {more} more lines"), theme.dim()))));
             }
             self.push_lines(shown);
-        } else if !is_error && name == "shell" {
-            let first = first_line(output);
-            if !first.is_empty() {
-                let width = usize::from(self.width).saturating_sub(6);
-                self.push_line(indent(Line::from(Span::styled(truncate(&first, width), theme.dim()))));
-            }
+        } else {
+            let shown = excerpt(name, is_error, output, theme);
+            self.push_lines(shown.into_iter().map(indent).collect());
         }
     }
+}
+
+fn indent(line: Line<'static>) -> Line<'static> {
+    let mut spans = vec![Span::raw("    ")];
+    spans.extend(line.spans);
+    Line::from(spans)
+}
+
+/// What of a finished call's output stays under its line: a command's
+/// last lines (its status line first when it failed), another tool's
+/// first lines (its last when it failed), and how many more Ctrl+O shows.
+fn excerpt(name: &str, is_error: bool, output: &str, theme: crate::theme::Theme) -> Vec<Line<'static>> {
+    let all: Vec<&str> = lines(output).collect();
+    let shell = name == "shell";
+    let (head, body) = match all.split_first() {
+        Some((status, rest)) if shell && is_error => (Some(*status), rest),
+        // A command's status line says what the mark already does.
+        Some((_, rest)) if shell => (None, rest),
+        _ => (None, &all[..]),
+    };
+    let style = match (is_error, shell) {
+        (true, false) => theme.red(),
+        (true, true) => Style::new(),
+        (false, _) => theme.dim(),
+    };
+    let keep = if shell && is_error { SHELL_TAIL } else { END_LINES };
+    let hidden = body.len().saturating_sub(keep);
+    let from_end = shell || is_error;
+    let kept = if from_end { &body[hidden..] } else { &body[..body.len() - hidden] };
+    let hint = (hidden > 0)
+        .then(|| Line::from(Span::styled(format!("… +{hidden} lines (ctrl+o to expand)"), theme.dim())));
+    let mut out: Vec<Line<'static>> = Vec::new();
+    if let Some(status) = head {
+        out.push(Line::from(Span::styled(clean(status), theme.red())));
+    }
+    if from_end {
+        out.extend(hint.clone());
+    }
+    out.extend(kept.iter().map(|l| Line::from(Span::styled(clean(l), style))));
+    if !from_end {
+        out.extend(hint);
+    }
+    out
 }
 
 /// The indented line for a sub-agent's event, when it is worth one: its

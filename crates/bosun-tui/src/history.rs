@@ -103,6 +103,27 @@ impl History {
         }
     }
 
+    /// The newest entry before `before` that holds `query`, ignoring case
+    /// (none for an empty query): Ctrl+R's search.
+    pub(crate) fn find(&self, query: &str, before: usize) -> Option<usize> {
+        if query.is_empty() {
+            return None;
+        }
+        let query = query.to_lowercase();
+        let end = before.min(self.entries.len());
+        self.entries[..end].iter().rposition(|entry| entry.to_lowercase().contains(&query))
+    }
+
+    /// The entry at `at`.
+    pub(crate) fn get(&self, at: usize) -> Option<&str> {
+        self.entries.get(at).map(String::as_str)
+    }
+
+    /// How many entries there are.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Browsing ends when the text is edited.
     pub(crate) fn reset(&mut self) {
         self.at = None;
@@ -126,6 +147,19 @@ mod tests {
         assert_eq!(history.newer().as_deref(), Some("two"));
         assert_eq!(history.newer().as_deref(), Some("draft"));
         assert_eq!(history.newer(), None);
+    }
+
+    #[test]
+    fn find_gives_the_newest_match_before_a_place_ignoring_case() {
+        let mut history = History::load(None);
+        for entry in ["fix the Parser", "run tests", "parser docs", "other"] {
+            history.push(entry);
+        }
+        assert_eq!(history.find("parser", history.len()), Some(2));
+        assert_eq!(history.find("parser", 2), Some(0), "older than the last match");
+        assert_eq!(history.find("parser", 0), None);
+        assert_eq!(history.find("", history.len()), None, "an empty query matches nothing");
+        assert_eq!(history.find("nowhere", history.len()), None);
     }
 
     #[test]

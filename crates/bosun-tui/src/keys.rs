@@ -24,7 +24,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("ctrl+d", "quit, on empty input"),
     ("up / down", "history (on the first / last line); up on empty input takes back a queued message"),
     ("alt+up", "take back the last queued message"),
+    ("shift+tab", "while idle: the next mode (read-only → propose → write)"),
     ("ctrl+t", "show or hide the model's reasoning"),
+    ("ctrl+o", "the whole output of the last tool call (←/→ other calls, q closes)"),
+    ("ctrl+r", "search the history (again: older; enter takes it, esc gives up)"),
     ("ctrl+a / ctrl+e, home / end", "start / end of the line"),
     ("alt+left / alt+right", "word back / forward"),
     ("ctrl+u / ctrl+k / ctrl+w", "delete to line start / to line end / the word before"),
@@ -55,6 +58,13 @@ impl App {
             }
             return Vec::new();
         }
+        if self.pager.is_some() {
+            self.pager_key(key);
+            return Vec::new();
+        }
+        if self.search.is_some() {
+            return self.search_key(key);
+        }
         if let Some(completion) = self.completion()
             && let Some(out) = self.completion_key(key, &completion)
         {
@@ -65,7 +75,7 @@ impl App {
 
     /// The popup's candidates, unless Esc closed it.
     pub(crate) fn completion(&self) -> Option<Completion> {
-        if self.completion_dismissed {
+        if self.completion_dismissed || self.search.is_some() {
             return None;
         }
         complete(&self.editor, &self.paths, &self.commands)
@@ -89,6 +99,10 @@ impl App {
     }
 
     fn ctrl_c(&mut self, now: Instant) -> Vec<FromUi> {
+        // Ctrl+C in the pager or a search only leaves it.
+        if self.modals.is_empty() && (self.pager.take().is_some() || self.search.take().is_some()) {
+            return Vec::new();
+        }
         let again = self.last_ctrl_c.is_some_and(|at| now.saturating_duration_since(at) <= DOUBLE_CTRL_C);
         if again {
             self.exit = true;
@@ -153,6 +167,8 @@ impl App {
                 out.push(FromUi::Exit);
             }
             KeyCode::Char('t') if ctrl => self.show_reasoning = !self.show_reasoning,
+            KeyCode::Char('o') if ctrl => self.toggle_pager(),
+            KeyCode::Char('r') if ctrl => self.start_search(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
             KeyCode::Char('e') if ctrl => self.editor.end(),
             KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),

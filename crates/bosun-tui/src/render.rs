@@ -17,7 +17,7 @@ use crate::input::{CompletionKind, POPUP_ROWS};
 use crate::modal::Modal;
 use crate::protocol::QueuedKind;
 use crate::status::status_line;
-use crate::text::{clean_line, truncate, wrap_all};
+use crate::text::{clean, clean_line, truncate, wrap_all};
 use crate::theme::Theme;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -25,6 +25,8 @@ const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 const INPUT_ROWS: usize = 6;
 /// Queued messages listed at most.
 const QUEUE_ROWS: usize = 4;
+/// Lines of a running call's output shown under it.
+pub(crate) const LIVE_OUTPUT_ROWS: usize = 5;
 const PROMPT: &str = "› ";
 
 impl App {
@@ -49,19 +51,45 @@ pub fn render(app: &App, frame: &mut Frame<'_>) {
         draw_modal(app.theme, app.modals.len() - 1, modal, frame, above);
         return;
     }
+    if let Some(pager) = app.pager {
+        crate::pager::draw(app, pager, frame, above);
+        return;
+    }
 
-    // The input box: a rule, then the text.
-    let (rows, (cursor_row, cursor_col)) = app.editor.layout(width, PROMPT.len());
-    let shown_rows = rows.len().min(INPUT_ROWS).min(usize::from(above.height.saturating_sub(1)).max(1));
+    // The input box: a rule, then the text (or a history search and its
+    // match).
+    let searching = app.search.as_ref().map(|search| {
+        let mut shown = crate::input::Editor::default();
+        shown.set(app.search_match().unwrap_or_default());
+        (search, shown)
+    });
+    let editor = searching.as_ref().map_or(&app.editor, |(_, shown)| shown);
+    let (rows, (cursor_row, cursor_col)) = editor.layout(width, PROMPT.len());
+    let search_rows = usize::from(searching.is_some());
+    let room = usize::from(above.height.saturating_sub(1)).saturating_sub(search_rows).max(1);
+    let shown_rows = rows.len().min(INPUT_ROWS).min(room);
     let first = (cursor_row + 1).saturating_sub(shown_rows);
-    let input_height = shown_rows as u16 + 1;
+    let input_height = (shown_rows + search_rows) as u16 + 1;
     let input_area = Rect {
         y: above.bottom().saturating_sub(input_height),
         height: input_height.min(above.height),
         ..above
     };
     let mut input_lines = vec![rule(app, width)];
-    if app.editor.is_empty() {
+    if let Some((search, _)) = &searching {
+        let mut spans =
+            vec![Span::styled("reverse search: ", app.theme.yellow()), Span::raw(clean_line(&search.query))];
+        if search.found.is_none() && !search.query.is_empty() {
+            spans.push(Span::styled(" (no match)", app.theme.dim()));
+        }
+        input_lines.push(fit(spans, width));
+    }
+    if searching.is_some() {
+        for (i, row) in rows.iter().enumerate().skip(first).take(shown_rows) {
+            let lead = if i == 0 { PROMPT } else { "  " };
+            input_lines.push(Line::from(vec![Span::raw(lead), Span::styled(row.clone(), app.theme.dim())]));
+        }
+    } else if app.editor.is_empty() {
         let placeholder = if app.busy.is_some() {
             "enter steers the turn · tab queues a follow-up · esc cancels"
         } else {
@@ -81,8 +109,16 @@ pub fn render(app: &App, frame: &mut Frame<'_>) {
         }
     }
     frame.render_widget(Paragraph::new(input_lines), input_area);
-    let x = area.x + (PROMPT.len() + cursor_col).min(width.saturating_sub(1)) as u16;
-    let y = input_area.y + 1 + (cursor_row - first) as u16;
+    let (x, y) = match &searching {
+        Some((search, _)) => {
+            let column = "reverse search: ".len() + crate::text::width(&clean_line(&search.query));
+            (area.x + column.min(width.saturating_sub(1)) as u16, input_area.y + 1)
+        }
+        None => (
+            area.x + (PROMPT.len() + cursor_col).min(width.saturating_sub(1)) as u16,
+            input_area.y + 1 + (cursor_row - first) as u16,
+        ),
+    };
     frame.set_cursor_position((x, y.min(input_area.bottom().saturating_sub(1))));
 
     let mut bottom = input_area.y;
@@ -186,6 +222,14 @@ pub(crate) fn live_lines(app: &App, width: usize) -> Vec<Line<'static>> {
             spans.push(Span::styled(format!(" · {progress}"), theme.dim()));
         }
         out.push(fit(spans, width));
+        let from = call.tail.len().saturating_sub(LIVE_OUTPUT_ROWS);
+        let above = call.lines.saturating_sub((call.tail.len() - from) as u64);
+        if above > 0 {
+            out.push(Line::from(Span::styled(format!("  │ … +{above} lines"), theme.dim())));
+        }
+        for line in &call.tail[from..] {
+            out.push(fit(vec![Span::styled(format!("  │ {}", clean(line)), theme.dim())], width));
+        }
     }
     if let Some(since) = app.busy
         && app.calls.is_empty()

@@ -22,12 +22,12 @@ use crate::support;
 
 use support::*;
 
-const ROWS: u16 = 30;
-const COLS: u16 = 100;
+pub(crate) const ROWS: u16 = 30;
+pub(crate) const COLS: u16 = 100;
 
 /// `bosun -C WS --model openai/gpt-test --base-url MOCK/v1 EXTRA` with the
 /// key set: the conversation, in the sandbox.
-fn bosun(sandbox: &Sandbox, mock: &Aimock, extra: &[&str]) -> Command {
+pub(crate) fn bosun(sandbox: &Sandbox, mock: &Aimock, extra: &[&str]) -> Command {
     let api = Api::OpenAiChat;
     let mut cmd = sandbox.bosun();
     cmd.env(api.key_var(), "test").args(api.args(mock)).args(extra);
@@ -35,13 +35,13 @@ fn bosun(sandbox: &Sandbox, mock: &Aimock, extra: &[&str]) -> Command {
 }
 
 /// The UI is up and waiting for a message.
-fn wait_ready(pty: &mut Pty) {
+pub(crate) fn wait_ready(pty: &mut Pty) {
     pty.wait_on_screen("message · @path attaches · /help");
 }
 
 /// Ctrl+C twice (the second once the UI says a second one quits), then the
 /// exit.
-fn quit(mut pty: Pty) -> PtyExit {
+pub(crate) fn quit(mut pty: Pty) -> PtyExit {
     pty.keys(b"\x03");
     pty.wait_on_screen("ctrl+c again quits");
     pty.keys(b"\x03");
@@ -63,7 +63,7 @@ fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A message's text, whether its content is a string or a list of parts.
-fn text_of(message: &Value) -> String {
+pub(crate) fn text_of(message: &Value) -> String {
     match &message["content"] {
         Value::String(text) => text.clone(),
         Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
@@ -72,11 +72,11 @@ fn text_of(message: &Value) -> String {
 }
 
 /// The chat requests aimock received, oldest first.
-fn requests(mock: &Aimock) -> Vec<Value> {
+pub(crate) fn requests(mock: &Aimock) -> Vec<Value> {
     mock.journal().into_iter().filter(|r| r["body"]["messages"].is_array()).collect()
 }
 
-fn messages(request: &Value) -> Vec<Value> {
+pub(crate) fn messages(request: &Value) -> Vec<Value> {
     request["body"]["messages"].as_array().unwrap().clone()
 }
 

@@ -14,6 +14,7 @@ mod hardening;
 mod hooks;
 mod hostile_repo;
 mod interactive;
+mod interactive_keys;
 mod limits;
 mod mcp;
 mod mcp_asks;

@@ -35,7 +35,7 @@ pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
 /// back, so the model is told to go on without it for now).
 pub const WITHDRAWN: &str =
     "its source withdrew it (for an MCP tool: the server stopped or no longer lists it); do without it";
-/// Longest tool output shown in a `tool_end` event.
+/// Longest failure shown in a `tool_retry` event.
 const EVENT_OUTPUT_CHARS: usize = 2_000;
 
 /// What a batch produced.
@@ -661,13 +661,13 @@ fn refusal(call: &Call, text: String) -> Message {
 
 fn end_event(emitter: &mut Emitter<'_>, result: &Message) {
     if let Message::ToolResult { call_id, tool_name, content, is_error, .. } = result {
-        let text = concat_text(content);
-        let output: String = text.chars().take(EVENT_OUTPUT_CHARS).collect();
+        // The text as the model sees it, already within the output bound,
+        // so a front end can show the whole of it (Ctrl+O in the terminal).
         let _ = emitter.emit(Event::ToolEnd {
             call_id: *call_id,
             name: tool_name.clone(),
             is_error: *is_error,
-            output,
+            output: concat_text(content),
         });
     }
 }

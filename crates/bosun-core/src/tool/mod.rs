@@ -131,6 +131,8 @@ pub struct ProgressSink {
 pub(crate) enum Progress {
     /// A line of progress.
     Line(String),
+    /// The newest lines of the call's output, and how many it wrote.
+    Output { tail: Vec<String>, lines: u64 },
     /// An event of a child session the call runs (a sub-agent).
     Child { child: String, event: Box<crate::event::Event> },
 }
@@ -140,6 +142,7 @@ impl Progress {
     pub(crate) fn into_event(self, call_id: CallId) -> crate::event::Event {
         match self {
             Self::Line(message) => crate::event::Event::ToolProgress { call_id, message },
+            Self::Output { tail, lines } => crate::event::Event::ToolOutput { call_id, tail, lines },
             Self::Child { child, event } => crate::event::Event::Subagent { call_id, child, event },
         }
     }
@@ -160,6 +163,29 @@ impl ProgressSink {
         if let Some(sender) = &self.sender {
             // A full channel means the consumer lags; progress is droppable.
             let _ = sender.try_send((self.call_id, Progress::Line(message.into())));
+        }
+    }
+
+    /// Reports the newest lines of the call's output and how many lines
+    /// it wrote so far: a `tool_output` event, which replaces the one
+    /// before, so a tool reports at most a few a second and a dropped one
+    /// loses nothing the next does not carry. Bounded here: the last
+    /// [`OUTPUT_TAIL_LINES`](crate::event::OUTPUT_TAIL_LINES) lines, each cut to
+    /// [`OUTPUT_LINE_BYTES`](crate::event::OUTPUT_LINE_BYTES).
+    pub fn output(&self, mut tail: Vec<String>, lines: u64) {
+        if let Some(sender) = &self.sender {
+            use crate::event::{OUTPUT_LINE_BYTES, OUTPUT_TAIL_LINES};
+            tail.drain(..tail.len().saturating_sub(OUTPUT_TAIL_LINES));
+            for line in &mut tail {
+                if line.len() > OUTPUT_LINE_BYTES {
+                    let mut end = OUTPUT_LINE_BYTES;
+                    while !line.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    line.truncate(end);
+                }
+            }
+            let _ = sender.try_send((self.call_id, Progress::Output { tail, lines }));
         }
     }
 

@@ -129,6 +129,67 @@ async fn tool_progress_reaches_the_event_stream() -> TestResult {
 }
 
 #[tokio::test]
+async fn tool_output_reaches_the_event_stream_bounded() -> TestResult {
+    let model = ScriptedModel::new().tool_call("build", json!({})).answer("built");
+    let build = FnTool::new("build", ToolCategory::Read, |_, context| {
+        Box::pin(async move {
+            let many: Vec<String> = (1..=30).map(|i| format!("line {i}")).collect();
+            context.progress.output(many, 30);
+            context.progress.output(vec!["x".repeat(2 * bosun_core::event::OUTPUT_LINE_BYTES)], 31);
+            tokio::task::yield_now().await;
+            ToolOutput::text("ok")
+        })
+    });
+    let mut session = Session::builder(model).tool(build).build().await?;
+    let mut events = Vec::new();
+    session.run("go", &mut events).await?;
+    let outputs: Vec<(&Vec<String>, u64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolOutput { tail, lines, .. } => Some((tail, *lines)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs.len(), 2, "{events:?}");
+    let newest: Vec<String> = (21..=30).map(|i| format!("line {i}")).collect();
+    assert_eq!(outputs[0], (&newest, 30), "the newest lines only");
+    assert_eq!(outputs[1].0[0].len(), bosun_core::event::OUTPUT_LINE_BYTES, "a long line is cut");
+    Ok(())
+}
+
+#[tokio::test]
+async fn tool_end_carries_the_result_as_the_model_sees_it() -> TestResult {
+    let long: String = (0..2_000).map(|i| format!("{i}\n")).collect();
+    let model = ScriptedModel::new().tool_call("dump", json!({})).answer("done");
+    let text = long.clone();
+    let dump = FnTool::new("dump", ToolCategory::Read, move |_, _| {
+        let text = text.clone();
+        Box::pin(async move { ToolOutput::text(text) })
+    });
+    let mut session = Session::builder(model.clone()).tool(dump).tool_output_bytes(4096).build().await?;
+    let mut events = Vec::new();
+    session.run("go", &mut events).await?;
+    let shown = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolEnd { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .ok_or("no tool_end")?;
+    let seen = model.requests()[1]
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResult { content, .. } => Some(bosun_core::message::concat_text(content)),
+            _ => None,
+        })
+        .ok_or("no result in the request")?;
+    assert!(shown.len() > 2_000 && shown.len() < long.len(), "bounded as the model's: {}", shown.len());
+    assert_eq!(shown, seen);
+    Ok(())
+}
+
+#[tokio::test]
 async fn disabled_tools_called_in_history_are_withdrawn() -> TestResult {
     let model = ScriptedModel::new().tool_call("read", json!({})).answer("a").answer("b");
     let mut session = Session::builder(model.clone())

@@ -22,6 +22,7 @@
 mod analyze;
 mod capture;
 pub(crate) mod group;
+mod live;
 mod run;
 
 use std::path::{Component, Path, PathBuf};
@@ -334,7 +335,7 @@ impl Tool for ShellTool {
                 Ok(sandboxed) => sandboxed,
                 Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
             };
-            run::run(command, timeout, self.config.max_output(), &context.cancel, sandboxed).await
+            run::run(command, timeout, self.config.max_output(), &context, sandboxed).await
         })
     }
 }

@@ -1,23 +1,25 @@
 //! One shell call from spawn to result: output pumped into the capture while
-//! the command runs, then the group killed (on exit, timeout or cancellation
+//! the command runs (its newest lines reported to the front end on a timer,
+//! `live.rs`), then the group killed (on exit, timeout or cancellation
 //! alike), the pipes drained, the leader reaped and the result written.
 
-use std::convert::Infallible;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use bosun_core::ToolOutput;
+use bosun_core::event::OUTPUT_INTERVAL_MS;
+use bosun_core::{ToolContext, ToolOutput};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe::Receiver;
 use tokio::process::Command;
-use tokio_util::sync::CancellationToken;
+use tokio::time::{Instant, MissedTickBehavior};
 
 use bosun_sandbox::SandboxedCall;
 
 use super::capture::Capture;
 use super::group::ProcessGroup;
+use super::live::Live;
 
 /// How long the pipes are read after the group is killed. Only a process that
 /// left the group can hold them open longer.
@@ -33,12 +35,14 @@ enum Ending {
 }
 
 /// Runs `command` to its end, its timeout or cancellation, and reports its
-/// exit and output. Output is returned in every case.
+/// exit and output. Output is returned in every case; while the command
+/// runs, its newest lines go to the call's progress sink at most once per
+/// [`OUTPUT_INTERVAL_MS`].
 pub(super) async fn run(
     mut command: Command,
     timeout: Duration,
     max_output: usize,
-    cancel: &CancellationToken,
+    context: &ToolContext,
     sandboxed: SandboxedCall,
 ) -> ToolOutput {
     let (mut group, output) = match ProcessGroup::spawn(&mut command) {
@@ -47,26 +51,30 @@ pub(super) async fn run(
     };
     let mut capture = Capture::new(max_output);
     let mut pipes = Pipes::new(output);
+    let mut live = Live::new(context.progress.clone());
+    let interval = Duration::from_millis(OUTPUT_INTERVAL_MS);
+    let mut reports = tokio::time::interval_at(Instant::now() + interval, interval);
+    reports.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
 
-    let ending = {
-        let pumping = async {
-            pipes.pump(&mut capture).await;
-            // The pipe is closed; the command may still run.
-            std::future::pending::<Infallible>().await
-        };
+    let ending = loop {
+        // Each report ends this select, dropping the pump (cancel-safe:
+        // no byte is lost) and starting it again on the next pass.
         tokio::select! {
             biased;
-            () = group.exited() => Ending::Exited,
-            never = pumping => match never {},
-            () = cancel.cancelled() => Ending::Cancelled,
-            () = tokio::time::sleep(timeout) => Ending::TimedOut,
+            () = group.exited() => break Ending::Exited,
+            () = pipes.pump(&mut capture, &mut live), if pipes.open() => {}
+            () = context.cancel.cancelled() => break Ending::Cancelled,
+            () = &mut deadline => break Ending::TimedOut,
+            _ = reports.tick() => live.flush(),
         }
     };
 
     // Whatever ended the call, nothing the command started outlives it:
     // backgrounded grandchildren are killed with the group.
     group.kill();
-    let held_open = tokio::time::timeout(DRAIN_GRACE, pipes.pump(&mut capture)).await.is_err();
+    let held_open = tokio::time::timeout(DRAIN_GRACE, pipes.pump(&mut capture, &mut live)).await.is_err();
     let status = group.reap().await;
 
     let (first_line, is_error) = match ending {
@@ -129,13 +137,22 @@ impl Pipes {
         Self { output: Some(output), buffer: vec![0; READ_BUFFER] }
     }
 
-    /// Reads the pipe into `capture` until end of file. Cancel-safe: no
-    /// byte read is lost if dropped, and a later call carries on.
-    async fn pump(&mut self, capture: &mut Capture) {
+    /// Whether the pipe may still give output.
+    fn open(&self) -> bool {
+        self.output.is_some()
+    }
+
+    /// Reads the pipe into `capture` and `live` until end of file.
+    /// Cancel-safe: no byte read is lost if dropped, and a later call
+    /// carries on.
+    async fn pump(&mut self, capture: &mut Capture, live: &mut Live) {
         while let Some(output) = &mut self.output {
             match output.read(&mut self.buffer).await {
                 Ok(0) => self.output = None,
-                Ok(n) => capture.push(&self.buffer[..n]),
+                Ok(n) => {
+                    capture.push(&self.buffer[..n]);
+                    live.push(&self.buffer[..n]);
+                }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => {
                     tracing::debug!(%error, "shell: reading the command's output failed");

@@ -86,3 +86,66 @@ async fn read_only_mode_runs_reads_and_refuses_the_rest() {
     assert!(results[1].1 && results[2].1);
     assert!(!dir.path().join("b.txt").exists() && !dir.path().join("c.txt").exists());
 }
+
+/// The `tool_output` events of a session's shell call.
+async fn shell_events(command: &str) -> (Vec<bosun_core::Event>, std::time::Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let model = ScriptedModel::new().tool_call("shell", json!({"command": command})).answer("done");
+    let mut session = Session::builder(model)
+        .tools(WorkspaceTools::new(workspace).build())
+        .mode(Mode::Write)
+        .approver(RecordingApprover::approve_all())
+        .build()
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    let started = std::time::Instant::now();
+    session.run("run it", &mut events).await.unwrap();
+    (events, started.elapsed())
+}
+
+fn outputs(events: &[bosun_core::Event]) -> Vec<(Vec<String>, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            bosun_core::Event::ToolOutput { tail, lines, .. } => Some((tail.clone(), *lines)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_running_shell_call_reports_its_newest_lines() {
+    let (events, _) = shell_events("for i in 1 2 3; do echo step $i; sleep 0.4; done").await;
+    let outputs = outputs(&events);
+    assert!(!outputs.is_empty(), "no tool_output while it ran: {events:?}");
+    for (tail, lines) in &outputs {
+        assert_eq!(tail.len() as u64, *lines, "{outputs:?}");
+        assert!(tail.iter().enumerate().all(|(i, line)| *line == format!("step {}", i + 1)), "{outputs:?}");
+    }
+    let end = events.iter().position(|e| matches!(e, bosun_core::Event::ToolEnd { .. })).unwrap();
+    let last = events.iter().rposition(|e| matches!(e, bosun_core::Event::ToolOutput { .. })).unwrap();
+    assert!(last < end, "reports come before the end");
+}
+
+#[tokio::test]
+async fn a_flood_of_output_makes_a_bounded_number_of_events() {
+    let (events, took) = shell_events("seq 1 500000").await;
+    let outputs = outputs(&events);
+    // One report per interval at most, and one the interval after the last.
+    let bound = took.as_millis() as usize / bosun_core::event::OUTPUT_INTERVAL_MS as usize + 2;
+    assert!(outputs.len() <= bound, "{} reports in {took:?}", outputs.len());
+    assert!(events.len() < 50 + bound, "{} events", events.len());
+    for (tail, _) in &outputs {
+        assert!(tail.len() <= bosun_core::event::OUTPUT_TAIL_LINES);
+    }
+    let end = events
+        .iter()
+        .find_map(|e| match e {
+            bosun_core::Event::ToolEnd { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(end.contains("bytes cut") && end.ends_with("500000\n"), "{}", &end[end.len() - 200..]);
+}

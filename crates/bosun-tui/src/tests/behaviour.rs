@@ -458,11 +458,18 @@ fn a_tool_runs_with_a_clock_then_leaves_its_outcome() {
     app.tick(t0 + Duration::from_millis(12_300));
     assert!(text(&draw(&app, 80, 10)).contains("shell cargo test … · 12s"));
     assert!(app.animating());
-    let output: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    let output: String = std::iter::once("exit code: 101\n".to_owned())
+        .chain((1..=20).map(|i| format!("line {i}\n")))
+        .collect();
     app.tick(t0 + Duration::from_millis(15_000));
     event(&mut app, Event::ToolEnd { call_id: id, name: "shell".into(), is_error: true, output });
     let shown = lines_text(&app.take_scrollback());
-    assert!(shown.starts_with("✗ shell cargo test … · 15s\n    … 12 lines above\n    line 13\n"), "{shown}");
+    assert!(
+        shown.starts_with(
+            "✗ shell cargo test … · 15s\n    exit code: 101\n    … +12 lines (ctrl+o to expand)\n    line 13\n"
+        ),
+        "{shown}"
+    );
     assert!(shown.ends_with("line 20"), "{shown}");
     app.handle(ToUi::Busy(false));
     assert!(!app.animating(), "idle: no ticking");

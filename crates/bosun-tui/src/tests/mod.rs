@@ -5,6 +5,7 @@
 
 mod behaviour;
 mod frames;
+mod output;
 
 use std::time::Instant;
 
