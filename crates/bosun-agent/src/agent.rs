@@ -252,7 +252,8 @@ impl Agent {
         let store = crate::parts::store(settings, &self.env)?;
         let journal = store
             .new_session()
-            .with_model_at(crate::model::model_label(settings), crate::stored::recorded_base_url(settings));
+            .with_model_at(crate::model::model_label(settings), crate::stored::recorded_base_url(settings))
+            .with_effort(crate::stored::recorded_effort(settings));
         let id = journal.session_id().to_owned();
         let (system, warning) = crate::parts::system_prompt(&self.workspace, settings, &self.env);
         if let Some(warning) = warning {
@@ -322,6 +323,7 @@ impl Agent {
         let label = crate::model::model_label(settings);
         let journal =
             store.open_session(&id)?.with_model_at(label, crate::stored::recorded_base_url(settings));
+        let journal = journal.with_effort(crate::stored::recorded_effort(settings));
         let builder = match summary.parent {
             Some(_) => {
                 let parts = (settings, &self.env, &self.workspace);

@@ -246,6 +246,33 @@ fn key_refused(settings: &Settings) -> Option<String> {
     ))
 }
 
+/// The models a picker offers (`/model` with no name): the session's own
+/// first, then every model of bosun's table (and the config's `[models]`)
+/// whose provider has its key in the environment, by provider and name, as
+/// `PROVIDER/MODEL`; the local model last. A provider without a key is left
+/// out: its models could not answer.
+pub fn choices(settings: &Settings, env: &Env) -> Vec<String> {
+    let current = model_label(settings);
+    let mut offered = vec![current.clone()];
+    let has_key = |provider: &str| {
+        bosun_providers::key_vars(provider).iter().any(|var| env.get(var).is_some_and(|v| !v.is_empty()))
+    };
+    let mut hosted: Vec<String> = bosun_providers::ModelTable::builtin()
+        .map(|table| table.models().iter().map(|m| format!("{}/{}", m.provider, m.id)).collect())
+        .unwrap_or_default();
+    hosted.extend(settings.models.keys().filter(|name| name.contains('/')).cloned());
+    hosted.retain(|spec| spec.split_once('/').is_some_and(|(provider, _)| has_key(provider)));
+    hosted.sort();
+    hosted.dedup();
+    let local = format!("local/{}", settings.local_model.as_deref().unwrap_or(bosun_models::DEFAULT_MODEL));
+    for spec in hosted.into_iter().chain([local]) {
+        if !offered.contains(&spec) {
+            offered.push(spec);
+        }
+    }
+    offered
+}
+
 #[cfg(test)]
 mod checks {
     use super::{check_base_url, check_header};

@@ -220,6 +220,23 @@ pub fn commands(
     found
 }
 
+/// The session-wide generation options the settings ask for: the
+/// reasoning effort, when one is set and the model can be told (a model
+/// that cannot, such as a local one whose template has no thinking switch,
+/// runs on its own default rather than fail every turn; `/effort` says so).
+pub fn generation_options(
+    settings: &Settings,
+    capabilities: &bosun_core::Capabilities,
+) -> Option<bosun_core::GenerationOptions> {
+    let effort = settings.reasoning_effort?;
+    if capabilities.thinking_toggle == bosun_core::Support::No {
+        return None;
+    }
+    let mut options = bosun_core::GenerationOptions::default();
+    options.thinking = Some(effort.map_or(bosun_core::Thinking::Off, bosun_core::Thinking::from));
+    Some(options)
+}
+
 /// A builder with everything but the journal, prompt and approver.
 pub fn builder(
     model: Arc<dyn Model>,
@@ -229,6 +246,7 @@ pub fn builder(
     source: Option<Arc<dyn bosun_core::ToolSource>>,
     settings: &Settings,
 ) -> Result<SessionBuilder> {
+    let model_capabilities = model.capabilities();
     let mut builder = Session::builder_shared(model)
         .workspace(workspace.identity().clone())
         .tools(tools)
@@ -237,6 +255,9 @@ pub fn builder(
         .clock(settings.clock);
     if let Some(source) = source {
         builder = builder.tool_source(source);
+    }
+    if let Some(options) = generation_options(settings, &model_capabilities) {
+        builder = builder.options(options);
     }
     if let Some(rounds) = settings.max_rounds {
         builder = builder.max_rounds(rounds);

@@ -77,13 +77,23 @@ pub fn recorded_base_url(settings: &Settings) -> Option<String> {
     settings.base_url.clone().filter(|_| !settings.base_url_from_project)
 }
 
+/// The reasoning effort to record with a session's model, as its settings
+/// name it (`low`, `medium`, `high`, `off`; `None`: the model's default).
+pub fn recorded_effort(settings: &Settings) -> Option<String> {
+    settings.reasoning_effort.map(|effort| effort.map_or("off", bosun_core::Effort::as_str).to_owned())
+}
+
 /// `settings` for resuming the session `summary` describes: its recorded
-/// model and base URL, unless the person named another model (`--model`)
+/// model, base URL and reasoning effort, unless the person named another model (`--model`)
 /// or base URL (`--base-url`) for this command. A session that recorded no
 /// model runs on the configured one.
 pub fn settings_for(settings: &Settings, summary: &SessionSummary) -> Settings {
-    let recorded =
-        Recorded { id: &summary.id, model: summary.model.as_deref(), base_url: summary.base_url.as_deref() };
+    let recorded = Recorded {
+        id: &summary.id,
+        model: summary.model.as_deref(),
+        base_url: summary.base_url.as_deref(),
+        effort: summary.effort.as_deref(),
+    };
     apply(settings, &recorded)
 }
 
@@ -92,11 +102,22 @@ struct Recorded<'a> {
     id: &'a str,
     model: Option<&'a str>,
     base_url: Option<&'a str>,
+    effort: Option<&'a str>,
 }
 
 fn apply(settings: &Settings, summary: &Recorded<'_>) -> Settings {
     let named = |key: &str| matches!(settings.sources.get(key), Some((_, Source::Flag(_))));
     let mut resumed = settings.clone();
+    // The effort goes with the model it was set for: kept unless the
+    // command names an effort, or another model than the recorded one. One
+    // this build cannot read is left to the configuration.
+    let same_model =
+        summary.model.is_some_and(|m| !named("model") || crate::model::model_label(settings) == m);
+    let recorded_effort = summary.effort.and_then(|e| crate::config::parse_effort(e).ok().map(|p| (e, p)));
+    if let Some((written, effort)) = recorded_effort.filter(|_| same_model && !named("reasoning_effort")) {
+        resumed.reasoning_effort = Some(effort);
+        resumed.note("reasoning_effort", written, Source::Session(summary.id.to_owned()));
+    }
     let Some(model) = summary.model.filter(|_| !named("model")) else {
         return resumed;
     };
@@ -127,7 +148,7 @@ mod tests {
     use crate::config::{Env, Overrides, resolve};
 
     fn summary<'a>(model: Option<&'a str>, base_url: Option<&'a str>) -> Recorded<'a> {
-        Recorded { id: "0190aaaa-1111-7000-8000-000000000001", model, base_url }
+        Recorded { id: "0190aaaa-1111-7000-8000-000000000001", model, base_url, effort: None }
     }
 
     fn settings_for(settings: &Settings, recorded: &Recorded<'_>) -> Settings {
@@ -150,6 +171,19 @@ mod tests {
         assert_eq!(resumed.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
         assert!(!resumed.base_url_from_project);
         assert_eq!(crate::model::model_label(&resumed), "openai/gpt-test");
+    }
+
+    #[test]
+    fn a_recorded_effort_goes_with_its_model_unless_the_command_names_another() {
+        let recorded = Recorded { effort: Some("high"), ..summary(Some("openai/gpt-test"), None) };
+        let high = Some(Some(bosun_core::Effort::High));
+        assert_eq!(settings_for(&settings(Overrides::default()), &recorded).reasoning_effort, high);
+        let same = Overrides { model: Some("openai/gpt-test".into()), ..Overrides::default() };
+        assert_eq!(settings_for(&settings(same), &recorded).reasoning_effort, high);
+        let other = Overrides { model: Some("anthropic/claude-test".into()), ..Overrides::default() };
+        assert_eq!(settings_for(&settings(other), &recorded).reasoning_effort, None);
+        let named = Overrides { reasoning_effort: Some("off".into()), ..Overrides::default() };
+        assert_eq!(settings_for(&settings(named), &recorded).reasoning_effort, Some(None));
     }
 
     #[test]

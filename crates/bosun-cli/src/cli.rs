@@ -155,6 +155,31 @@ pub enum McpCommand {
     },
 }
 
+/// `--effort`: a reasoning effort, or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EffortArg {
+    /// Reasoning off, where the model can turn it off.
+    Off,
+    /// A small thinking budget.
+    Low,
+    /// The usual depth.
+    Medium,
+    /// The most reasoning.
+    High,
+}
+
+impl EffortArg {
+    /// Its name, as the config file writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+}
+
 /// Options shared by commands that run a turn.
 #[derive(Debug, Args, Clone, Default)]
 pub struct RunOptions {
@@ -164,6 +189,9 @@ pub struct RunOptions {
     /// The provider's base URL, as its SDK takes it (`…/v1` for OpenAI-style APIs).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// How hard the model reasons (OpenAI's effort; Anthropic's and Gemini's thinking budget).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub effort: Option<EffortArg>,
     /// How much the agent may do without asking.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -221,6 +249,7 @@ impl From<&RunOptions> for crate::config::Overrides {
         let mut overrides = Self::default();
         overrides.model = run.model.clone();
         overrides.base_url = run.base_url.clone();
+        overrides.reasoning_effort = run.effort.map(|effort| effort.as_str().to_owned());
         overrides.mode = run.mode.map(|mode| match mode {
             ModeArg::ReadOnly => "read-only",
             ModeArg::Propose => "propose",
@@ -250,6 +279,7 @@ impl RunOptions {
         let Self {
             model,
             base_url,
+            effort,
             mode,
             json,
             output,
@@ -266,6 +296,7 @@ impl RunOptions {
         [
             ("--model", model.is_some()),
             ("--base-url", base_url.is_some()),
+            ("--effort", effort.is_some()),
             ("--mode", mode.is_some()),
             ("--json", *json),
             ("--output", output.is_some()),
@@ -306,6 +337,7 @@ impl RunOptions {
         let Self {
             model,
             base_url,
+            effort,
             mode,
             json,
             output,
@@ -321,6 +353,7 @@ impl RunOptions {
         } = earlier;
         one("--model", command, &mut self.model, model)?;
         one("--base-url", command, &mut self.base_url, base_url)?;
+        one("--effort", command, &mut self.effort, effort)?;
         one("--mode", command, &mut self.mode, mode)?;
         one("--output", command, &mut self.output, output)?;
         one("--max-rounds", command, &mut self.max_rounds, max_rounds)?;
@@ -338,9 +371,10 @@ impl RunOptions {
 }
 
 /// The options that change the resolved settings, which `config show` shows.
-const SETTINGS_OPTIONS: [&str; 9] = [
+const SETTINGS_OPTIONS: [&str; 10] = [
     "--model",
     "--base-url",
+    "--effort",
     "--mode",
     "--no-project-docs",
     "--max-rounds",

@@ -249,6 +249,74 @@ pub enum Thinking {
     Auto,
 }
 
+/// How hard a model should reason: the levels every provider's reasoning
+/// setting can express. OpenAI takes the level by name; Anthropic and
+/// Gemini take a token budget, [`Effort::budget`], which maps back to the
+/// same level ([`Effort::of_budget`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Effort {
+    /// Quick answers: a small thinking budget.
+    Low,
+    /// The usual depth.
+    Medium,
+    /// The most reasoning.
+    High,
+}
+
+impl Effort {
+    /// Every level, lowest first.
+    pub const ALL: [Effort; 3] = [Effort::Low, Effort::Medium, Effort::High];
+
+    /// The thinking budget, in tokens, for providers that take one.
+    pub fn budget(self) -> u32 {
+        match self {
+            Self::Low => 4_096,
+            Self::Medium => 16_384,
+            Self::High => 32_768,
+        }
+    }
+
+    /// The level a budget stands for: up to [`Effort::Low`]'s budget is low,
+    /// up to [`Effort::Medium`]'s medium, above that high; no budget is
+    /// medium (the providers' own default level).
+    pub fn of_budget(budget: Option<u32>) -> Self {
+        match budget {
+            None => Self::Medium,
+            Some(b) if b <= Self::Low.budget() => Self::Low,
+            Some(b) if b <= Self::Medium.budget() => Self::Medium,
+            Some(_) => Self::High,
+        }
+    }
+
+    /// Its name: `low`, `medium` or `high`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+
+    /// The level named `name` (as [`Effort::as_str`] writes it).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|effort| effort.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Effort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Effort> for Thinking {
+    fn from(effort: Effort) -> Self {
+        Thinking::On { budget: Some(effort.budget()) }
+    }
+}
+
 /// Whether a response may, must or must not call tools.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -363,5 +431,22 @@ impl fmt::Display for Support {
             Self::No => "no",
             Self::Unknown => "unknown",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_efforts_budget_maps_back_to_it() {
+        for effort in Effort::ALL {
+            assert_eq!(Effort::of_budget(Some(effort.budget())), effort);
+            assert_eq!(Effort::parse(effort.as_str()), Some(effort));
+        }
+        assert_eq!(Effort::of_budget(None), Effort::Medium);
+        assert_eq!(Effort::of_budget(Some(1)), Effort::Low);
+        assert_eq!(Effort::of_budget(Some(100_000)), Effort::High);
+        assert_eq!(Effort::parse("max"), None);
     }
 }

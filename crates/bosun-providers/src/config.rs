@@ -47,6 +47,9 @@ pub struct Quirks {
     pub reasoning: ReasoningFormat,
     /// Whether to ask for a final usage chunk (`stream_options.include_usage`).
     pub stream_usage: bool,
+    /// Whether `reasoning_effort` takes `"medium"` (OpenAI's does; xAI's
+    /// takes only `"low"` and `"high"`, so medium is sent as high there).
+    pub medium_effort: bool,
 }
 
 /// Where a Chat Completions server puts reasoning text.
@@ -67,6 +70,7 @@ impl Default for Quirks {
             max_tokens_field: "max_tokens",
             reasoning: ReasoningFormat::ReasoningContent,
             stream_usage: true,
+            medium_effort: false,
         }
     }
 }
@@ -411,6 +415,7 @@ impl ProviderConfig {
                 max_tokens_field: "max_completion_tokens",
                 reasoning: ReasoningFormat::None,
                 stream_usage: true,
+                medium_effort: true,
             }),
             "openai-responses" => Self::new(name, Api::OpenAiResponses, "https://api.openai.com/v1"),
             "anthropic" => Self::new(name, Api::AnthropicMessages, "https://api.anthropic.com"),

@@ -58,6 +58,9 @@ struct State {
     /// The base URL the model is reached at, when the user gave one,
     /// recorded with the model.
     base_url: Option<String>,
+    /// The reasoning effort the model runs at, when the user set one,
+    /// recorded with the model.
+    effort: Option<String>,
     /// The parent session and its tool call, for a sub-agent's session:
     /// written when the session is created, never after.
     parent: Option<(String, String)>,
@@ -69,6 +72,7 @@ enum Job {
     Write(Box<JournalRecord>, oneshot::Sender<Result<(), StoreError>>),
     Read(oneshot::Sender<Result<Vec<JournalRecord>, StoreError>>),
     Model((String, Option<String>), oneshot::Sender<Result<(), StoreError>>),
+    Effort(Option<String>, oneshot::Sender<Result<(), StoreError>>),
     Parent((String, String), oneshot::Sender<Result<(), StoreError>>),
 }
 
@@ -94,6 +98,10 @@ impl Writer {
                     Job::Model((model, base_url), reply) => {
                         state.model = Some(model);
                         state.base_url = base_url;
+                        drop(reply.send(Ok(())));
+                    }
+                    Job::Effort(effort, reply) => {
+                        state.effort = effort;
                         drop(reply.send(Ok(())));
                     }
                     Job::Parent(parent, reply) => {
@@ -153,6 +161,7 @@ impl Store {
             turn_usage: Usage::default(),
             model: None,
             base_url: None,
+            effort: None,
             parent: None,
             leased: false,
         })
@@ -191,6 +200,7 @@ impl Store {
             turn_usage: Usage::default(),
             model: None,
             base_url: None,
+            effort: None,
             parent: None,
             leased: true,
         }))
@@ -212,6 +222,20 @@ impl StoreJournal {
         let run = (model.into(), base_url);
         let _ = self.writer.submit(|reply| Job::Model(run, reply));
         self
+    }
+
+    /// Records the reasoning effort the session's model runs at from its
+    /// next turn on (`low`, `medium`, `high` or `off`; `None`: the model's
+    /// default), with the model: resuming the session runs at it again
+    /// ([`crate::SessionSummary::effort`]).
+    pub fn with_effort(self, effort: Option<String>) -> Self {
+        self.set_effort(effort);
+        self
+    }
+
+    /// [`StoreJournal::with_effort`] on a journal in use (`/effort`).
+    pub fn set_effort(&self, effort: Option<String>) {
+        let _ = self.writer.submit(|reply| Job::Effort(effort, reply));
     }
 
     /// Records that the session is a sub-agent of `session`, started by its
@@ -299,8 +323,8 @@ impl State {
                 if let Some(model) = &self.model {
                     transaction
                         .execute(
-                            "UPDATE sessions SET model = ?1, base_url = ?2 WHERE id = ?3",
-                            params![model, self.base_url, self.session],
+                            "UPDATE sessions SET model = ?1, base_url = ?2, effort = ?3 WHERE id = ?4",
+                            params![model, self.base_url, self.effort, self.session],
                         )
                         .map_err(|e| store.sql(e))?;
                 }

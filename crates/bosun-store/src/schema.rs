@@ -129,6 +129,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (workspace, path)
     ) WITHOUT ROWID;
     CREATE INDEX workspace_files_by_blob ON workspace_files(hash);",
+    // 9: the reasoning effort the session's model ran at, as the user set
+    // it (`low`, `medium`, `high`, `off`; NULL: the model's default).
+    "ALTER TABLE sessions ADD COLUMN effort TEXT;",
 ];
 
 /// The newest version this build writes.

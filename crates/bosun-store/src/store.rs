@@ -65,6 +65,9 @@ pub struct SessionSummary {
     pub model: Option<String>,
     /// The base URL that model was reached at, when the user gave one.
     pub base_url: Option<String>,
+    /// The reasoning effort that model ran at, when the user set one
+    /// (`low`, `medium`, `high` or `off`).
+    pub effort: Option<String>,
     /// What its turns spent, by bucket and priced as they ran, all
     /// branches (empty for sessions written before this was recorded).
     pub spend: Spend,
@@ -189,7 +192,7 @@ impl ListFilter {
 /// The columns [`summary_from_row`] reads, in its order.
 const SUMMARY_COLUMNS: &str =
     "id, workspace, created_at, updated_at, title, message_count, usage, model, spend,
-    parent_session, parent_call, base_url";
+    parent_session, parent_call, base_url, effort";
 
 impl Store {
     /// The database file.
@@ -303,7 +306,7 @@ impl Store {
             .query_row(
                 &format!("SELECT {SUMMARY_COLUMNS}, head_branch FROM sessions WHERE id = ?1"),
                 [session],
-                |row| Ok((summary_from_row(row)?, row.get(12)?)),
+                |row| Ok((summary_from_row(row)?, row.get(13)?)),
             )
             .optional()
             .map_err(|e| self.sql(e))?
@@ -519,6 +522,7 @@ fn summary_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary>
         usage: serde_json::from_str(&usage).unwrap_or_default(),
         model: row.get(7)?,
         base_url: row.get(11)?,
+        effort: row.get(12)?,
         spend: serde_json::from_str(&spend).unwrap_or_default(),
         parent: parent_session.map(|session| ParentLink { session, call: parent_call.unwrap_or_default() }),
     })

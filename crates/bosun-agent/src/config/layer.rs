@@ -19,6 +19,8 @@ pub struct Layer {
     pub model: Option<String>,
     /// The provider's base URL.
     pub base_url: Option<String>,
+    /// How hard the model reasons: `low`, `medium`, `high`, or `off`.
+    pub reasoning_effort: Option<String>,
     /// `read-only`, `propose`, `write` or `autonomous`.
     pub mode: Option<String>,
     /// Add AGENTS.md instructions.

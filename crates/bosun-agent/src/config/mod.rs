@@ -70,6 +70,9 @@ pub struct Settings {
     pub model: Option<String>,
     /// A base URL override for the provider.
     pub base_url: Option<String>,
+    /// How hard the model reasons: `None` leaves the model's default,
+    /// `Some(None)` turns reasoning off, `Some(Some(level))` asks for it.
+    pub reasoning_effort: Option<Option<bosun_core::Effort>>,
     /// The permission mode.
     pub mode: Mode,
     /// Whether AGENTS.md instructions are added.
@@ -167,6 +170,7 @@ impl Settings {
         let mut settings = Self {
             model: None,
             base_url: None,
+            reasoning_effort: None,
             mode: Mode::Propose,
             project_docs: true,
             sessions_db: None,
@@ -242,6 +246,11 @@ impl Settings {
             self.base_url = Some(url.clone());
             self.base_url_from_project = origin == RuleOrigin::Project;
             self.note("base_url", url, source.clone());
+        }
+        if let Some(effort) = &layer.reasoning_effort {
+            let parsed = parse_effort(effort).with_context(|| format!("reasoning_effort, from {source}"))?;
+            self.reasoning_effort = Some(parsed);
+            self.note("reasoning_effort", effort, source.clone());
         }
         if let Some(mode) = &layer.mode {
             self.mode = parse_mode(mode).with_context(|| format!("mode, from {source}"))?;
@@ -452,6 +461,18 @@ pub fn parse_mode(text: &str) -> Result<Mode> {
     })
 }
 
+/// A reasoning effort as written in a config file, `--effort` or
+/// `/effort`: `low`, `medium`, `high`, or `off` (`Ok(None)`).
+pub fn parse_effort(text: &str) -> Result<Option<bosun_core::Effort>> {
+    if text == "off" {
+        return Ok(None);
+    }
+    match bosun_core::Effort::parse(text) {
+        Some(effort) => Ok(Some(effort)),
+        None => bail!("unknown reasoning effort `{text}`: use low, medium, high or off"),
+    }
+}
+
 /// Where the user configuration file lives.
 pub fn user_file(env: &Env) -> Option<PathBuf> {
     if let Some(dir) = env.get("XDG_CONFIG_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
@@ -522,6 +543,8 @@ pub struct Overrides {
     pub model: Option<String>,
     /// `--base-url`.
     pub base_url: Option<String>,
+    /// `--effort`.
+    pub reasoning_effort: Option<String>,
     /// `--mode`, by its name (`read-only`, `propose`, `write`, `autonomous`).
     pub mode: Option<&'static str>,
     /// `--no-project-docs`.
@@ -592,6 +615,9 @@ pub fn resolve(dir: &Path, env: &Env, profile: Option<&str>, flags: &Overrides) 
     }
     if let Some(url) = &flags.base_url {
         flag(Layer { base_url: Some(url.clone()), ..Layer::default() }, "--base-url")?;
+    }
+    if let Some(effort) = &flags.reasoning_effort {
+        flag(Layer { reasoning_effort: Some(effort.clone()), ..Layer::default() }, "--effort")?;
     }
     if let Some(mode) = flags.mode {
         flag(Layer { mode: Some(mode.to_owned()), ..Layer::default() }, "--mode")?;

@@ -148,6 +148,7 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
     let Layer {
         model,
         base_url,
+        reasoning_effort,
         mode,
         project_docs,
         sessions_db,
@@ -196,6 +197,8 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         // Where requests go and with what: the user's business (network).
         model: gate.trusted_only("model", model),
         base_url: gate.trusted_only("base_url", base_url),
+        // What each request costs, as the model is.
+        reasoning_effort: gate.trusted_only("reasoning_effort", reasoning_effort),
         headers: gate.trusted_only_each(headers, |name| format!("headers.{name}")),
         // How the provider is talked to (retries, timeouts), like its URL.
         providers: gate.trusted_only_each(providers, |name| format!("providers.{name}")),

@@ -45,6 +45,7 @@ impl Conversation<'_> {
             "quit" | "exit" => return Flow::Exit,
             "init" => return self.turn(Some(init_prompt(self.agent.workspace()).into()), from_ui).await,
             "model" => self.model(args).await,
+            "effort" => self.effort(args).await,
             "mode" => self.mode(args),
             "new" => self.new_session().await,
             // Claude Code's name for the same: the conversation starts over,
@@ -116,28 +117,6 @@ impl Conversation<'_> {
         };
         session.set_mode(mode);
         self.switch(session, id, running);
-        Ok(())
-    }
-
-    async fn model(&mut self, args: &str) -> anyhow::Result<()> {
-        if args.is_empty() {
-            let shown = format!("model: {}", bosun_agent::model::model_label(&self.settings));
-            self.notice(NoticeKind::Info, shown);
-            return Ok(());
-        }
-        self.set_model(Some(args.to_owned())).await
-    }
-
-    /// Goes on in this session on `model` (the configured one when `None`).
-    pub(super) async fn set_model(&mut self, model: Option<String>) -> anyhow::Result<()> {
-        let mut run = self.run.clone();
-        run.model = model;
-        let dir = self.agent.root().to_path_buf();
-        let settings = crate::config::resolve(&dir, self.env, self.profile, &(&run).into())?;
-        // The same stored session, resumed on the other model.
-        self.reopen(&settings, Some(self.current())).await?;
-        self.run = run;
-        self.notice(NoticeKind::Info, format!("model: {}", bosun_agent::model::model_label(&self.settings)));
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 
 mod commands;
 mod custom;
+mod model;
 mod plan;
 mod rewind;
 mod setup;
@@ -338,11 +339,7 @@ impl<'a> Conversation<'a> {
     /// model of the settings it runs under, its id and what it spent.
     fn status(&self) -> Status {
         let spent = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut status = Status::new(
-            bosun_agent::model::model_label(&self.settings),
-            self.session.mode().to_string(),
-            &self.id,
-        );
+        let mut status = Status::new(model::shown(&self.settings), self.session.mode().to_string(), &self.id);
         status.tokens = spent.tokens;
         status.cost_micros = if spent.unpriced { None } else { spent.cost_micros };
         status.context_used = spent.context.zip(self.session.context_window());

@@ -5,9 +5,8 @@
 
 use bosun_core::Mode;
 use bosun_core::plan::PLAN_APPROVED;
-use bosun_tui::{FromUi, NoticeKind, PickItem, ToUi};
+use bosun_tui::{FromUi, NoticeKind, PickItem};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::oneshot;
 
 use super::{Conversation, Flow};
 
@@ -21,13 +20,8 @@ const CHOICES: [(&str, Option<Mode>, &str); 3] = [
 impl Conversation<'_> {
     /// Asks whether to carry out the plan the last turn set in plan mode.
     pub(super) async fn offer_plan(&mut self, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
-        let (reply, answer) = oneshot::channel();
         let items = CHOICES.iter().map(|(id, _, label)| PickItem::new(*id, *label)).collect();
-        let title = "The plan is ready. Go on with it?".to_owned();
-        if self.to_ui.send(ToUi::Picker { title, items, reply }).is_err() {
-            return Flow::Continue;
-        }
-        let chosen = answer.await.ok().flatten();
+        let chosen = self.pick("The plan is ready. Go on with it?", items).await;
         let mode =
             CHOICES.iter().find(|(id, ..)| Some(*id) == chosen.as_deref()).and_then(|(_, mode, _)| *mode);
         let Some(mode) = mode else {

@@ -115,7 +115,8 @@ impl Conversation<'_> {
         }
     }
 
-    async fn pick(&self, title: &str, items: Vec<PickItem>) -> Option<String> {
+    /// The id the person picks among `items`, or `None` when they cancel.
+    pub(super) async fn pick(&self, title: &str, items: Vec<PickItem>) -> Option<String> {
         let (reply, answer) = oneshot::channel();
         self.to_ui.send(ToUi::Picker { title: title.to_owned(), items, reply }).ok()?;
         answer.await.ok().flatten()

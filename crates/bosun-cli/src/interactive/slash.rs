@@ -7,7 +7,8 @@ pub(super) fn list() -> Vec<SlashCommand> {
     [
         // `/help` is answered by the UI from this list and its keys.
         ("help", "what the commands and keys do"),
-        ("model", "show the model, or `/model PROVIDER/MODEL` to go on with another"),
+        ("model", "pick the model and its reasoning effort, or `/model PROVIDER/MODEL`"),
+        ("effort", "show the reasoning effort, or `/effort low|medium|high|off|default`"),
         ("mode", "show the mode, or `/mode read-only|plan|propose|write|autonomous`"),
         ("new", "start a new session in this workspace"),
         ("clear", "start over in a new session (this one stays stored)"),

@@ -9,6 +9,7 @@ mod support;
 mod command_line;
 mod custom_commands;
 mod e2e;
+mod effort;
 mod faults;
 mod hardening;
 mod hooks;

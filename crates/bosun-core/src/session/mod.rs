@@ -239,6 +239,18 @@ impl Session {
         self.policy.mode()
     }
 
+    /// The session-wide generation options.
+    pub fn options(&self) -> &GenerationOptions {
+        &self.options
+    }
+
+    /// Changes the session-wide generation options for later turns (a
+    /// turn's own still layer over them); a turn checks them against the
+    /// model's capabilities when it starts.
+    pub fn set_options(&mut self, options: GenerationOptions) {
+        self.options = options;
+    }
+
     /// Changes the permission mode for later turns.
     pub fn set_mode(&mut self, mode: Mode) {
         self.policy.set_mode(mode);

@@ -147,6 +147,8 @@ const RELEASED: &[&str] = &[
         PRIMARY KEY (workspace, path)
     ) WITHOUT ROWID;
     CREATE INDEX workspace_files_by_blob ON workspace_files(hash);",
+    // 9: the reasoning effort the session's model ran at.
+    "ALTER TABLE sessions ADD COLUMN effort TEXT;",
 ];
 
 /// The tables rows are copied into, parents first.

@@ -12,9 +12,10 @@
 //!   `request.rs`). Everything else is dropped by the request builder, so
 //!   `reasoning_replay` is `Yes`: the session passes reasoning on and the
 //!   builder decides.
-//! - Thinking: `Thinking::On` becomes `reasoning_effort` (`"low"` for a
-//!   budget under 8192 tokens, `"high"` otherwise or without a budget: the
-//!   two values OpenAI, xAI and Groq all accept). `Off` and `Auto` send
+//! - Thinking: `Thinking::On` becomes `reasoning_effort`, the level its
+//!   budget stands for (`Effort::of_budget`; no budget is medium); medium
+//!   goes as `"high"` unless the server takes `"medium"`
+//!   (`Quirks::medium_effort`: OpenAI's does, xAI's takes only low and high). `Off` and `Auto` send
 //!   nothing, since the API has no portable way to turn reasoning off; hence
 //!   `thinking_toggle` is `Unknown`.
 //! - Usage: `input` is `prompt_tokens` minus the cached prompt tokens,

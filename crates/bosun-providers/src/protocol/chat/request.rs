@@ -16,14 +16,11 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bosun_core::message::concat_text;
-use bosun_core::{ContentPart, GenerationOptions, Message, ModelRequest, Thinking};
+use bosun_core::{ContentPart, Effort, GenerationOptions, Message, ModelRequest, Thinking};
 use serde_json::{Map, Value, json};
 
 use crate::config::{Api, ProviderConfig};
 use crate::protocol::openai_tool_choice;
-
-/// Thinking budgets below this many tokens ask for `"low"` effort.
-const LOW_EFFORT_BUDGET: u32 = 8192;
 
 /// The JSON body for `request`.
 pub(super) fn body(config: &ProviderConfig, model: &str, request: &ModelRequest<'_>) -> Value {
@@ -70,11 +67,11 @@ fn options(config: &ProviderConfig, options: &GenerationOptions, body: &mut Map<
         body.insert("stop".into(), json!(stop));
     }
     if let Some(Thinking::On { budget }) = options.thinking {
-        let effort = match budget {
-            Some(budget) if budget < LOW_EFFORT_BUDGET => "low",
-            _ => "high",
+        let effort = match Effort::of_budget(budget) {
+            Effort::Medium if !config.quirks.medium_effort => Effort::High,
+            effort => effort,
         };
-        body.insert("reasoning_effort".into(), json!(effort));
+        body.insert("reasoning_effort".into(), json!(effort.as_str()));
     }
 }
 

@@ -30,7 +30,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bosun_core::message::ProviderData;
-use bosun_core::{ContentPart, Message, ModelError, ModelRequest, Thinking};
+use bosun_core::{ContentPart, Effort, Message, ModelError, ModelRequest, Thinking};
 use serde_json::{Map, Value, json};
 
 use super::tag;
@@ -69,7 +69,10 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, Mod
     let options = &request.options;
     if let Some(Thinking::On { budget }) = options.thinking {
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-        body.insert("reasoning".into(), json!({"effort": effort(budget), "summary": "auto"}));
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": Effort::of_budget(budget).as_str(), "summary": "auto"}),
+        );
     }
     if let Some(max) = options.max_tokens {
         body.insert("max_output_tokens".into(), json!(max));
@@ -81,18 +84,6 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, Mod
         body.insert("top_p".into(), float(top_p));
     }
     Ok(Value::Object(body))
-}
-
-/// The reasoning effort for a thinking budget: `low` up to 4096 tokens,
-/// `medium` up to 16384 (and when no budget is given), `high` above. These
-/// three are the levels every reasoning model accepts.
-fn effort(budget: Option<u32>) -> &'static str {
-    match budget {
-        None => "medium",
-        Some(b) if b <= 4096 => "low",
-        Some(b) if b <= 16384 => "medium",
-        Some(_) => "high",
-    }
 }
 
 /// An `f32` option as the decimal it was written as (0.2, not 0.2000000029…).
