@@ -55,6 +55,11 @@ pub struct App {
     pub(crate) status: Status,
     pub(crate) paths: Vec<String>,
     pub(crate) commands: Vec<SlashCommand>,
+    pub(crate) notify: crate::protocol::Notify,
+    /// Whether the terminal has focus, as it last reported (`notify.rs`).
+    pub(crate) focused: bool,
+    /// A notification to write, from the last message handled.
+    pub(crate) notification: Option<String>,
     pub(crate) show_reasoning: bool,
     pub(crate) width: u16,
     pub(crate) height: u16,
@@ -112,6 +117,9 @@ impl App {
             status: options.status,
             paths: options.paths,
             commands: options.commands,
+            notify: options.notify,
+            focused: true,
+            notification: None,
             show_reasoning: options.show_reasoning,
             width: 80,
             height: 24,
@@ -175,12 +183,18 @@ impl App {
     pub fn handle(&mut self, message: ToUi) {
         match message {
             ToUi::Event(event) => self.event(event),
-            ToUi::Approval { request, diff, reply } => self.ask(modal::Call::from(&request), diff, reply),
+            ToUi::Approval { request, diff, reply } => {
+                self.notify(&format!("bosun: approval needed for {}", request.tool));
+                self.ask(modal::Call::from(&request), diff, reply)
+            }
             ToUi::Status(status) => self.status = status,
             ToUi::Busy(busy) => {
                 if busy {
                     self.busy.get_or_insert(self.now);
                 } else {
+                    if self.busy.is_some() {
+                        self.notify("bosun: the turn is done");
+                    }
                     self.busy = None;
                     self.finish_output();
                     self.sending.clear();

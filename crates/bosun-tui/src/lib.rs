@@ -24,6 +24,7 @@ mod input;
 mod keys;
 mod markdown;
 mod modal;
+mod notify;
 mod pager;
 mod pick;
 mod plan;
@@ -52,7 +53,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 pub use app::App;
 pub use keys::KEYS;
 pub use pick::pick;
-pub use protocol::{FromUi, NoticeKind, Options, PickItem, Queued, QueuedKind, SlashCommand, Status, ToUi};
+pub use protocol::{
+    FromUi, NoticeKind, Notify, Options, PickItem, Queued, QueuedKind, SlashCommand, Status, ToUi,
+};
 pub use render::render;
 
 /// How often a spinner moves while something runs.
@@ -126,6 +129,9 @@ async fn drive(
                     let Ok(message) = to_ui.try_recv() else { break };
                     app.handle(message);
                 }
+                if let Some((kind, text)) = app.take_notification() {
+                    notify::write(term.backend_mut(), kind, &text)?;
+                }
             }
             () = tokio::time::sleep(TICK), if ticking => app.tick(Instant::now()),
         }
@@ -137,6 +143,14 @@ fn on_terminal(app: &mut App, term: &mut terminal::Term, event: TermEvent) -> st
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => app.key_at(key, Instant::now()),
         TermEvent::Paste(text) => {
             app.paste(text);
+            Vec::new()
+        }
+        TermEvent::FocusGained => {
+            app.focus(true);
+            Vec::new()
+        }
+        TermEvent::FocusLost => {
+            app.focus(false);
             Vec::new()
         }
         TermEvent::Resize(cols, rows) => {

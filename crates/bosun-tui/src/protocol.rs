@@ -27,6 +27,35 @@ pub struct Options {
     /// A message sent as if typed and entered once the UI is up
     /// (`bosun "PROMPT"`).
     pub first_message: Option<String>,
+    /// How a turn's end or a waiting approval is told while the terminal
+    /// is not focused.
+    pub notify: Notify,
+}
+
+/// How the person is told, while the terminal is not focused, that a turn
+/// ended or an approval waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Notify {
+    /// Not at all.
+    Off,
+    /// The terminal bell.
+    #[default]
+    Bell,
+    /// A desktop notification through the terminal (OSC 9).
+    Osc9,
+}
+
+impl Notify {
+    /// The setting's value by name: `bell`, `osc9` or `off`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "bell" => Some(Self::Bell),
+            "osc9" => Some(Self::Osc9),
+            "off" => Some(Self::Off),
+            _ => None,
+        }
+    }
 }
 
 impl Options {
@@ -41,6 +70,7 @@ impl Options {
             commands: Vec::new(),
             show_reasoning: false,
             first_message: None,
+            notify: Notify::default(),
         }
     }
 }

@@ -7,8 +7,8 @@ use std::io::{Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
-    PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::{cursor, execute, terminal};
 use ratatui::backend::CrosstermBackend;
@@ -35,7 +35,7 @@ pub(crate) fn restore() {
     if ENHANCED.swap(false, Ordering::SeqCst) {
         let _ = execute!(out, PopKeyboardEnhancementFlags);
     }
-    let _ = execute!(out, DisableBracketedPaste, cursor::Show);
+    let _ = execute!(out, DisableBracketedPaste, DisableFocusChange, cursor::Show);
     let _ = terminal::disable_raw_mode();
     let _ = out.flush();
 }
@@ -53,7 +53,8 @@ impl Guard {
         ACTIVE.store(true, Ordering::SeqCst);
         let guard = Self { _private: () };
         let mut out = std::io::stdout();
-        execute!(out, EnableBracketedPaste)?;
+        // Focus reports tell when to notify (`notify.rs`).
+        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         // Asking waits for the terminal's answer, briefly; one that does
         // not speak the protocol gets Enter for Shift+Enter (Alt+Enter and
         // Ctrl+J still make new lines).

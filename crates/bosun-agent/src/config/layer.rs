@@ -21,6 +21,9 @@ pub struct Layer {
     pub base_url: Option<String>,
     /// How hard the model reasons: `low`, `medium`, `high`, or `off`.
     pub reasoning_effort: Option<String>,
+    /// How the conversation tells that a turn ended or an approval waits
+    /// while the terminal is not focused: `bell`, `osc9` or `off`.
+    pub notifications: Option<String>,
     /// `read-only`, `propose`, `write` or `autonomous`.
     pub mode: Option<String>,
     /// Add AGENTS.md instructions.

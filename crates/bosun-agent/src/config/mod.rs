@@ -73,6 +73,9 @@ pub struct Settings {
     /// How hard the model reasons: `None` leaves the model's default,
     /// `Some(None)` turns reasoning off, `Some(Some(level))` asks for it.
     pub reasoning_effort: Option<Option<bosun_core::Effort>>,
+    /// How the conversation notifies while the terminal is not focused:
+    /// `bell` (the default), `osc9` or `off`.
+    pub notifications: Option<String>,
     /// The permission mode.
     pub mode: Mode,
     /// Whether AGENTS.md instructions are added.
@@ -171,6 +174,7 @@ impl Settings {
             model: None,
             base_url: None,
             reasoning_effort: None,
+            notifications: None,
             mode: Mode::Propose,
             project_docs: true,
             sessions_db: None,
@@ -251,6 +255,13 @@ impl Settings {
             let parsed = parse_effort(effort).with_context(|| format!("reasoning_effort, from {source}"))?;
             self.reasoning_effort = Some(parsed);
             self.note("reasoning_effort", effort, source.clone());
+        }
+        if let Some(how) = &layer.notifications {
+            if !["bell", "osc9", "off"].contains(&how.as_str()) {
+                bail!("unknown notifications `{how}`, from {source}: use bell, osc9 or off");
+            }
+            self.notifications = Some(how.clone());
+            self.note("notifications", how, source.clone());
         }
         if let Some(mode) = &layer.mode {
             self.mode = parse_mode(mode).with_context(|| format!("mode, from {source}"))?;

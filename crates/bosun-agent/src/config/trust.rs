@@ -149,6 +149,7 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         model,
         base_url,
         reasoning_effort,
+        notifications,
         mode,
         project_docs,
         sessions_db,
@@ -199,6 +200,8 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         base_url: gate.trusted_only("base_url", base_url),
         // What each request costs, as the model is.
         reasoning_effort: gate.trusted_only("reasoning_effort", reasoning_effort),
+        // How the person is interrupted: theirs to choose.
+        notifications: gate.trusted_only("notifications", notifications),
         headers: gate.trusted_only_each(headers, |name| format!("headers.{name}")),
         // How the provider is talked to (retries, timeouts), like its URL.
         providers: gate.trusted_only_each(providers, |name| format!("providers.{name}")),

@@ -79,6 +79,8 @@ pub(super) fn ui_options(conversation: &Conversation<'_>, env: &Env) -> bosun_tu
     options.color = env.get("NO_COLOR").is_none();
     options.history_file = history_file(&conversation.settings, env, conversation.agent.workspace());
     options.paths = workspace_paths(conversation.agent.workspace());
+    options.notify =
+        conversation.settings.notifications.as_deref().and_then(bosun_tui::Notify::parse).unwrap_or_default();
     options.commands = super::slash::list();
     options.commands.extend(super::custom::listed(&conversation.custom));
     options

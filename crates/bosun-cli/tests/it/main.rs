@@ -21,6 +21,7 @@ mod mcp;
 mod mcp_asks;
 mod mcp_conformance;
 mod models;
+mod notifications;
 mod plan;
 mod resume_authority;
 mod rewind;
