@@ -25,6 +25,7 @@ use bosun_core::{Mode, PermissionRule};
 pub use bosun_core::env::Env;
 pub use hosts::KeyHost;
 pub use layer::{Layer, ProviderSettings, TrustLevel};
+pub use permissions::TypedRule;
 pub use rewind::RewindSettings;
 pub use sandbox::{SandboxMode, SandboxSettings};
 pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table, trust_target};

@@ -481,3 +481,131 @@ mod tests {
         }
     }
 }
+
+/// A rule as a person types it (`/permissions deny shell rm -rf`,
+/// `/permissions allow Bash(git status:*)`, `/permissions ask edit`):
+/// `answer` (`allow`, `ask`, `deny`), a tool, capability or Claude Code
+/// name, and for `shell` (or `Bash`) optionally the command's first words.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TypedRule {
+    /// The `[permissions]` key.
+    pub name: String,
+    /// The rule as the config writes it.
+    pub rule: toml::Value,
+    /// The core rules it stands for.
+    pub rules: Vec<PermissionRule>,
+}
+
+impl TypedRule {
+    /// Parses `answer NAME [WORDS…]`, checked as a config entry would be.
+    pub fn parse(text: &str) -> Result<Self> {
+        const FORM: &str = "a rule is `allow|ask|deny NAME [COMMAND WORDS]`, e.g. `deny shell rm -rf`";
+        let text = text.trim();
+        let (answer, rest) = text.split_once(char::is_whitespace).context(FORM)?;
+        if !["allow", "ask", "deny"].contains(&answer) {
+            bail!("`{}` is not an answer: use allow, ask or deny", sanitize::line(answer));
+        }
+        let rest = rest.trim_start();
+        // Claude Code's `Bash(git status:*)` holds spaces: the name runs to
+        // its closing parenthesis.
+        let name_end = match rest.find(['(', ' ']) {
+            Some(at) if rest[at..].starts_with('(') => rest.find(')').map_or(rest.len(), |close| close + 1),
+            Some(at) => at,
+            None => rest.len(),
+        };
+        let (name, words) = rest.split_at(name_end);
+        if name.is_empty() {
+            bail!("{FORM}");
+        }
+        let words: Vec<&str> = words.split_whitespace().collect();
+        let rule = if words.is_empty() {
+            toml::Value::String(answer.to_owned())
+        } else {
+            let mut table = toml::Table::new();
+            table.insert(answer.to_owned(), toml::Value::Array(vec![toml::Value::String(words.join(" "))]));
+            toml::Value::Table(table)
+        };
+        let parsed = ToolRule::try_from(rule.clone()).map_err(|why| crate::error::invalid!("{why}"))?;
+        let rules = toml_rules(name, &parsed)?;
+        Ok(Self { name: name.to_owned(), rule, rules })
+    }
+
+    /// Adds the rule to the `[permissions]` table of the user's config file
+    /// (a command list joins the lists already there; a single answer
+    /// replaces the one there).
+    pub fn save(&self, user_file: &Path) -> Result<()> {
+        super::trust::edit_user_file(user_file, |doc| {
+            let table = super::trust::top_table(doc, "permissions", user_file)?;
+            let merged = match (&self.rule, table.get(&self.name).and_then(|item| item.as_value())) {
+                (toml::Value::Table(new), Some(toml_edit::Value::InlineTable(old))) => {
+                    let mut merged = old.clone();
+                    for (answer, words) in new {
+                        let mut list = merged
+                            .get(answer)
+                            .and_then(toml_edit::Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                        for word in words.as_array().into_iter().flatten().filter_map(toml::Value::as_str) {
+                            if !list.iter().any(|v| v.as_str() == Some(word)) {
+                                list.push(word);
+                            }
+                        }
+                        merged.insert(answer, toml_edit::Value::Array(list));
+                    }
+                    toml_edit::Value::InlineTable(merged)
+                }
+                _ => toml_value(&self.rule),
+            };
+            table.insert(&self.name, toml_edit::Item::Value(merged));
+            Ok(())
+        })
+    }
+}
+
+/// A rule's TOML value in `toml_edit`'s form.
+fn toml_value(rule: &toml::Value) -> toml_edit::Value {
+    match rule {
+        toml::Value::Table(table) => {
+            let mut inline = toml_edit::InlineTable::new();
+            for (key, value) in table {
+                inline.insert(key, toml_value(value));
+            }
+            toml_edit::Value::InlineTable(inline)
+        }
+        toml::Value::Array(items) => toml_edit::Value::Array(items.iter().map(toml_value).collect()),
+        other => {
+            other.as_str().map_or_else(|| toml_edit::Value::from(other.to_string()), toml_edit::Value::from)
+        }
+    }
+}
+
+#[cfg(test)]
+mod typed_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn a_typed_rule_reads_as_the_config_would_and_saves_into_the_users_file() {
+        let deny = TypedRule::parse("deny shell rm -rf").unwrap();
+        assert_eq!(deny.rules.len(), 1);
+        assert!(deny.rules[0].describe().contains("deny `rm -rf`"), "{}", deny.rules[0].describe());
+        let claude = TypedRule::parse("allow Bash(git status:*)").unwrap();
+        assert!(!claude.rules.is_empty());
+        assert!(TypedRule::parse("maybe shell").is_err());
+        assert!(TypedRule::parse("deny").is_err());
+        assert!(TypedRule::parse("deny nosuch(x)").is_err());
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, "# mine\nmode = \"write\"\n[permissions]\nshell = { deny = [\"curl\"] }\n")
+            .unwrap();
+        deny.save(&file).unwrap();
+        TypedRule::parse("ask edit").unwrap().save(&file).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("# mine\n"), "{text}");
+        assert!(text.contains(r#"shell = { deny = ["curl", "rm -rf"] }"#), "{text}");
+        assert!(text.contains(r#"edit = "ask""#), "{text}");
+    }
+}

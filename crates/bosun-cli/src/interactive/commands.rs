@@ -52,6 +52,12 @@ impl Conversation<'_> {
             // the old session stays stored.
             "clear" => self.new_session().await,
             "status" => self.status_report(),
+            "permissions" => self.permissions(args),
+            "mcp" => {
+                self.mcp_report();
+                Ok(())
+            }
+            "review" => return self.review(args, from_ui).await,
             "resume" => self.resume(args).await,
             "fork" => self.fork().await,
             "rewind" => self.rewind(args).await,
@@ -250,6 +256,22 @@ impl Conversation<'_> {
     /// The diffs of this session's edits and patches, in order; writes by
     /// name (their result carries no diff).
     fn diff(&self) {
+        let (diffs, written) = self.session_changes();
+        if diffs.is_empty() && written.is_empty() {
+            self.notice(NoticeKind::Info, "this session changed no file yet");
+            return;
+        }
+        if !diffs.is_empty() {
+            let _ = self.to_ui.send(ToUi::Diff(diffs));
+        }
+        for line in written {
+            self.notice(NoticeKind::Info, line);
+        }
+    }
+
+    /// The diffs of this session's edits and patches, and the first lines
+    /// of its whole-file writes.
+    pub(super) fn session_changes(&self) -> (String, Vec<String>) {
         let mut diffs = String::new();
         let mut written = Vec::new();
         for message in self.session.history() {
@@ -268,21 +290,9 @@ impl Conversation<'_> {
                 _ => {}
             }
         }
-        if diffs.is_empty() && written.is_empty() {
-            self.notice(NoticeKind::Info, "this session changed no file yet");
-            return;
-        }
-        if !diffs.is_empty() {
-            let _ = self.to_ui.send(ToUi::Diff(diffs));
-        }
-        for line in written {
-            self.notice(NoticeKind::Info, line);
-        }
+        (diffs, written)
     }
 
-    /// `!cmd`: the workspace's `shell` tool, under the session's mode and
-    /// rules (a denied command does not run; one that would ask runs, since
-    /// the person typed it), its output shown. Esc stops it.
     pub(super) async fn shell(&mut self, command: &str, from_ui: &mut UnboundedReceiver<FromUi>) -> Flow {
         let Some(tool) = self.agent.tool("shell") else {
             self.notice(NoticeKind::Error, "no shell tool in this session (disabled in the config?)");

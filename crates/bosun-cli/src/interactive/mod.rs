@@ -7,6 +7,7 @@
 
 mod commands;
 mod custom;
+mod inspect;
 mod model;
 mod plan;
 mod rewind;

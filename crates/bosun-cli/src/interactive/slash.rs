@@ -13,6 +13,12 @@ pub(super) fn list() -> Vec<SlashCommand> {
         ("new", "start a new session in this workspace"),
         ("clear", "start over in a new session (this one stays stored)"),
         ("status", "session, model, mode, workspace, sandbox, MCP servers and spend"),
+        (
+            "permissions",
+            "the rules and approvals; `/permissions allow|ask|deny NAME [WORDS] [--save]`, `remove N`",
+        ),
+        ("mcp", "the MCP servers: state and tools"),
+        ("review", "the model reviews this session's changes (`/review [FOCUS]`)"),
         ("resume", "pick a recent session of this workspace (or `/resume ID`)"),
         ("fork", "branch this session at its newest message and go on in the branch"),
         ("rewind", "back to the start of a turn: files, conversation or both (`/rewind [TURN]`)"),

@@ -653,3 +653,24 @@ fn an_untrusted_projects_mcp_json_is_not_started() {
     assert!(out.stderr.contains("mcp: MCP server `planted` failed to initialize"), "{}", out.stderr);
     assert!(marker.exists(), "the trusted project's server did not run: {}", out.stderr);
 }
+
+#[test]
+fn the_mcp_command_lists_each_server_its_state_and_its_tools() {
+    let Some(entry) = everything() else { return };
+    let Some(mock) = Aimock::start(&fixtures(Vec::new())) else { return };
+    let sandbox = task_sandbox();
+    let broken = "[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n";
+    write_user_config(&sandbox, &format!("{}{broken}", everything_table("everything", &entry, &sandbox)));
+    let api = Api::OpenAiChat;
+    let mut cmd = sandbox.bosun();
+    cmd.env(api.key_var(), "test").args(api.args(&mock));
+    let mut pty = Pty::spawn(cmd, 40, 200);
+    pty.wait_on_screen("openai/gpt-test · ");
+    pty.type_line("/mcp");
+    pty.wait_shown("everything: running (pid ");
+    let row = pty.shown().into_iter().find(|row| row.starts_with("everything: running")).unwrap();
+    assert!(row.contains(" tools: ") && row.contains("echo"), "{row}");
+    pty.keys(b"\x04");
+    let exit = pty.finish();
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}

@@ -248,6 +248,21 @@ impl Grants {
             || self.calls.contains(&(tool.to_owned(), arguments.to_string()))
     }
 
+    /// The grants in words, tools first, each in name order.
+    pub(crate) fn describe(&self) -> Vec<String> {
+        let mut tools: Vec<String> = self
+            .tools
+            .iter()
+            .map(|tool| format!("every later `{tool}` call (not on protected paths)"))
+            .collect();
+        tools.sort();
+        let mut calls: Vec<String> =
+            self.calls.iter().map(|(tool, arguments)| format!("`{tool}` with {arguments}")).collect();
+        calls.sort();
+        tools.extend(calls);
+        tools
+    }
+
     pub(crate) fn grant(&mut self, scope: GrantScope, tool: &str, arguments: &serde_json::Value) {
         match scope {
             GrantScope::Tool => {

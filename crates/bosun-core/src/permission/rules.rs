@@ -109,7 +109,8 @@ impl PermissionRule {
         }
     }
 
-    fn describe(&self) -> String {
+    /// The rule in words, for messages and listings.
+    pub fn describe(&self) -> String {
         let target = match &self.target {
             RuleTarget::Tool(name) => format!("`{name}`"),
             RuleTarget::Capability(capability) => {

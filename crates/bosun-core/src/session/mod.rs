@@ -251,6 +251,30 @@ impl Session {
         self.options = options;
     }
 
+    /// The permission rules calls are decided by, in order.
+    pub fn rules(&self) -> &[crate::PermissionRule] {
+        self.policy.rules()
+    }
+
+    /// Adds a rule for later calls of this session (the person's own, as
+    /// `/permissions` adds one: kept in memory, as grants are; the stored
+    /// authority is not changed, so a resume runs under the configured
+    /// rules again). A deny still wins over any allow.
+    pub fn add_rule(&mut self, rule: crate::PermissionRule) {
+        self.policy.rules_mut().push(rule);
+    }
+
+    /// Removes the rule at `index` of [`Session::rules`] for later calls.
+    pub fn remove_rule(&mut self, index: usize) -> Option<crate::PermissionRule> {
+        let rules = self.policy.rules_mut();
+        (index < rules.len()).then(|| rules.remove(index))
+    }
+
+    /// What the person approved for the rest of the session, in words.
+    pub fn grants(&self) -> Vec<String> {
+        self.policy.grants()
+    }
+
     /// Changes the permission mode for later turns.
     pub fn set_mode(&mut self, mode: Mode) {
         self.policy.set_mode(mode);

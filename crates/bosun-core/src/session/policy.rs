@@ -45,6 +45,18 @@ impl Policy {
         self.grants.grant(scope, tool, arguments);
     }
 
+    pub(crate) fn rules(&self) -> &[PermissionRule] {
+        &self.rules
+    }
+
+    pub(crate) fn rules_mut(&mut self) -> &mut Vec<PermissionRule> {
+        &mut self.rules
+    }
+
+    pub(crate) fn grants(&self) -> Vec<String> {
+        self.grants.describe()
+    }
+
     /// Shared, so a call's approval can be awaited while the session is
     /// borrowed for the rest of the batch.
     pub(crate) fn approver(&self) -> Arc<dyn ApprovalHandler> {
