@@ -70,11 +70,7 @@ fn a_trusted_projects_claude_command_runs_with_its_arguments_tools_and_model() {
         "---\nmodel: openai/gpt-other\n---\nSummarize the changes.\n",
     );
     write(&sandbox.path("home/.claude/commands/hello.md"), "# Greet someone\nSay hello to $ARGUMENTS.\n");
-    let api = Api::OpenAiChat;
-    let mut cmd = sandbox.bosun();
-    cmd.env(api.key_var(), "test").args(api.args(&mock));
-    let mut pty = Pty::spawn(cmd, 40, 120);
-    pty.wait_on_screen("openai/gpt-test · ");
+    let mut pty = sandbox.converse(&mock, &[], 120);
 
     pty.type_line("/help");
     // The heading after the commands (completion shows some of them too).
@@ -125,10 +121,7 @@ fn invariant_20_an_untrusted_projects_commands_are_not_read() {
     let sandbox = task_sandbox();
     user_config(&sandbox, false);
     write(&sandbox.ws().join(".claude/commands/fix-issue.md"), FIX_ISSUE);
-    let api = Api::OpenAiChat;
-    let mut cmd = sandbox.bosun();
-    cmd.env(api.key_var(), "test").args(api.args(&mock));
-    let mut pty = Pty::spawn(cmd, 40, 120);
+    let mut pty = sandbox.converse(&mock, &[], 120);
     pty.wait_shown("the project's commands (.claude/commands) are not read");
     pty.type_line("/fix-issue 42 high");
     pty.wait_shown("unknown command /fix-issue; /help lists them");

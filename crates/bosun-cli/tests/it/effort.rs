@@ -62,11 +62,7 @@ fn the_model_picker_and_effort_command_reach_the_next_request() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.toml"), "[models.\"openai/a-picked\"]\ncontext_window = 64000\n")
         .unwrap();
-    let api = Api::OpenAiChat;
-    let mut cmd = sandbox.bosun();
-    cmd.env(api.key_var(), "test").args(api.args(&mock));
-    let mut pty = Pty::spawn(cmd, 40, 120);
-    pty.wait_on_screen("openai/gpt-test · ");
+    let mut pty = sandbox.converse(&mock, &[], 120);
     pty.type_line("/model");
     pty.wait_shown("Model (now openai/gpt-test)");
     assert!(!pty.contents().contains("anthropic/"), "no key, no Anthropic models: {}", pty.contents());

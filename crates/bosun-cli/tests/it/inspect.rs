@@ -13,12 +13,7 @@ use support::*;
 const IDLE: &str = "message · @path attaches";
 
 fn conversation(sandbox: &Sandbox, mock: &Aimock, mode: &str) -> Pty {
-    let api = Api::OpenAiChat;
-    let mut cmd = sandbox.bosun();
-    cmd.env(api.key_var(), "test").args(api.args(mock)).args(["--mode", mode]);
-    let mut pty = Pty::spawn(cmd, 40, 120);
-    pty.wait_on_screen("openai/gpt-test · ");
-    pty
+    sandbox.converse(mock, &["--mode", mode], 120)
 }
 
 fn completions(mock: &Aimock) -> Vec<Value> {

@@ -661,11 +661,7 @@ fn the_mcp_command_lists_each_server_its_state_and_its_tools() {
     let sandbox = task_sandbox();
     let broken = "[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n";
     write_user_config(&sandbox, &format!("{}{broken}", everything_table("everything", &entry, &sandbox)));
-    let api = Api::OpenAiChat;
-    let mut cmd = sandbox.bosun();
-    cmd.env(api.key_var(), "test").args(api.args(&mock));
-    let mut pty = Pty::spawn(cmd, 40, 200);
-    pty.wait_on_screen("openai/gpt-test · ");
+    let mut pty = sandbox.converse(&mock, &[], 200);
     pty.type_line("/mcp");
     pty.wait_shown("everything: running (pid ");
     let row = pty.shown().into_iter().find(|row| row.starts_with("everything: running")).unwrap();

@@ -29,11 +29,7 @@ fn an_unfocused_terminal_is_told_of_an_approval_and_a_turns_end() {
     let dir = sandbox.path("xdg/bosun");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.toml"), "notifications = \"osc9\"\n").unwrap();
-    let api = Api::OpenAiChat;
-    let mut cmd = sandbox.bosun();
-    cmd.env(api.key_var(), "test").args(api.args(&mock));
-    let mut pty = Pty::spawn(cmd, 30, 100);
-    pty.wait_on_screen("openai/gpt-test · ");
+    let mut pty = sandbox.converse(&mock, &[], 100);
     // Focused (no report yet): a turn ends untold.
     pty.type_line("just say hi");
     pty.wait_shown("Hi.");

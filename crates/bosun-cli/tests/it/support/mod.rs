@@ -445,6 +445,18 @@ impl Sandbox {
         cmd
     }
 
+    /// The conversation (`bosun ARGS`) on OpenAI's chat API against `mock`
+    /// in a `cols`-wide terminal of 40 rows, once its status line shows.
+    pub fn converse(&self, mock: &Aimock, args: &[&str], cols: u16) -> Pty {
+        let api = Api::OpenAiChat;
+        let mut cmd = self.bosun();
+        cmd.env(api.key_var(), "test").args(api.args(mock)).args(args);
+        let mut pty = Pty::spawn(cmd, 40, cols);
+        // The status line starts with the model (a notice may name it too).
+        pty.wait_until("the status line", |e| e.contents().lines().any(|l| l.starts_with("openai/gpt-test")));
+        pty
+    }
+
     /// The workspace's greet.sh.
     pub fn greet(&self) -> String {
         std::fs::read_to_string(self.ws().join("greet.sh")).unwrap()
