@@ -18,6 +18,7 @@ mod mcp;
 mod mcp_asks;
 mod mcp_conformance;
 mod models;
+mod output_schema;
 mod resume_authority;
 mod rewind;
 mod skills;
