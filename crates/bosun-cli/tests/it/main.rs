@@ -26,4 +26,5 @@ mod stored_sessions;
 mod subagents;
 mod terminal;
 mod tiny;
+mod web;
 mod workspace;
