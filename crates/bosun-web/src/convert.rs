@@ -42,11 +42,25 @@ pub(crate) fn reading(media_type: Option<&str>, body: &[u8]) -> Result<Reading, 
 const SKIPPED: &[&str] =
     &["head", "script", "style", "noscript", "template", "iframe", "svg", "canvas", "form"];
 
+/// The deepest nesting converted as HTML (browsers' parsers stop at 512);
+/// see [`crate::nesting`].
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The stack of the thread a conversion runs on: the converter recurses a
+/// frame per level, a few kilobytes each (more in a debug build), and the
+/// parser's implied levels make a page up to a few times [`MAX_DEPTH`]
+/// deep. Reserved, not touched, beyond what a page uses.
+pub(crate) const CONVERT_STACK_BYTES: usize = 32 << 20;
+
 /// The body as the model gets it.
 pub(crate) fn to_text(reading: Reading, body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     match reading {
         Reading::Text => text.into_owned(),
+        Reading::Html if crate::nesting::deeper_than(&text, MAX_DEPTH) => format!(
+            "[the page nests its elements more than {MAX_DEPTH} deep, so it is shown as plain text]\n\n{}",
+            crate::nesting::plain_text(&text)
+        ),
         Reading::Html => {
             let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIPPED.to_vec()).build();
             // htmd's parser (html5ever) accepts any input; its error is an
@@ -85,6 +99,32 @@ mod tests {
         assert!(markdown.contains("Some **bold** and a [link](https://example.org/)."), "{markdown}");
         assert!(markdown.contains("*   one") || markdown.contains("- one"), "{markdown}");
         assert!(!markdown.contains("alert") && !markdown.contains("p{}"), "{markdown}");
+    }
+
+    #[test]
+    fn a_page_nested_past_the_bound_is_plain_text_and_converts_on_a_small_stack() {
+        let deep = format!("<h1>Deep</h1>{}<b>x</b>{}", "<div>".repeat(100_000), "</div>".repeat(100_000));
+        // 256 KiB: far less than the conversion thread's, so no parse or
+        // walk of the deep tree can have happened.
+        let converted = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || to_text(Reading::Html, deep.as_bytes()))
+            .map(|thread| thread.join());
+        let Ok(Ok(text)) = converted else { panic!("the conversion failed") };
+        assert_eq!(
+            text,
+            "[the page nests its elements more than 256 deep, so it is shown as plain text]\n\nDeep\nx"
+        );
+        let bounded = format!(
+            "{}y{}",
+            "<div><ul><li><table><tr><td>".repeat(60),
+            "</td></tr></table></li></ul></div>".repeat(60)
+        );
+        let converted = std::thread::Builder::new()
+            .stack_size(CONVERT_STACK_BYTES)
+            .spawn(move || to_text(Reading::Html, bounded.as_bytes()))
+            .map(|thread| thread.join());
+        assert!(matches!(converted, Ok(Ok(ref text)) if text.contains('y')), "{converted:?}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use bosun_core::{
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::convert::{Reading, reading, to_text};
+use crate::convert::{CONVERT_STACK_BYTES, Reading, reading, to_text};
 use crate::http::{Client, Fetched};
 use crate::network;
 use crate::{WebError, WebLimits, checked_url};
@@ -106,10 +106,17 @@ impl WebFetch {
             head.push_str(&format!("[the response was cut at {max} bytes; the rest was not read]\n"));
         }
         let body = fetched.body;
-        // html5ever on a large page is CPU work: off the async threads.
-        let text = tokio::task::spawn_blocking(move || to_text(reading, &body))
-            .await
-            .unwrap_or_else(|_| "(the page could not be converted)".to_owned());
+        // CPU work off the async threads, on a stack sized for the
+        // converter's recursion (`convert::CONVERT_STACK_BYTES`).
+        let (sender, converted) = tokio::sync::oneshot::channel();
+        let started = std::thread::Builder::new()
+            .name("bosun-web-convert".into())
+            .stack_size(CONVERT_STACK_BYTES)
+            .spawn(move || sender.send(to_text(reading, &body)));
+        let text = match started {
+            Ok(_) => converted.await.unwrap_or_else(|_| "(the page could not be converted)".to_owned()),
+            Err(error) => return ToolOutput::error(format!("{head}cannot start the conversion: {error}")),
+        };
         let output = bosun_tools::limits::cap(
             format!("{head}\n{text}"),
             self.client.limits.max_output_bytes,

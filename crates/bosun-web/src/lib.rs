@@ -24,6 +24,7 @@ mod convert;
 mod error;
 mod fetch;
 mod http;
+mod nesting;
 mod network;
 mod search;
 mod url;

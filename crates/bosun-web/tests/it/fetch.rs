@@ -141,6 +141,19 @@ async fn a_body_past_the_cap_is_cut_and_the_output_is_bounded() -> TestResult {
 }
 
 #[tokio::test]
+async fn a_page_nested_to_overflow_a_parser_comes_back_as_its_text() -> TestResult {
+    let server = Server::start().await?;
+    let depth = 150_000;
+    let page = format!("<p>top</p>{}<b>bottom</b>{}", "<div>".repeat(depth), "</div>".repeat(depth));
+    server.route("/deep", Route::typed("text/html", page.as_bytes()));
+    let output = call(&fetch()?, json!({ "url": server.url("/deep") })).await;
+    let shown = text(&output);
+    assert!(!output.is_error, "{shown}");
+    assert!(shown.ends_with("shown as plain text]\n\ntop\nbottom"), "{shown}");
+    Ok(())
+}
+
+#[tokio::test]
 async fn content_that_is_not_text_is_refused_by_its_type() -> TestResult {
     let server = Server::start().await?;
     server.route("/logo.png", Route::typed("image/png", b"\x89PNG\r\n\x1a\n\0\0"));
