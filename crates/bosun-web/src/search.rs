@@ -11,7 +11,7 @@ use bosun_core::{
     CallEffects, CancellationPolicy, Tool, ToolCategory, ToolContext, ToolDefinition, ToolFuture, ToolOutput,
 };
 use reqwest::Url;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -112,35 +112,31 @@ impl SearchProvider {
     /// The request for `query`: its URL and headers.
     fn request(&self, query: &str) -> Result<(Url, HeaderMap), WebError> {
         let mut url = self.url.clone();
-        let mut headers = HeaderMap::new();
-        let key =
-            self.key.as_deref().map(HeaderValue::from_str).transpose().map_err(|_| WebError::Provider {
-                host: self.host(),
-                message: "nothing: the key is not a valid header".to_owned(),
-            })?;
-        match self.kind {
+        let (name, value) = match self.kind {
             SearchKind::Searxng => {
                 if !url.path().trim_end_matches('/').ends_with("/search") {
                     let path = format!("{}/search", url.path().trim_end_matches('/'));
                     url.set_path(&path);
                 }
                 url.query_pairs_mut().append_pair("q", query).append_pair("format", "json");
-                if let Some(mut key) = key {
-                    key = HeaderValue::from_str(&format!("Bearer {}", key.to_str().unwrap_or_default()))
-                        .unwrap_or(key);
-                    key.set_sensitive(true);
-                    headers.insert(reqwest::header::AUTHORIZATION, key);
-                }
+                (AUTHORIZATION, self.key.as_ref().map(|key| format!("Bearer {key}")))
             }
             SearchKind::Brave => {
                 url.query_pairs_mut()
                     .append_pair("q", query)
                     .append_pair("count", &self.max_results.to_string());
-                if let Some(mut key) = key {
-                    key.set_sensitive(true);
-                    headers.insert(HeaderName::from_static("x-subscription-token"), key);
-                }
+                (HeaderName::from_static("x-subscription-token"), self.key.clone())
             }
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(value) = value {
+            let mut value = HeaderValue::from_str(&value).map_err(|_| WebError::Provider {
+                host: self.host(),
+                message: "nothing: the key is not a valid header".to_owned(),
+            })?;
+            // Kept out of reqwest's own Debug output.
+            value.set_sensitive(true);
+            headers.insert(name, value);
         }
         Ok((url, headers))
     }
@@ -372,6 +368,12 @@ mod tests {
         let (url, headers) = searx.request("rust & tokio").unwrap();
         assert_eq!(url.as_str(), "http://127.0.0.1:8888/search?q=rust+%26+tokio&format=json");
         assert!(headers.is_empty());
+        let token =
+            SearchProvider::new(SearchKind::Searxng, "https://s.example/search/", Some("T".into())).unwrap();
+        let (url, headers) = token.request("q").unwrap();
+        assert_eq!(url.as_str(), "https://s.example/search/?q=q&format=json");
+        assert_eq!(headers.get("authorization").unwrap(), "Bearer T");
+        assert!(headers.get("authorization").unwrap().is_sensitive());
         let brave =
             SearchProvider::new(SearchKind::Brave, "https://api.example/res/v1/web/search", Some("K".into()))
                 .unwrap();
