@@ -56,6 +56,9 @@ pub enum Error {
     /// An HTTP client could not be built.
     #[error(transparent)]
     Http(#[from] reqwest::Error),
+    /// A web tool could not be built from its settings.
+    #[error(transparent)]
+    Web(#[from] bosun_web::WebError),
     /// An MCP server could not be used.
     #[error(transparent)]
     Mcp(#[from] bosun_mcp::ServerError),

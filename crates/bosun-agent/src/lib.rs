@@ -20,6 +20,7 @@ pub mod mcp_conformance;
 pub mod mcp_login;
 pub mod model;
 mod notice;
+pub mod output_schema;
 pub mod parts;
 pub mod rewind;
 pub mod sampling;

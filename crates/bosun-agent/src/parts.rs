@@ -80,7 +80,28 @@ pub fn tools(
     if !uses_local_model(settings) {
         tools.push(Arc::new(bosun_core::plan::PlanTool::new()));
     }
+    tools.extend(web_tools(settings, env, notices)?);
     Ok((workspace, tools))
+}
+
+/// The network tools the user's `[web]` table turns on (invariant 19), for
+/// a hosted model. Not for the local one: it is the offline, private
+/// choice, and a small model's tool list is kept short (its prompt is
+/// measured by the local task suite); a notice says they were left out.
+fn web_tools(settings: &Settings, env: &Env, notices: &Notices) -> Result<Vec<Arc<dyn Tool>>> {
+    let web = &settings.web;
+    if !web.fetch && web.search.is_none() {
+        return Ok(Vec::new());
+    }
+    if uses_local_model(settings) {
+        notices.info("the web tools ([web] in your config) are not offered to a local model");
+        return Ok(Vec::new());
+    }
+    let built = web.tools(env)?;
+    if let Some(why) = built.left_out {
+        notices.warn(why);
+    }
+    Ok(built.tools)
 }
 
 /// What the shell and command hooks run with: the workspace root, PATH and

@@ -448,6 +448,9 @@ impl Command {
 pub struct ExecArgs {
     /// The task; `-` reads it from stdin. Piped stdin with a task is extra context.
     pub prompt: Option<String>,
+    /// The final answer must be JSON matching the JSON Schema in FILE (else exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
     #[command(flatten)]
     pub run: RunOptions,
 }

@@ -22,6 +22,7 @@ use crate::config::{self, Env};
 use crate::output::{HumanSink, Palette, Palettes};
 use crate::sanitize;
 use bosun_agent::mcp::ServerRequests;
+use bosun_agent::output_schema::AnswerSchema;
 use bosun_agent::{Agent, StoredSession};
 
 /// How a command ended. Its exit code is the table in docs/cli.md ("Exit
@@ -278,6 +279,9 @@ pub async fn exec(
 ) -> Result<Outcome> {
     let dir = config::workdir(dir)?;
     let settings = config::resolve(&dir, env, profile, &(&args.run).into())?;
+    // Before anything runs: a schema that cannot be used stops the command
+    // before any model is asked.
+    let schema = args.output_schema.as_deref().map(AnswerSchema::load).transpose()?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
     let answers = crate::mcp::requests_for_run(&args.run, &settings, palettes);
@@ -288,7 +292,7 @@ pub async fn exec(
         return Ok(signals.stopped_before_a_turn(args.run.json));
     };
     let agent = agent?;
-    let outcome = exec_with(&agent, &args.run, prompt, palettes, &signals).await;
+    let outcome = exec_with(&agent, &args.run, prompt, schema.as_ref(), palettes, &signals).await;
     // Every server is stopped on every way out, the failing ones included.
     agent.shutdown().await;
     outcome
@@ -298,6 +302,7 @@ async fn exec_with(
     agent: &Agent,
     run: &RunOptions,
     prompt: String,
+    schema: Option<&AnswerSchema>,
     palettes: Palettes,
     signals: &Signals,
 ) -> Result<Outcome> {
@@ -308,8 +313,8 @@ async fn exec_with(
     };
     let (mut session, id) = built?;
     let settings = agent.settings();
-    let judged =
-        Judged { costing: config::models::session_model(settings)?.costing, strict: strict(settings) };
+    let costing = config::models::session_model(settings)?.costing;
+    let judged = Judged { costing, strict: strict(settings), schema };
     drive(&mut session, prompt.into(), run, &id, (palettes.stderr, judged), signals).await
 }
 
@@ -431,8 +436,8 @@ async fn continue_turn(
         let resumed = format!("resumed session {id} ({} messages)", session.history().len());
         eprintln!("{}", palettes.stderr.dim(&resumed));
     }
-    let judged =
-        Judged { costing: config::models::session_model(settings)?.costing, strict: strict(settings) };
+    let costing = config::models::session_model(settings)?.costing;
+    let judged = Judged { costing, strict: strict(settings), schema: None };
     drive(session, prompt, run, id, (palettes.stderr, judged), signals).await
 }
 
@@ -588,13 +593,16 @@ async fn compact_session(
 }
 
 /// How a turn's result is shown and judged.
-struct Judged {
+struct Judged<'a> {
     /// Prices for the tokens line.
     costing: config::models::Costing,
     /// A change the prompt asked for and the turn never made fails the
     /// command (local models, whose claims of a change are not to be taken
     /// at their word: `local_persistence`).
     strict: bool,
+    /// The schema the final answer must match (`--output-schema`): asked of
+    /// the model, and checked here whatever it did.
+    schema: Option<&'a AnswerSchema>,
 }
 
 fn strict(settings: &config::Settings) -> bool {
@@ -608,7 +616,7 @@ async fn drive(
     prompt: UserInput,
     run: &RunOptions,
     id: &str,
-    (stderr, judged): (Palette, Judged),
+    (stderr, judged): (Palette, Judged<'_>),
     signals: &Signals,
 ) -> Result<Outcome> {
     let costing = judged.costing;
@@ -621,9 +629,25 @@ async fn drive(
         human = HumanSink::new(stderr).with_costing(costing);
         &mut human
     };
-    let result = session.run_with(prompt, TurnOptions::cancel_on(signals.token()), sink).await;
+    let mut options = TurnOptions::cancel_on(signals.token());
+    if let Some(schema) = judged.schema {
+        options = options.with_generation(schema.generation());
+    }
+    let result = session.run_with(prompt, options, sink).await;
     match result {
         Ok(outcome) => {
+            if let Some(Err(mismatch)) = judged.schema.map(|schema| schema.check(&outcome.answer)) {
+                // Said as the turn's errors are, so `--json` readers see it
+                // as an `error` event; the answer stays in the session.
+                let said = format!("{mismatch}; session {id}");
+                sink.emit(bosun_core::Event::Error {
+                    kind: "output_schema".into(),
+                    class: None,
+                    message: said,
+                })
+                .context("cannot write the output")?;
+                return Ok(Outcome::TurnFailed);
+            }
             if let Some(path) = &run.output {
                 std::fs::write(path, &outcome.answer)
                     .with_context(|| format!("cannot write {}", path.display()))?;

@@ -102,7 +102,7 @@ pub use limits::{Limits, Pricing, turn_tokens};
 pub use message::{CallId, ContentPart, Delivery, Message, SpentBy, StopReason, Usage};
 pub use model::{
     Capabilities, CountFuture, Effort, GenerationOptions, Model, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, ModelStream, ResponsePart, Support, Thinking, ToolChoice,
+    ModelResponse, ModelStream, OutputSchema, ResponsePart, Support, Thinking, ToolChoice,
 };
 pub use permission::{
     ApprovalDecision, ApprovalHandler, ApprovalRequest, ArgumentPattern, CallEffects, Capability,

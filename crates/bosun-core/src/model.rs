@@ -350,6 +350,36 @@ pub struct GenerationOptions {
     /// Whether the response may, must or must not call tools. A model that
     /// cannot enforce [`ToolChoice::Required`] treats it as a strong hint.
     pub tool_choice: Option<ToolChoice>,
+    /// The JSON Schema an answer's text must match. Each adapter steers the
+    /// model its own way (a provider's structured-output field, a prompt
+    /// instruction, a grammar); none of them is trusted to have managed it,
+    /// so whoever set it checks the final answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
+}
+
+/// A JSON Schema the answer must match, with the name providers that want
+/// one are given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OutputSchema {
+    /// 1 to 64 of `A-Z a-z 0-9 _ -` (what OpenAI's APIs accept).
+    pub name: String,
+    /// The schema, as given.
+    pub schema: serde_json::Value,
+}
+
+impl OutputSchema {
+    /// `schema` named `name`, the name reduced to what every provider
+    /// accepts (other characters become `_`; empty, `output`).
+    pub fn new(name: &str, schema: serde_json::Value) -> Self {
+        let name: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .take(64)
+            .collect();
+        Self { name: if name.is_empty() { "output".to_owned() } else { name }, schema }
+    }
 }
 
 impl GenerationOptions {
@@ -363,6 +393,7 @@ impl GenerationOptions {
             thinking: over.thinking.or(self.thinking),
             stop: over.stop.clone().or_else(|| self.stop.clone()),
             tool_choice: over.tool_choice.or(self.tool_choice),
+            output_schema: over.output_schema.clone().or_else(|| self.output_schema.clone()),
         }
     }
 }

@@ -13,8 +13,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::fetch::{hex, partial_path};
-use crate::test_server::{Route, Server};
 use crate::*;
+use bosun_testing::http::{Route, Server};
 
 const TOKEN: &str = "hf_test_token_not_for_anyone_else";
 
@@ -73,7 +73,7 @@ fn home() -> (tempfile::TempDir, Env, PathBuf) {
 
 #[tokio::test]
 async fn pulls_from_the_hub_checked_against_the_lfs_oid_with_the_token_only_at_the_hub() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let data = model_bytes("apache-2.0", 1.0);
     publish(&hub, &cdn, "o/r", "sub/m.gguf", Some((&sha(&data), data.len() as u64)), &data);
     let (_home, env, dir) = home();
@@ -131,7 +131,7 @@ async fn pulls_from_the_hub_checked_against_the_lfs_oid_with_the_token_only_at_t
 
 #[tokio::test]
 async fn a_cut_download_from_the_hub_resumes_with_a_range() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let data = model_bytes("mit", 2.0);
     publish(&hub, &cdn, "o/r", "m.gguf", Some((&sha(&data), data.len() as u64)), &data);
     let blob = format!("/blobs/{}", sha(&data));
@@ -156,7 +156,7 @@ async fn a_cut_download_from_the_hub_resumes_with_a_range() {
 
 #[tokio::test]
 async fn a_wrong_oid_is_refused_and_the_file_in_place_stays() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let old = model_bytes("apache-2.0", 3.0);
     let new = model_bytes("apache-2.0", 4.0);
     let (_home, _env, dir) = home();
@@ -189,7 +189,7 @@ async fn a_wrong_oid_is_refused_and_the_file_in_place_stays() {
 
 #[tokio::test]
 async fn a_file_without_an_lfs_sha256_is_refused_unfetched() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let data = model_bytes("apache-2.0", 5.0);
     publish(&hub, &cdn, "o/r", "m.gguf", None, &data);
     let (_home, _env, dir) = home();
@@ -204,7 +204,7 @@ async fn a_file_without_an_lfs_sha256_is_refused_unfetched() {
 
 #[tokio::test]
 async fn hostile_names_and_answers_are_refused() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let data = model_bytes("apache-2.0", 6.0);
     let (home, env, dir) = home();
     // An answer about another path than the one asked for.
@@ -228,7 +228,7 @@ async fn hostile_names_and_answers_are_refused() {
 
 #[tokio::test]
 async fn the_hub_refusing_access_names_hf_token_without_showing_it() {
-    let hub = Server::start().await;
+    let hub = Server::start().await.unwrap();
     hub.route("/api/models/o/gated/paths-info/main", Route::status(401));
     let (_home, _env, dir) = home();
     let file = HfRef::parse("hf:o/gated/m.gguf").unwrap();
@@ -241,7 +241,7 @@ async fn the_hub_refusing_access_names_hf_token_without_showing_it() {
 
 #[tokio::test]
 async fn a_hub_catalog_entry_is_pulled_through_the_hub_and_listed_as_such() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let model = find_hub("qwen3-4b-q4_k_m").unwrap();
     let file = model.file().unwrap();
     let data = model_bytes("apache-2.0", 7.0);
@@ -342,7 +342,7 @@ fn the_hub_catalog_is_well_formed() {
 
 #[tokio::test]
 async fn a_pull_by_name_takes_hf_references_and_catalog_names() {
-    let (hub, cdn) = (Server::start().await, Server::start().await);
+    let (hub, cdn) = (Server::start().await.unwrap(), Server::start().await.unwrap());
     let data = model_bytes("apache-2.0", 10.0);
     publish(&hub, &cdn, "o/r", "m.gguf", Some((&sha(&data), data.len() as u64)), &data);
     let home = tempfile::tempdir().unwrap();

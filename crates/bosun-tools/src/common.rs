@@ -162,8 +162,9 @@ pub(crate) fn refuse(error: WorkspaceError) -> ToolOutput {
 }
 
 /// Keeps `text` within `max` bytes, cutting at a line end where possible,
-/// and says so.
-pub(crate) fn cap(text: String, max: usize, what: &str) -> String {
+/// and says so (`[WHAT cut at MAX bytes of LEN]`). Also the web tools' bound
+/// (`bosun_tools::limits::cap`).
+pub fn cap(text: String, max: usize, what: &str) -> String {
     if text.len() <= max {
         return text;
     }

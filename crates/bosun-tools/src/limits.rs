@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+pub use crate::common::cap;
+
 /// Bounds shared by the workspace tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

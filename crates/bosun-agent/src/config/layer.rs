@@ -120,6 +120,9 @@ pub struct Layer {
     pub sandbox: Option<super::sandbox::SandboxLayer>,
     /// What is kept of files before tools change them (`rewind.rs`).
     pub rewind: Option<super::rewind::RewindLayer>,
+    /// The network tools, `web_fetch` and `web_search` (user file only;
+    /// `web.rs`).
+    pub web: Option<super::web::WebLayer>,
 }
 
 /// How bosun talks to one provider, as Codex names these settings; what is

@@ -13,6 +13,7 @@ pub mod rewind;
 pub mod sandbox;
 mod trust;
 pub mod url;
+pub mod web;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,6 +30,7 @@ pub use permissions::TypedRule;
 pub use rewind::RewindSettings;
 pub use sandbox::{SandboxMode, SandboxSettings};
 pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table, trust_target};
+pub use web::WebSettings;
 
 /// The most sub-agents a session may run at once (`max_subagents`): the
 /// library's cap on children per parent.
@@ -160,6 +162,9 @@ pub struct Settings {
     /// What is kept of files before tools change them (`[rewind]`;
     /// `rewind.rs`).
     pub rewind: RewindSettings,
+    /// The network tools the user turned on (`[web]`, the user's own
+    /// config only; `web.rs`).
+    pub web: WebSettings,
     /// The project's config file, if one was found, and what was made of it.
     pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
@@ -214,6 +219,7 @@ impl Settings {
             base_url_from_project: false,
             sandbox: SandboxSettings::default(),
             rewind: RewindSettings::default(),
+            web: WebSettings::default(),
             project: None,
             sources: BTreeMap::new(),
             allow_any_workspace: false,
@@ -229,6 +235,8 @@ impl Settings {
         settings.note("local_examples", "true", Source::Default);
         settings.note("sandbox.mode", SandboxMode::default(), Source::Default);
         settings.note("sandbox.network", "false", Source::Default);
+        settings.note("web.fetch", "false", Source::Default);
+        settings.note("web.search", "none", Source::Default);
         settings
     }
 
@@ -443,6 +451,13 @@ impl Settings {
         }
         if let Some(table) = &layer.rewind {
             for (key, value) in self.rewind.apply(table, &source.to_string())? {
+                self.note(key, value, source.clone());
+            }
+        }
+        // The gate leaves a project's `[web]` out; this holds even for a
+        // layer that did not pass it (invariant 19).
+        if let Some(table) = layer.web.as_ref().filter(|_| origin == RuleOrigin::User) {
+            for (key, value) in self.web.apply(table, &source.to_string())? {
                 self.note(key, value, source.clone());
             }
         }
@@ -736,3 +751,5 @@ pub fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
 mod tests;
 #[cfg(test)]
 mod trust_tests;
+#[cfg(test)]
+mod web_tests;

@@ -185,6 +185,7 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         profiles,
         sandbox,
         rewind,
+        web,
     } = layer;
     let mut gate = Gate { trusted, ignored: Vec::new() };
     let defaults = bosun_core::Limits::default();
@@ -195,6 +196,10 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         // own file may say, or a repository could vouch for itself.
         projects: gate.user_only("projects", projects, BTreeMap::is_empty),
         allowed_key_hosts: gate.user_only("allowed_key_hosts", allowed_key_hosts, Option::is_none),
+        // Which hosts bosun's own process may reach, and with which key
+        // (invariant 19): a repository could otherwise send what the
+        // model reads to a host of its choosing.
+        web: gate.user_only("web", web, Option::is_none),
         // Where requests go and with what: the user's business (network).
         model: gate.trusted_only("model", model),
         base_url: gate.trusted_only("base_url", base_url),

@@ -3,8 +3,8 @@
 use crate::common;
 
 use bosun_core::{
-    BuildError, Capabilities, ContentPart, Event, GenerationOptions, Message, Session, Support, Thinking,
-    ToolCategory, ToolOutput, TurnErrorKind, TurnOptions,
+    BuildError, Capabilities, ContentPart, Event, GenerationOptions, Message, OutputSchema, Session, Support,
+    Thinking, ToolCategory, ToolOutput, TurnErrorKind, TurnOptions,
 };
 use bosun_testing::{FnTool, Reply, ScriptedModel};
 use common::TestResult;
@@ -31,6 +31,28 @@ async fn turn_options_layer_over_session_options() -> TestResult {
     assert_eq!(requests[0].options.max_tokens, Some(1000), "unset turn fields keep the session's");
     assert_eq!(requests[0].options.thinking, Some(Thinking::Off), "set turn fields win");
     assert_eq!(requests[1].options.thinking, Some(Thinking::On { budget: Some(2048) }), "only for that turn");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_turns_output_schema_reaches_every_round_of_that_turn_only() -> TestResult {
+    let model = ScriptedModel::new().tool_call("read", json!({})).answer("{\"ok\": true}").answer("free");
+    let mut session = Session::builder(model.clone()).tool(FnTool::echo("read")).build().await?;
+    let schema = OutputSchema::new("answer", json!({"type": "object"}));
+    let mut generation = GenerationOptions::default();
+    generation.output_schema = Some(schema.clone());
+    session.run_with("one", TurnOptions::default().with_generation(generation), &mut Vec::new()).await?;
+    session.run("two", &mut Vec::new()).await?;
+    let sent: Vec<Option<OutputSchema>> =
+        model.requests().into_iter().map(|r| r.options.output_schema).collect();
+    assert_eq!(
+        sent,
+        [Some(schema.clone()), Some(schema), None],
+        "the call's round, the answer's, the next turn"
+    );
+    // Unset, the field is absent from the options' serde form.
+    let form = serde_json::to_value(GenerationOptions::default())?;
+    assert!(form.get("output_schema").is_none(), "{form}");
     Ok(())
 }
 

@@ -21,6 +21,12 @@
 //! Argument values (see [`crate::engine::ArgumentValues`]) narrow string
 //! arguments in the grammar only: the model is shown each tool's own schema,
 //! and a listed argument can only be written as one of its values.
+//!
+//! An answer held to a JSON Schema (`GenerationOptions::output_schema`) is
+//! a third way in, [`answer_grammar`]: from the first token, the response is
+//! one JSON value of that schema, or (tools offered) one call, as under
+//! `ToolChoice::Required`; the schema rides in the same carrier as a
+//! `bosun-answer` property.
 
 use bosun_core::ToolDefinition;
 
@@ -75,17 +81,56 @@ pub(crate) fn tool_grammar(
     format: CallFormat,
     values: &ArgumentValues,
 ) -> Result<ToolGrammar, String> {
+    build(tools, triggers, format, values, None)
+}
+
+/// The rule a response that answers in the schema or calls a tool starts at.
+const ANSWER_OR_CALL: &str = "bosun-answer-or-call";
+
+/// The grammar of a response that must be one JSON value matching
+/// `schema`, or, with `tools`, one call of them (as under
+/// `ToolChoice::Required`); its [`ToolGrammar::required_root`] starts at
+/// the first token. `$defs` (and `definitions`) of the schema move to the
+/// carrier's root, where its `#/$defs/…` references then point.
+pub(crate) fn answer_grammar(
+    tools: &[ToolDefinition],
+    triggers: &[&str],
+    format: CallFormat,
+    values: &ArgumentValues,
+    schema: &serde_json::Value,
+) -> Result<ToolGrammar, String> {
+    if tools.is_empty() {
+        let text = serde_json::to_string(schema).map_err(|e| e.to_string())?;
+        let gbnf = llama_cpp_2::json_schema_to_grammar(&text)
+            .map_err(|e| format!("llama.cpp could not turn the output schema into a grammar: {e}"))?;
+        return Ok(ToolGrammar { gbnf, patterns: Vec::new(), required_root: "root" });
+    }
+    let mut grammar = build(tools, triggers, format, values, Some(schema))?;
+    grammar.gbnf.push_str(&format!("{ANSWER_OR_CALL} ::= bosun-answer | {}\n", grammar.required_root));
+    grammar.required_root = ANSWER_OR_CALL;
+    Ok(grammar)
+}
+
+fn build(
+    tools: &[ToolDefinition],
+    triggers: &[&str],
+    format: CallFormat,
+    values: &ArgumentValues,
+    answer: Option<&serde_json::Value>,
+) -> Result<ToolGrammar, String> {
     if tools.is_empty() {
         return Err("no tools".into());
     }
     let mut quotes = Vec::new();
-    let schema = carrier_schema(tools, values, &mut quotes)?;
+    let schema = carrier_schema(tools, values, &mut quotes, answer)?;
     let mut gbnf = llama_cpp_2::json_schema_to_grammar(&schema)
         .map_err(|e| format!("llama.cpp could not turn the tool schemas into a grammar: {e}"))?;
     for quote in &quotes {
         gbnf = quote.splice(&gbnf)?;
     }
-    let rules = std::iter::once("bosun-call".to_owned()).chain((0..tools.len()).map(args_rule));
+    let answered = answer.map(|_| "bosun-answer".to_owned());
+    let rules =
+        std::iter::once("bosun-call".to_owned()).chain((0..tools.len()).map(args_rule)).chain(answered);
     let defined = |rule: &String| gbnf.lines().any(|line| line.starts_with(&format!("{rule} ::=")));
     if let Some(missing) = rules.into_iter().find(|rule| !defined(rule)) {
         return Err(format!("llama.cpp's grammar has no rule `{missing}`"));
@@ -125,12 +170,14 @@ fn args_rule(index: usize) -> String {
 }
 
 /// The JSON Schema whose properties give the rules `bosun-call` and
-/// `bosun-args-N`; the file texts that arguments must quote are added to
-/// `quotes`, their places in the schema held by markers.
+/// `bosun-args-N` (and `bosun-answer`, for an `answer` schema); the file
+/// texts that arguments must quote are added to `quotes`, their places in
+/// the schema held by markers.
 fn carrier_schema(
     tools: &[ToolDefinition],
     values: &ArgumentValues,
     quotes: &mut Vec<Quote>,
+    answer: Option<&serde_json::Value>,
 ) -> Result<String, String> {
     // Built as text so `name` comes before `arguments` whatever serde_json's
     // map order is: the grammar fixes the property order.
@@ -144,8 +191,20 @@ fn carrier_schema(
         ));
         arguments.push(format!(r#""{}":{parameters}"#, args_rule(index)));
     }
+    let mut root = String::new();
+    if let Some(answer) = answer {
+        let mut answer = answer.clone();
+        if let Some(object) = answer.as_object_mut() {
+            for key in ["$defs", "definitions"] {
+                if let Some(defs) = object.remove(key) {
+                    root.push_str(&format!(",{}:{defs}", serde_json::json!(key)));
+                }
+            }
+        }
+        arguments.push(format!(r#""bosun-answer":{answer}"#));
+    }
     Ok(format!(
-        r#"{{"type":"object","properties":{{"bosun-call":{{"anyOf":[{}]}},{}}}}}"#,
+        r#"{{"type":"object","properties":{{"bosun-call":{{"anyOf":[{}]}},{}}}{root}}}"#,
         alternatives.join(","),
         arguments.join(",")
     ))
@@ -258,8 +317,8 @@ mod tests {
 
     #[test]
     fn the_call_schema_puts_name_before_arguments() {
-        let schema =
-            carrier_schema(&[read_file()], &ArgumentValues::default(), &mut Vec::new()).unwrap_or_default();
+        let schema = carrier_schema(&[read_file()], &ArgumentValues::default(), &mut Vec::new(), None)
+            .unwrap_or_default();
         let name = schema.find("\"name\"").unwrap_or(usize::MAX);
         let arguments = schema.find("\"arguments\"").unwrap_or(0);
         assert!(name < arguments, "{schema}");
@@ -322,6 +381,24 @@ mod tests {
         let mut empty = ArgumentValues::default();
         empty.insert("read_file", "path", Vec::new());
         assert_eq!(parameters(&read_file(), 0, &empty, &mut Vec::new()).unwrap(), free);
+    }
+
+    #[test]
+    fn an_answer_schema_is_an_alternative_to_one_call_from_the_first_token() {
+        let none = ArgumentValues::default();
+        let schema = json!({"type": "object", "properties": {"v": {"$ref": "#/$defs/verdict"}}, "required": ["v"],
+            "$defs": {"verdict": {"enum": ["pass", "fail"]}}});
+        let triggers = crate::toolcall::CALL_TRIGGERS;
+        let grammar = answer_grammar(&[read_file()], triggers, CallFormat::Tagged, &none, &schema).unwrap();
+        assert_eq!(grammar.required_root, ANSWER_OR_CALL);
+        assert!(grammar.gbnf.contains("bosun-answer-or-call ::= bosun-answer | bosun-required-tagged"));
+        assert!(grammar.gbnf.lines().any(|line| line.starts_with("bosun-answer ::=")), "{}", grammar.gbnf);
+        assert!(grammar.gbnf.contains("pass"), "the $defs moved with it: {}", grammar.gbnf);
+        let alone = answer_grammar(&[], triggers, CallFormat::Tagged, &none, &schema).unwrap();
+        assert_eq!((alone.required_root, alone.patterns.len()), ("root", 0));
+        assert!(alone.gbnf.lines().any(|line| line.starts_with("root ::=")), "{}", alone.gbnf);
+        let nowhere = json!({"$ref": "#/$defs/missing"});
+        assert!(answer_grammar(&[], triggers, CallFormat::Tagged, &none, &nowhere).is_err());
     }
 
     #[test]

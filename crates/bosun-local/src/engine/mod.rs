@@ -8,7 +8,8 @@
 //! thread, which reuses the KV cache for the prefix the previous request
 //! shared, streams text deltas through a bounded channel, and ends with one
 //! `Done` (`output`). Tool calls are constrained by a lazy grammar built from
-//! the tools' schemas (`grammar`) and applied while sampling (`sampling`).
+//! the tools' schemas (`grammar`) and applied while sampling (`sampling`);
+//! an answer asked for in a JSON Schema, by a grammar from the first token.
 //! A request's prompt tokens are counted from the same rendering and
 //! tokenization, beside that thread (`count`).
 //!
@@ -377,10 +378,15 @@ impl LocalModel {
         let tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let tools_withdrawn = tool_names.is_empty()
             && request.messages.iter().any(|message| message.tool_calls().next().is_some());
-        let grammar = self.tool_grammar(tools, &request.messages);
-        // A grammar that llama.cpp refused cannot force a call: the response
-        // is then free, as with `Auto`.
-        let required = choice == ToolChoice::Required && grammar.is_some();
+        let answer = request.options.output_schema.as_ref().map(|output| &output.schema);
+        let grammar = match answer {
+            Some(schema) => self.answer_grammar(tools, &request.messages, schema, choice),
+            None => self.tool_grammar(tools, &request.messages),
+        };
+        // A grammar that llama.cpp refused cannot force a call or an answer:
+        // the response is then free, as with `Auto` (an answer is still
+        // checked by whoever asked for the schema).
+        let required = (choice == ToolChoice::Required || answer.is_some()) && grammar.is_some();
         let (events, receiver) = mpsc::channel(CHANNEL);
         let (done, finished) = std_mpsc::sync_channel(0);
         let control = Arc::new(Control::default());
@@ -403,6 +409,28 @@ impl LocalModel {
             return Err(ModelError::Other("the generation thread has stopped".into()));
         }
         Ok(stream::GenerationStream::new(receiver, control, finished))
+    }
+
+    /// The grammar of a response that answers in `schema` or, with `tools`
+    /// and a choice other than `Required` (which keeps its call-only root),
+    /// calls one of them. Built for each request, not cached: a schema is
+    /// a one-task (`exec`) affair.
+    fn answer_grammar(
+        &self,
+        tools: &[ToolDefinition],
+        messages: &[bosun_core::Message],
+        schema: &serde_json::Value,
+        choice: ToolChoice,
+    ) -> Option<Arc<ToolGrammar>> {
+        if choice == ToolChoice::Required {
+            return self.tool_grammar(tools, messages);
+        }
+        let values = self.hints.as_ref().map(|h| h.argument_values(tools, messages)).unwrap_or_default();
+        let format = self.template.capabilities().call_format;
+        grammar::answer_grammar(tools, toolcall::CALL_TRIGGERS, format, &values, schema)
+            .map_err(|e| tracing::warn!("the answer is not constrained to its schema: {e}"))
+            .ok()
+            .map(Arc::new)
     }
 
     /// The grammar for `tools` and the argument values the hints give now,

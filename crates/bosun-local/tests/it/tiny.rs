@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use bosun_core::{
     ContentPart, Event, GenerationOptions, Message, Model, ModelError, ModelEvent, ModelRequest,
-    ModelResponse, ResponsePart, Session, StopReason, Support, ToolChoice, ToolDefinition, Usage,
+    ModelResponse, OutputSchema, ResponsePart, Session, StopReason, Support, ToolChoice, ToolDefinition,
+    Usage,
 };
 use bosun_local::{ArgumentHints, ArgumentValues, FileTexts, LocalError, LocalModel, LocalOptions};
 use bosun_testing::gguf::{END_OF_TURN, QWEN25_TEMPLATE};
@@ -417,6 +418,45 @@ async fn a_required_tool_choice_turns_a_worded_answer_into_a_call() {
     assert!(!response.content.iter().any(|p| matches!(p, ResponsePart::ToolCall { .. })), "{response:?}");
     assert!(!response.text().contains("<tool_call>"), "{response:?}");
     assert_eq!(response.stop_reason, StopReason::Stop);
+}
+
+#[tokio::test]
+async fn an_output_schema_holds_the_answer_to_it_or_to_one_call() {
+    let _serial = SERIAL.lock().await;
+    // The model would answer "Hello from tiny"; asked for an answer in a
+    // schema, it writes JSON of that schema, or, offered a tool, may call
+    // it instead (the answer may come after calls).
+    let greeter = ["{", "}", "\"", ":", ","].iter().fold(greeter(), |model, word| model.word(word));
+    let file = write(&greeter);
+    let model = load(&file);
+    let schema = json!({"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}},
+        "required": ["verdict"], "additionalProperties": false});
+    let mut asked = options(256);
+    asked.output_schema = Some(OutputSchema::new("verdict", schema));
+    let messages = [Message::user("judge")];
+    let matches = |text: &str| {
+        let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        let keys: Vec<&String> = value.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+        keys == ["verdict"] && ["pass", "fail"].contains(&value["verdict"].as_str().unwrap_or_default())
+    };
+
+    let request = ModelRequest::new(None, &messages[..], &[][..], asked.clone());
+    let events: Vec<_> = model.stream(request, CancellationToken::new()).collect().await;
+    let response = done(&events);
+    assert!(model.last_generation().unwrap().constrained);
+    assert!(matches(&response.text()), "{response:?}");
+    assert_eq!(response.stop_reason, StopReason::Stop);
+
+    let tools = [ToolDefinition::new("get_time", "A tool.", json!({"type": "object", "properties": {}}))];
+    let request = ModelRequest::new(None, &messages[..], &tools[..], asked);
+    let events: Vec<_> = model.stream(request, CancellationToken::new()).collect().await;
+    let response = done(&events);
+    assert!(model.last_generation().unwrap().constrained);
+    let calls = response.content.iter().filter(|p| matches!(p, ResponsePart::ToolCall { .. })).count();
+    assert!(calls == 1 || matches(&response.text()), "an answer in the schema or one call: {response:?}");
+
+    // Without the schema the same model answers in words.
+    assert_eq!(answer(&model, "judge").await, "Hello from tiny");
 }
 
 /// Paths that exist, as a workspace would list them.

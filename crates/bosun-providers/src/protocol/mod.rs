@@ -6,6 +6,7 @@ pub(crate) mod anthropic;
 pub(crate) mod chat;
 pub(crate) mod gemini;
 pub(crate) mod responses;
+mod structured;
 
 use bosun_core::{Capabilities, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice};
 

@@ -23,4 +23,5 @@ mod responses_shapes;
 mod retries;
 mod stable_prefix;
 mod stop_reasons;
+mod structured;
 mod transport;

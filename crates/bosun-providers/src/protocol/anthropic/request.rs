@@ -1,7 +1,8 @@
 //! The Anthropic Messages request body: the system prompt as text blocks,
 //! history as strictly alternating user/assistant turns (tool results are
-//! user content), tools and the tool choice, thinking, sampling options and
-//! the three prompt-caching breakpoints.
+//! user content), tools and the tool choice, thinking, sampling options, an
+//! output schema as a system instruction, and the three prompt-caching
+//! breakpoints.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -42,6 +43,11 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Value {
         push_system(&mut system, text);
     }
     let messages = messages(&request.messages, &mut system);
+    // The API has no structured-output field: the schema is an instruction,
+    // last, so the cached prefix before it stays the same without one.
+    if let Some(output) = &options.output_schema {
+        push_system(&mut system, &crate::protocol::structured::instruction(output));
+    }
 
     let mut body = Map::new();
     body.insert("model".into(), json!(model));

@@ -1,7 +1,8 @@
 //! The Chat Completions request body: the conversation as `messages`, the
 //! tools as `function` tools (with `tool_choice`, when one is set, as
 //! `"auto"`, `"required"` or `"none"`), and the generation options under the
-//! names the server's quirks ask for.
+//! names the server's quirks ask for (an output schema as a `json_schema`
+//! `response_format`).
 //!
 //! Reasoning is sent back only to the provider that produced it (the
 //! `provider` in its provider data, tagged with this API), in the field it
@@ -65,6 +66,10 @@ fn options(config: &ProviderConfig, options: &GenerationOptions, body: &mut Map<
     }
     if let Some(stop) = options.stop.as_ref().filter(|s| !s.is_empty()) {
         body.insert("stop".into(), json!(stop));
+    }
+    if let Some(output) = &options.output_schema {
+        let format = crate::protocol::structured::openai_format(output);
+        body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": format}));
     }
     if let Some(Thinking::On { budget }) = options.thinking {
         let effort = match Effort::of_budget(budget) {

@@ -1,6 +1,6 @@
 //! The Gemini request body: `systemInstruction`, `contents`, `tools`,
 //! `toolConfig` (a set tool choice, only beside tools) and
-//! `generationConfig`.
+//! `generationConfig` (an output schema as `responseJsonSchema`, JSON).
 //!
 //! History becomes `user` and `model` turns; consecutive messages of the
 //! same role are merged into one turn (tool results and a following user
@@ -349,6 +349,10 @@ fn generation_config(options: &GenerationOptions) -> Option<Value> {
     }
     if let Some(stop) = options.stop.as_ref().filter(|s| !s.is_empty()) {
         config.insert("stopSequences".into(), json!(stop));
+    }
+    if let Some(output) = &options.output_schema {
+        config.insert("responseMimeType".into(), json!("application/json"));
+        config.insert("responseJsonSchema".into(), crate::protocol::structured::gemini_schema(output));
     }
     match options.thinking {
         Some(Thinking::On { budget }) => {

@@ -26,6 +26,7 @@
 //! A set tool choice goes with them as `tool_choice: "auto" | "required" |
 //! "none"`; a request without tools sends none.
 //! Stop sequences are not supported by the Responses API and are not sent.
+//! An output schema goes as `text.format`, a `json_schema` format.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -76,6 +77,11 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, Mod
     }
     if let Some(max) = options.max_tokens {
         body.insert("max_output_tokens".into(), json!(max));
+    }
+    if let Some(output) = &options.output_schema {
+        let mut format = crate::protocol::structured::openai_format(output);
+        format.insert("type".into(), json!("json_schema"));
+        body.insert("text".into(), json!({ "format": format }));
     }
     if let Some(temperature) = options.temperature {
         body.insert("temperature".into(), float(temperature));
