@@ -40,8 +40,8 @@ pub fn means_session_model(model: &str) -> bool {
 
 /// The named agents of a run, and what the person should be told about them.
 pub fn agents(workspace: &Workspace, settings: &Settings, env: &Env) -> (Vec<AgentProfile>, Vec<String>) {
-    let user = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("agents")));
-    let found = bosun_tools::agents::discover(settings.project_docs.then_some(workspace), user.as_deref());
+    let user = crate::parts::user_folders(env, "agents");
+    let found = bosun_tools::agents::discover(settings.project_docs.then_some(workspace), &user);
     let trusted = settings.workspace_trusted;
     let mut warnings = found.warnings;
     let profiles = found

@@ -161,6 +161,52 @@ fn read_capped(file: impl Read, limit: usize) -> std::io::Result<(Vec<u8>, bool)
     Ok((bytes, longer))
 }
 
+/// The person's own instructions, for work in any project: `AGENTS.md`
+/// beside the user's config file, else Claude Code's `~/.claude/CLAUDE.md`
+/// (the first found). Their own file, so a symlink to it is followed (dot
+/// files often are); still only a regular file, and at most [`MAX_BYTES`].
+pub fn personal(env: &crate::config::Env) -> Instructions {
+    let bosun = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("AGENTS.md")));
+    let claude = env.get("HOME").map(|home| PathBuf::from(home).join(".claude/CLAUDE.md"));
+    let mut found = Instructions::default();
+    for path in bosun.into_iter().chain(claude) {
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        if !meta.is_file() {
+            found.warn(format!("{}: not a regular file; not read", path.display()));
+            continue;
+        }
+        let read = std::fs::File::open(&path).and_then(|file| {
+            let mut bytes = Vec::new();
+            file.take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes).map(|_| bytes)
+        });
+        match read {
+            Ok(mut bytes) => {
+                if bytes.len() > MAX_BYTES {
+                    bytes.truncate(MAX_BYTES);
+                    found.warn(format!("{} was cut to {} KiB", path.display(), MAX_BYTES / 1024));
+                }
+                found.text = String::from_utf8_lossy(&bytes).into_owned();
+                found.files.push(path);
+                break;
+            }
+            Err(error) => found.warn(format!("{}: {error}; not read", path.display())),
+        }
+    }
+    found
+}
+
+/// The marked section of the person's own instructions.
+pub fn personal_section(instructions: &Instructions) -> Option<String> {
+    if instructions.text.trim().is_empty() {
+        return None;
+    }
+    Some(format!(
+        "\n\n<personal_instructions>\nThe person's own instructions, for every project (the project's, below, \
+         win where they are more specific):\n{}\n</personal_instructions>",
+        instructions.text.trim_end()
+    ))
+}
+
 /// The marked section appended to the system prompt.
 pub fn section(instructions: &Instructions) -> Option<String> {
     if instructions.text.trim().is_empty() {
@@ -176,6 +222,25 @@ pub fn section(instructions: &Instructions) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn personal_instructions_are_bosuns_file_else_claude_codes() {
+        let home = tempfile::tempdir().unwrap();
+        let env = crate::config::Env::from_pairs(&[("HOME", home.path().to_str().unwrap())]);
+        assert!(personal_section(&personal(&env)).is_none(), "none yet");
+        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/CLAUDE.md"), "Use British spelling.\n").unwrap();
+        let section = personal_section(&personal(&env)).unwrap();
+        assert!(section.contains("<personal_instructions>") && section.contains("Use British spelling."));
+        std::fs::create_dir_all(home.path().join(".config/bosun")).unwrap();
+        std::fs::write(home.path().join(".config/bosun/AGENTS.md"), "Prefer small commits.\n").unwrap();
+        let found = personal(&env);
+        assert!(found.text.contains("Prefer small commits.") && !found.text.contains("British"));
+        std::fs::write(home.path().join(".config/bosun/AGENTS.md"), "x".repeat(MAX_BYTES + 10)).unwrap();
+        let big = personal(&env);
+        assert_eq!(big.text.len(), MAX_BYTES);
+        assert!(big.warning.is_some());
+    }
 
     fn collect_in(dir: &Path) -> Instructions {
         collect(&Workspace::open(dir).unwrap())

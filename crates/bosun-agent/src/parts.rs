@@ -169,13 +169,16 @@ const LOCAL_PROMPT: &str = "You are bosun, a helpful coding assistant. You canno
 read_file to read one, and the other tools to search, edit or run things. Paths are relative to the workspace \
 root. When you have what you need, answer briefly.";
 
-/// The system prompt, with project instructions when enabled and the
-/// skills' list; also returns a warning to show when the instructions were
+/// The system prompt, with the person's own instructions, project
+/// instructions when enabled and the skills' list; also returns a warning to show when the instructions were
 /// cut or a skill was skipped.
 pub fn system_prompt(workspace: &Workspace, settings: &Settings, env: &Env) -> (String, Option<String>) {
     let base = if uses_local_model(settings) { LOCAL_PROMPT } else { BASE_PROMPT };
     let mut prompt = base.to_owned();
     let mut warnings = Vec::new();
+    let personal = instructions::personal(env);
+    prompt.extend(instructions::personal_section(&personal));
+    warnings.extend(personal.warning);
     if settings.project_docs {
         // Read through the workspace's own handle, as the file tools read.
         let found = instructions::collect(workspace);
@@ -191,12 +194,12 @@ pub fn system_prompt(workspace: &Workspace, settings: &Settings, env: &Env) -> (
 }
 
 /// The skills of a run (docs/skills.md): the user's (`skills/` beside the
-/// user's config file) and, unless `project_docs` is off, the project's.
+/// user's config file, then `~/.claude/skills/`) and, unless
+/// `project_docs` is off, the project's.
 /// An untrusted project's are read too, as its AGENTS.md is: prompt text and
 /// files to read, not authority.
 fn skills(workspace: &Workspace, settings: &Settings, env: &Env) -> bosun_tools::skills::Discovery {
-    let user = crate::config::user_file(env).and_then(|file| file.parent().map(|dir| dir.join("skills")));
-    bosun_tools::skills::discover(settings.project_docs.then_some(workspace), user.as_deref())
+    bosun_tools::skills::discover(settings.project_docs.then_some(workspace), &user_folders(env, "skills"))
 }
 
 /// The folders beside the user's config file named `name` (`skills`,

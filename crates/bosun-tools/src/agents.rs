@@ -220,13 +220,13 @@ pub struct AgentDiscovery {
     pub warnings: Vec<String>,
 }
 
-/// Finds the agents in the user's folder `user` (when given and present)
+/// Finds the agents in the user's folders `user` (those present, in order)
 /// and in the project folders of `project` (when given), in that order.
 /// Never fails: whatever cannot be used is a warning.
-pub fn discover(project: Option<&Workspace>, user: Option<&Path>) -> AgentDiscovery {
+pub fn discover(project: Option<&Workspace>, user: &[PathBuf]) -> AgentDiscovery {
     let mut found = AgentDiscovery::default();
     let mut agents = BTreeMap::new();
-    if let Some(dir) = user {
+    for dir in user {
         match std::fs::symlink_metadata(dir) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             // The user's own path: a symlink they made to it is theirs to follow.

@@ -255,6 +255,11 @@ impl App {
         }
     }
 
+    /// Whether the modal in front is an approval.
+    pub(crate) fn asks_approval(&self) -> bool {
+        self.modals.front().is_some_and(|modal| matches!(modal.kind, modal::Kind::Approval(_)))
+    }
+
     /// Queues an approval modal for `call` (what `ToUi::Approval` does;
     /// here apart because a request cannot be built outside the core).
     pub(crate) fn ask(

@@ -112,6 +112,8 @@ async fn drive(
                 Some(Err(error)) => return Err(error),
                 Some(Ok(event)) => {
                     let sent = on_terminal(app, term, event)?;
+                    // A key may have answered the approval.
+                    fit_viewport(app, term)?;
                     for message in sent {
                         if from_ui.send(message).is_err() {
                             return Ok(());
@@ -132,6 +134,7 @@ async fn drive(
                 if let Some((kind, text)) = app.take_notification() {
                     notify::write(term.backend_mut(), kind, &text)?;
                 }
+                fit_viewport(app, term)?;
             }
             () = tokio::time::sleep(TICK), if ticking => app.tick(Instant::now()),
         }
@@ -155,18 +158,29 @@ fn on_terminal(app: &mut App, term: &mut terminal::Term, event: TermEvent) -> st
         }
         TermEvent::Resize(cols, rows) => {
             app.resize(cols, rows);
-            let height = terminal::viewport_height(rows);
-            if term.get_frame().area().height != height {
-                // Both ask the terminal where the cursor is; the reader
-                // thread lets go of crossterm's reader between its polls,
-                // so the answer is read (see `reader.rs`).
-                term.clear()?;
-                *term = terminal::inline(height)?;
-            }
+            fit_viewport(app, term)?;
             Vec::new()
         }
         _ => Vec::new(),
     })
+}
+
+/// Makes the viewport as tall as the app needs now: taller while an
+/// approval waits (`terminal::approval_height`), the usual height else.
+fn fit_viewport(app: &App, term: &mut terminal::Term) -> std::io::Result<()> {
+    let height = if app.asks_approval() {
+        terminal::approval_height(app.height)
+    } else {
+        terminal::viewport_height(app.height)
+    };
+    if term.get_frame().area().height != height {
+        // Both ask the terminal where the cursor is; the reader thread lets
+        // go of crossterm's reader between its polls, so the answer is read
+        // (see `reader.rs`).
+        term.clear()?;
+        *term = terminal::inline(height)?;
+    }
+    Ok(())
 }
 
 /// Prints the finished lines above the viewport.

@@ -25,6 +25,13 @@ pub(crate) fn viewport_height(rows: u16) -> u16 {
     rows.saturating_sub(4).clamp(3, 14).min(rows)
 }
 
+/// The viewport's height while an approval waits: taller, so that a tall
+/// terminal shows more of the change asked about (its diff is cut to the
+/// viewport), up to all but 4 rows and at most 40.
+pub(crate) fn approval_height(rows: u16) -> u16 {
+    rows.saturating_sub(4).clamp(3, 40).min(rows).max(viewport_height(rows))
+}
+
 /// Puts the terminal back: modes off, keyboard protocol popped, cursor
 /// shown. Safe to call more than once, and from the panic hook.
 pub(crate) fn restore() {
@@ -123,6 +130,10 @@ mod tests {
         assert_eq!(viewport_height(12), 8);
         assert_eq!(viewport_height(5), 3);
         assert_eq!(viewport_height(2), 2);
+        assert_eq!(approval_height(40), 36);
+        assert_eq!(approval_height(100), 40);
+        assert_eq!(approval_height(24), 20);
+        assert_eq!(approval_height(5), 3);
     }
 
     #[test]

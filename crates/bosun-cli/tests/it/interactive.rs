@@ -769,3 +769,62 @@ fn slash_rewind_restores_files_and_conversation_and_esc_esc_edits_the_previous_m
         detail["branches"].as_array().unwrap().iter().map(|b| b["message_count"].as_i64().unwrap()).collect();
     assert_eq!(counts, [8, 4, 2], "{detail:#}");
 }
+
+#[test]
+fn a_tall_terminal_shows_a_long_diff_in_the_approval() {
+    let old: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+    let new: String = (1..=30).map(|n| format!("LINE {n}\n")).collect();
+    let task = "shout the lines";
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "edit_file",
+                "arguments": {"path": "lines.txt", "old_text": old, "new_text": new}}]}}),
+        json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {"content": "Shouted."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    std::fs::write(sandbox.ws().join("lines.txt"), &old).unwrap();
+    let mut pty = sandbox.converse(&mock, &[], 100);
+    pty.type_line(task);
+    pty.wait_on_screen("[y] approve once");
+    let screen = pty.contents();
+    let shown = screen.lines().filter(|l| l.starts_with("-line ") || l.starts_with("+LINE ")).count();
+    // A 40-row terminal: the usual 14-row viewport showed 9 diff lines.
+    assert!(shown >= 25, "{shown} diff lines shown:\n{screen}");
+    pty.keys(b"y");
+    pty.wait_shown("Shouted.");
+    pty.wait_until("the modal gone", |e| !e.contents().contains("[y] approve once"));
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}
+
+#[test]
+fn a_queued_follow_up_shows_its_own_words_until_it_is_sent() {
+    let task = "run the gated command";
+    let follow = "then summarise the log";
+    let command = "read x < gate.fifo; echo released $x";
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": command}}]}}),
+        json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {"content": "Released."}}),
+        json!({"match": {"userMessage": follow}, "response": {"content": "Summarised."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let gate = sandbox.ws().join("gate.fifo");
+    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &["--mode", "autonomous"]), ROWS, COLS);
+    wait_ready(&mut pty);
+    pty.type_line(task);
+    pty.wait_on_screen(&format!("shell {command} · "));
+    pty.keys(format!("{follow}\t").as_bytes());
+    pty.wait_on_screen(&format!("queued (follow-up): {follow}"));
+    let writer = std::thread::spawn(move || std::fs::write(gate, "go\n").unwrap());
+    pty.wait_shown("Summarised.");
+    writer.join().unwrap();
+    pty.wait_until("the queue emptied", |e| !e.contents().contains("queued (follow-up)"));
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}

@@ -31,7 +31,7 @@ mod tool;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bosun_core::Tool;
@@ -200,13 +200,13 @@ pub struct Discovery {
     pub warnings: Vec<String>,
 }
 
-/// Finds the skills in the user's folder `user` (when given and present)
+/// Finds the skills in the user's folders `user` (those present, in order)
 /// and in the project folders of `project` (when given), in that order.
 /// Never fails: whatever cannot be used is a warning.
-pub fn discover(project: Option<&Workspace>, user: Option<&Path>) -> Discovery {
+pub fn discover(project: Option<&Workspace>, user: &[PathBuf]) -> Discovery {
     let mut found = Discovery::default();
     let mut skills = BTreeMap::new();
-    if let Some(dir) = user {
+    for dir in user {
         match std::fs::symlink_metadata(dir) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             // The user's own path: a symlink they made to it is theirs to follow.

@@ -14,7 +14,7 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bosun_tools::Workspace;
 use bosun_tools::agents::{self, AgentDiscovery, AgentOrigin, MAX_FILE_BYTES, MAX_LISTED_AGENTS};
@@ -78,7 +78,7 @@ impl Fixture {
 
     fn discover(&self) -> AgentDiscovery {
         let workspace = Workspace::open(self.path("ws")).unwrap();
-        agents::discover(Some(&workspace), Some(&self.path("user")))
+        agents::discover(Some(&workspace), &[self.path("user")])
     }
 }
 
@@ -292,9 +292,9 @@ fn other_files_subfolders_and_missing_folders_are_passed_over_quietly() {
     assert!(found.agents.is_empty(), "{:?}", found.agents);
     assert!(found.warnings.is_empty(), "{:?}", found.warnings);
     let workspace = Workspace::open(fx.path("ws")).unwrap();
-    let none = agents::discover(Some(&workspace), Some(Path::new("/nonexistent/bosun/agents")));
+    let none = agents::discover(Some(&workspace), &[PathBuf::from("/nonexistent/bosun/agents")]);
     assert!(none.agents.is_empty() && none.warnings.is_empty(), "{:?}", none.warnings);
-    assert!(agents::discover(None, None).agents.tool_description_section().is_none());
+    assert!(agents::discover(None, &[]).agents.tool_description_section().is_none());
 }
 
 #[test]

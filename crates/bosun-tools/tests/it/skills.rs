@@ -65,7 +65,7 @@ impl Fixture {
     }
 
     fn discover(&self) -> Discovery {
-        skills::discover(Some(&self.workspace()), Some(&self.path("user")))
+        skills::discover(Some(&self.workspace()), &[self.path("user")])
     }
 }
 
@@ -123,7 +123,7 @@ fn invariant_20_the_users_skills_win_then_bosun_then_claude_then_agents() {
     assert!(at("- deploy:") < at("- lint: claude lint") && at("- lint:") < at("- review: bosun review"));
     assert!(!section.contains("repository's deploy") && !section.contains("claude review"));
     // Without the project, only the user's.
-    let user_only = skills::discover(None, Some(&fx.path("user")));
+    let user_only = skills::discover(None, &[fx.path("user")]);
     assert_eq!(user_only.skills.iter().map(|s| s.name()).collect::<Vec<_>>(), ["deploy"]);
 }
 
@@ -341,7 +341,7 @@ fn a_fifo_named_skill_md_does_not_block_discovery() {
     let ws = ws.to_path_buf();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(skills::discover(Some(&Workspace::open(ws).unwrap()), None).warnings);
+        let _ = tx.send(skills::discover(Some(&Workspace::open(ws).unwrap()), &[]).warnings);
     });
     let warnings = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("discovery returns");
     assert!(warnings.iter().any(|w| w.contains("SKILL.md") && w.contains("FIFO")), "{warnings:?}");
