@@ -414,6 +414,10 @@ impl Command {
 pub struct ExecArgs {
     /// The task; `-` reads it from stdin. Piped stdin with a task is extra context.
     pub prompt: Option<String>,
+    /// An image to send with the task (PNG, JPEG, GIF or WebP, at most 3.75 MiB, up to 20 in all);
+    /// repeat for more. `@shot.png` in the task attaches a workspace image too.
+    #[arg(short = 'i', long = "image", value_name = "FILE")]
+    pub images: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub run: RunOptions,
 }

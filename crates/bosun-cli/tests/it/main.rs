@@ -13,6 +13,7 @@ mod faults;
 mod hardening;
 mod hooks;
 mod hostile_repo;
+mod images;
 mod interactive;
 mod interactive_keys;
 mod limits;
