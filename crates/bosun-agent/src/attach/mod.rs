@@ -175,7 +175,7 @@ impl Attached {
         if images != Support::No || self.images.is_empty() {
             return Ok(());
         }
-        let local = model.starts_with("local") || model.starts_with("hf:");
+        let local = crate::config::models::is_local_spec(model);
         let names: Vec<&str> = self.images.iter().map(|i| i.name.as_str()).collect();
         Err(AttachError::NoImages {
             model: model.to_owned(),

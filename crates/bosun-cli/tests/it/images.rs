@@ -134,6 +134,65 @@ fn exec_sends_an_at_image_and_an_image_flag_in_each_providers_own_form() {
     }
 }
 
+/// `value` with every object's `cache_control` taken away (Anthropic's
+/// prompt-cache mark sits on the last block, whatever it is).
+fn without_cache_marks(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| *key != "cache_control")
+                .map(|(key, value)| (key.clone(), without_cache_marks(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_marks).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Whether `expected` is somewhere in `body`.
+fn holds(body: &Value, expected: &Value) -> bool {
+    body == expected
+        || match body {
+            Value::Object(map) => map.values().any(|v| holds(v, expected)),
+            Value::Array(items) => items.iter().any(|v| holds(v, expected)),
+            _ => false,
+        }
+}
+
+#[test]
+fn an_image_file_a_tool_read_reaches_the_model_in_each_providers_tool_result_form() {
+    let answer = "It shows a red square.";
+    // The answer by turn alone: Chat Completions puts a tool's images in a
+    // user message after the tool message, which aimock's
+    // `toolResultContains` (the last message) does not see past.
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": "look at the screenshot", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "read_file", "arguments": {"path": "shot.png"}}]}}),
+        json!({"match": {"turnIndex": 1}, "response": {"content": answer}}),
+    ])) else {
+        return;
+    };
+    let tap = Tap::start(mock.url());
+    let apis = [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini];
+    for (n, api) in apis.into_iter().enumerate() {
+        let sandbox = Sandbox::new();
+        std::fs::write(sandbox.ws().join("shot.png"), PNG).unwrap();
+        let mut cmd = exec_through(&sandbox, api, &tap);
+        cmd.arg("look at the screenshot");
+        let out = run(cmd);
+        out.expect_code(0);
+        assert_eq!(out.stdout.trim_end(), answer, "{api:?}: {out:#?}");
+        let requests = tap.model_requests();
+        assert_eq!(requests.len(), 2 * (n + 1), "{api:?}: a call, then the answer: {requests:#?}");
+        let second = without_cache_marks(&requests[2 * n + 1].body);
+        let expected = image_part(api, "image/png", PNG);
+        assert!(holds(&second, &expected), "{api:?}: no {expected} in {second}");
+        let said = format!("`shot.png` is a PNG image of {} B:", PNG.len());
+        assert!(second.to_string().contains(&said), "{api:?}: the result names it: {second}");
+        assert!(!holds(&requests[2 * n].body, &expected), "{api:?}: not before the call");
+    }
+}
+
 #[test]
 fn exec_refuses_an_image_too_large_in_the_wrong_format_or_one_too_many_naming_it_and_sends_nothing() {
     let Some(mock) = mock_answering(&[("look", ANSWER)]) else { return };
