@@ -122,7 +122,7 @@ fn more_images_than_a_message_takes_are_refused() {
 }
 
 #[test]
-fn an_image_named_at_path_that_cannot_be_read_stops_the_message_and_text_only_warns() {
+fn invariant_16_an_at_path_through_a_symlink_stops_an_image_and_warns_for_text() {
     let f = fixture();
     let target = f.outside("secret.png", &png(64));
     std::os::unix::fs::symlink(&target, f.ws.path().join("link.png")).unwrap();
@@ -155,7 +155,7 @@ fn a_written_path_outside_the_workspace_is_the_persons_own_and_attaches() {
 }
 
 #[test]
-fn a_written_path_inside_the_workspace_goes_through_the_handles() {
+fn invariant_16_a_written_path_inside_the_workspace_goes_through_the_handles() {
     let f = fixture();
     f.write("shot.png", &png(64));
     let inside = f.ws.path().join("shot.png").display().to_string();

@@ -239,7 +239,7 @@ fn tiny_model(dir: &Path) -> String {
 }
 
 #[test]
-fn a_local_model_refuses_an_image_before_anything_runs_and_the_conversation_gives_the_words_back() {
+fn invariant_21_a_local_model_refuses_an_image_before_anything_runs_and_the_words_come_back_to_the_editor() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.ws().join("shot.png"), PNG).unwrap();
     let spec = tiny_model(sandbox.root.path());
