@@ -351,3 +351,45 @@ fn the_conversation_sends_an_at_image_and_a_pasted_path_in_each_providers_form()
         assert!(words, "{api:?}: the path stays in the words: {second}");
     }
 }
+
+#[test]
+fn steering_typed_while_a_tool_runs_carries_its_image_to_the_next_request() {
+    let task = "run the gated command";
+    let steer = "also look at @shot.png please";
+    let command = "read x < gate.fifo; echo released $x";
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": command}}]}}),
+        json!({"match": {"userMessage": "also look at", "turnIndex": 1}, "response": {"content": ANSWER}}),
+    ])) else {
+        return;
+    };
+    let tap = Tap::start(mock.url());
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.ws().join("shot.png"), PNG).unwrap();
+    let gate = sandbox.ws().join("gate.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    let api = Api::OpenAiChat;
+    let mut cmd = sandbox.bosun();
+    cmd.env(api.key_var(), "test").args(api.args_at(&tap.url)).args(["--mode", "autonomous"]);
+    let mut pty = Pty::spawn(cmd, ROWS, COLS);
+    wait_ready(&mut pty);
+    pty.type_line(task);
+    pty.wait_on_screen(&format!("shell {command} · "));
+    pty.type_line(steer);
+    pty.wait_shown(&format!("[image: shot.png, {} B]", PNG.len()));
+    pty.wait_on_screen(&format!("queued (steer): {steer}"));
+    assert_eq!(tap.model_requests().len(), 1, "nothing reached the model while the tool ran");
+    // Release the command (the open blocks until its reader is there).
+    let writer = std::thread::spawn(move || std::fs::write(gate, "go\n").unwrap());
+    pty.wait_shown(ANSWER);
+    writer.join().unwrap();
+    let requests = tap.model_requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user", "the steering comes last: {messages:#?}");
+    assert!(last["content"].as_array().unwrap().contains(&image_part(api, "image/png", PNG)), "{last}");
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}
