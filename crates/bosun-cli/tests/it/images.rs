@@ -307,7 +307,7 @@ fn a_session_with_an_image_resumes_and_sends_the_image_again() {
     let shown = run(cmd);
     shown.expect_code(0);
     assert!(
-        !shown.stdout.contains(&b64(PNG)) && shown.stdout.contains("what is in @shot.png?"),
+        !shown.stdout.contains(&b64(PNG)) && shown.stdout.contains("what is in @shot.png?  [1 image]"),
         "{shown:#?}"
     );
 }
