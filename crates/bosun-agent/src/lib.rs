@@ -8,6 +8,7 @@
 //! conformance suite drives.
 
 mod agent;
+pub mod attach;
 pub mod children;
 pub mod config;
 pub mod error;

@@ -97,9 +97,10 @@ pub async fn model(
         let window = settings.context_window.map_or(loaded.context_size(), |w| w.min(loaded.context_size()));
         return Ok((Arc::new(loaded), Some(u64::from(window))));
     }
-    let window =
-        crate::config::models::session_model(settings)?.prompt_window().unwrap_or(DEFAULT_CONTEXT_WINDOW);
-    Ok((Arc::new(hosted(spec.unwrap_or_default(), settings, env, notices)?), Some(u64::from(window))))
+    let described = crate::config::models::session_model(settings)?;
+    let window = described.prompt_window().unwrap_or(DEFAULT_CONTEXT_WINDOW);
+    let hosted = hosted(spec.unwrap_or_default(), settings, env, notices)?.with_images(described.images);
+    Ok((Arc::new(hosted), Some(u64::from(window))))
 }
 
 /// The context window assumed for a hosted model that neither bosun's model

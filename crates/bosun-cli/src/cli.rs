@@ -451,6 +451,10 @@ pub struct ExecArgs {
     /// The final answer must be JSON matching the JSON Schema in FILE (else exit 1).
     #[arg(long, value_name = "FILE")]
     pub output_schema: Option<PathBuf>,
+    /// An image to send with the task (PNG, JPEG, GIF or WebP, at most 3.75 MiB, up to 20 in all);
+    /// repeat for more. `@shot.png` in the task attaches a workspace image too.
+    #[arg(short = 'i', long = "image", value_name = "FILE")]
+    pub images: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub run: RunOptions,
 }

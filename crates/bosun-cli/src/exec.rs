@@ -284,6 +284,8 @@ pub async fn exec(
     let schema = args.output_schema.as_deref().map(AnswerSchema::load).transpose()?;
     notice_ignored(&settings, &args.run, palettes.stderr);
     let prompt = read_prompt(args.prompt)?;
+    let stderr = (!args.run.json).then_some(palettes.stderr);
+    let prompt = with_images(&dir, &settings, prompt, &args.images, stderr)?;
     let answers = crate::mcp::requests_for_run(&args.run, &settings, palettes);
     // Not before: reading the prompt from stdin should still die by Ctrl-C.
     let signals = Signals::watch()?;
@@ -301,7 +303,7 @@ pub async fn exec(
 async fn exec_with(
     agent: &Agent,
     run: &RunOptions,
-    prompt: String,
+    prompt: UserInput,
     schema: Option<&AnswerSchema>,
     palettes: Palettes,
     signals: &Signals,
@@ -315,7 +317,39 @@ async fn exec_with(
     let settings = agent.settings();
     let costing = config::models::session_model(settings)?.costing;
     let judged = Judged { costing, strict: strict(settings), schema };
-    drive(&mut session, prompt.into(), run, &id, (palettes.stderr, judged), signals).await
+    drive(&mut session, prompt, run, &id, (palettes.stderr, judged), signals).await
+}
+
+/// The task with its images (`--image FILE`, from the current directory,
+/// and `@path`s of workspace images in it), each shown on `stderr` as a
+/// line; refused before anything starts when one cannot go as asked or the
+/// model takes none (`bosun_agent::attach`).
+fn with_images(
+    dir: &Path,
+    settings: &config::Settings,
+    prompt: String,
+    images: &[std::path::PathBuf],
+    stderr: Option<Palette>,
+) -> Result<UserInput> {
+    use bosun_agent::attach;
+    if images.is_empty() && !prompt.contains('@') {
+        return Ok(prompt.into());
+    }
+    let workspace = bosun_tools::Workspace::open(dir)?;
+    let reading = attach::Reading { text_files: false, typed: None };
+    let mut attached = attach::attach(&workspace, &prompt, &reading)?;
+    let here = std::env::current_dir().context("cannot tell the current directory")?;
+    for image in images {
+        attached.push_image(attach::image_file(&workspace, image, &here)?)?;
+    }
+    let model = config::models::session_model(settings)?.images;
+    attached.check_model(model, &bosun_agent::model::model_label(settings))?;
+    if let Some(stderr) = stderr {
+        for line in attached.warnings.iter().cloned().chain(attached.images.iter().map(attach::Image::line)) {
+            eprintln!("{}", stderr.dim(&sanitize::line(&line)));
+        }
+    }
+    Ok(attached.into_content().into())
 }
 
 /// `bosun resume`.

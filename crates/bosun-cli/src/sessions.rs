@@ -148,6 +148,17 @@ fn time(ms: i64) -> String {
 
 /// Stored text as shown: sanitised as one line on a terminal, as stored
 /// otherwise.
+/// The first line of `text` with how many images `message` holds, which
+/// `show` lists instead of their bytes (`  [1 image]`).
+fn with_images(text: &str, message: &Message) -> String {
+    let first = text.lines().next().unwrap_or_default();
+    match message.content().iter().filter(|p| matches!(p, bosun_core::ContentPart::Image { .. })).count() {
+        0 => first.to_owned(),
+        1 => format!("{first}  [1 image]"),
+        n => format!("{first}  [{n} images]"),
+    }
+}
+
 fn shown(terminal: bool, text: &str) -> Cow<'_, str> {
     if terminal { sanitize::line(text) } else { Cow::Borrowed(text) }
 }
@@ -262,7 +273,7 @@ pub fn run(
                     }
                     previous = Some(*message_id);
                     let (role, text) = match message {
-                        Message::User { .. } => ("user", message.text()),
+                        Message::User { .. } => ("user", with_images(&message.text(), message)),
                         Message::Assistant { usage, .. } => {
                             let calls: Vec<String> = message
                                 .tool_calls()
@@ -289,7 +300,7 @@ pub fn run(
                             ("assistant", format!("{line}{spent}"))
                         }
                         Message::ToolResult { tool_name, .. } => {
-                            ("tool", format!("{tool_name}: {}", message.text()))
+                            ("tool", with_images(&format!("{tool_name}: {}", message.text()), message))
                         }
                         _ => ("system", message.text()),
                     };

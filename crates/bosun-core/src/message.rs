@@ -172,6 +172,28 @@ impl Message {
         }
     }
 
+    /// The message with each image replaced by a note saying it was left
+    /// out (for models that do not accept images); a message without
+    /// images is returned as it is.
+    pub fn without_images(&self) -> Message {
+        let mut message = self.clone();
+        let content = match &mut message {
+            Self::System { .. } => return message,
+            Self::User { content } | Self::Assistant { content, .. } | Self::ToolResult { content, .. } => {
+                content
+            }
+        };
+        for part in content.iter_mut() {
+            if let ContentPart::Image { media_type, data } = part {
+                *part = ContentPart::text(format!(
+                    "[an image ({media_type}, {}) was left out: this model does not accept images]",
+                    byte_size(data.len())
+                ));
+            }
+        }
+        message
+    }
+
     /// The concatenated text parts (for a system message, its text).
     pub fn text(&self) -> String {
         match self {
@@ -233,6 +255,20 @@ pub fn text_lines(parts: &[ContentPart]) -> String {
         })
         .collect();
     texts.join("\n")
+}
+
+/// A size as people read it: `812 B`, `120 KiB`, `3.75 MiB`.
+pub fn byte_size(bytes: usize) -> String {
+    const KIB: f64 = 1024.0;
+    let size = bytes as f64;
+    if size < KIB {
+        format!("{bytes} B")
+    } else if size < KIB * KIB {
+        format!("{:.0} KiB", size / KIB)
+    } else {
+        let mib = format!("{:.2}", size / (KIB * KIB));
+        format!("{} MiB", mib.trim_end_matches('0').trim_end_matches('.'))
+    }
 }
 
 /// Concatenates the reasoning parts of a content list.
@@ -489,6 +525,31 @@ mod serde_form {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_read_them() {
+        let shown: Vec<String> =
+            [0, 812, 1024, 122_880, 1_048_576, 3_932_160, 7_549_747].into_iter().map(byte_size).collect();
+        assert_eq!(shown, ["0 B", "812 B", "1 KiB", "120 KiB", "1 MiB", "3.75 MiB", "7.2 MiB"]);
+    }
+
+    #[test]
+    fn without_images_leaves_a_note_in_each_images_place() {
+        let message = Message::User {
+            content: vec![ContentPart::text("see"), ContentPart::image("image/png", vec![0; 2048])],
+        };
+        let blind = message.without_images();
+        assert_eq!(
+            blind.content(),
+            [
+                ContentPart::text("see"),
+                ContentPart::text(
+                    "[an image (image/png, 2 KiB) was left out: this model does not accept images]"
+                )
+            ]
+        );
+        assert_eq!(Message::user("plain").without_images(), Message::user("plain"));
+    }
 
     #[test]
     fn text_lines_puts_each_text_part_on_its_own_line() {

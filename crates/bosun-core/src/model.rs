@@ -218,6 +218,11 @@ pub struct Capabilities {
     pub reasoning_replay: Support,
     /// Turning thinking on and off.
     pub thinking_toggle: Support,
+    /// Images in the conversation (a person's message, a tool's result).
+    /// `No` refuses a message with images before anything is sent, and
+    /// images already in history reach the model as a note instead.
+    #[serde(default)]
+    pub images: Support,
 }
 
 impl Capabilities {
@@ -229,6 +234,7 @@ impl Capabilities {
             parallel_calls: Support::Yes,
             reasoning_replay: Support::Yes,
             thinking_toggle: Support::Yes,
+            images: Support::Yes,
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_core::{Capabilities, Model, ModelError, ModelEvent, ModelRequest, ModelStream};
+use bosun_core::{Capabilities, Model, ModelError, ModelEvent, ModelRequest, ModelStream, Support};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ProviderConfig;
@@ -41,6 +41,10 @@ pub struct HostedModel {
     pub(crate) model: String,
     pub(crate) client: reqwest::Client,
     pub(crate) protocol: Box<dyn Protocol>,
+    /// Whether this model takes images, when its caller knows better than
+    /// the protocol (the model table: a Chat Completions server may or
+    /// may not).
+    images: Option<Support>,
 }
 
 impl std::fmt::Debug for HostedModel {
@@ -74,7 +78,14 @@ impl HostedModel {
         }
         let client = builder.build().map_err(|e| ProviderError::Client(e.to_string()))?;
         let protocol = protocol::for_api(config.api);
-        Ok(Self { config: Arc::new(config), model, client, protocol })
+        Ok(Self { config: Arc::new(config), model, client, protocol, images: None })
+    }
+
+    /// The model with what is known of its image input (from the model
+    /// table or the user's config), over what its protocol says.
+    pub fn with_images(mut self, images: Support) -> Self {
+        self.images = Some(images);
+        self
     }
 
     /// The configuration.
@@ -90,7 +101,11 @@ impl HostedModel {
 
 impl Model for HostedModel {
     fn capabilities(&self) -> Capabilities {
-        self.protocol.capabilities()
+        let mut capabilities = self.protocol.capabilities();
+        if let Some(images) = self.images {
+            capabilities.images = images;
+        }
+        capabilities
     }
 
     fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a> {

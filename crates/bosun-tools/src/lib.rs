@@ -21,6 +21,7 @@ mod diff;
 mod edit;
 mod file_tool;
 pub mod hooks;
+pub mod image;
 pub mod limits;
 mod list;
 pub mod named;

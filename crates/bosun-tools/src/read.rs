@@ -1,12 +1,16 @@
 //! `read_file {path, offset?, limit?}`: numbered lines of a text file, with
-//! a content hash that later edits are checked against.
+//! a content hash that later edits are checked against; an image file (PNG,
+//! JPEG, GIF, WebP, told by its bytes) as the image, for a model that
+//! takes images (the session leaves a note in its place for one that
+//! does not).
 
-use bosun_core::{ToolCategory, ToolOutput};
+use bosun_core::{ContentPart, ToolCategory, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::common::{Shared, Stop, refuse};
 use crate::file_tool::{FileTool, Work};
+use crate::image::{ImageFormat, MAX_IMAGE_BYTES};
 use crate::nearby::refuse_near;
 use crate::workspace::RelPath;
 
@@ -74,6 +78,9 @@ pub(crate) fn read(shared: &Shared, args: &Args) -> ToolOutput {
     };
     shared.ledger.record(&path, file.identity.clone());
     drop(lock);
+    if let Some(format) = ImageFormat::sniff(&file.bytes) {
+        return image(&path, format, file.bytes);
+    }
     let sniff = &file.bytes[..file.bytes.len().min(BINARY_SNIFF)];
     if sniff.contains(&0) {
         return ToolOutput::text(format!(
@@ -125,4 +132,19 @@ pub(crate) fn read(shared: &Shared, args: &Args) -> ToolOutput {
     footer.push(']');
     out.push_str(&footer);
     ToolOutput::text(out)
+}
+
+/// An image file as the result: a line naming it, then the image whole, or
+/// the line alone when it is over [`MAX_IMAGE_BYTES`] (never cut).
+fn image(path: &RelPath, format: ImageFormat, bytes: Vec<u8>) -> ToolOutput {
+    let size = bosun_core::message::byte_size(bytes.len());
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        let limit = bosun_core::message::byte_size(MAX_IMAGE_BYTES as usize);
+        return ToolOutput::text(format!(
+            "`{path}` is a {} image of {size}, over the {limit} an image may have; not shown",
+            format.name()
+        ));
+    }
+    let line = ContentPart::text(format!("`{path}` is a {} image of {size}:", format.name()));
+    ToolOutput::new(vec![line, ContentPart::image(format.media_type(), bytes)], false)
 }

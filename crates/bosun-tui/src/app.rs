@@ -241,6 +241,13 @@ impl App {
                 self.editing = Some(turn);
                 self.last_esc = None;
             }
+            ToUi::Unsent(text) => {
+                self.sending.retain(|(_, sent)| *sent != text);
+                if self.editor.is_empty() {
+                    self.editor.set(&text);
+                    self.edited();
+                }
+            }
             ToUi::Confirm { title, body, reply } => {
                 self.modals.push_back(Modal::new(modal::Kind::Confirm(modal::Confirm {
                     title,

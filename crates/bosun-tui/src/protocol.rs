@@ -227,6 +227,9 @@ pub enum ToUi {
         /// Its text.
         text: String,
     },
+    /// A message that was not sent (an attachment refused): its text goes
+    /// back into the editor to be changed, unless something new is there.
+    Unsent(String),
     /// A yes/no question.
     Confirm {
         /// The question.

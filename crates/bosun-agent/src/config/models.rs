@@ -1,5 +1,5 @@
 //! What the config says of models: `[models."MODEL"]` tables (window,
-//! output limit, prices per million tokens) over bosun-providers' model
+//! output limit, prices per million tokens, whether it takes images) over bosun-providers' model
 //! table, and a top-level `context_window` for the session's model; and
 //! the session model's window and cost basis resolved from both.
 //!
@@ -10,7 +10,7 @@
 //! sent, so an untrusted project's config may not set them (`trust.rs`).
 
 use crate::error::{Context, Result, bail};
-use bosun_core::{Spend, Usage};
+use bosun_core::{Spend, Support, Usage};
 use bosun_providers::{ModelInfo, ModelOverride, ModelTable, Price, Pricing};
 use serde::Deserialize;
 
@@ -34,12 +34,15 @@ pub struct ModelEntry {
     pub price_output: Option<f64>,
     /// Per million reasoning tokens, where billed unlike output.
     pub price_reasoning: Option<f64>,
+    /// Whether the model takes images (over the model table's word).
+    pub images: Option<bool>,
 }
 
 impl ModelEntry {
     /// The entry as the table's override, every value checked.
     pub fn to_override(&self) -> Result<ModelOverride> {
         let mut over = ModelOverride::default();
+        over.images = self.images;
         for (key, tokens, field) in [
             ("context_window", self.context_window, &mut over.context_window),
             ("max_output_tokens", self.max_output_tokens, &mut over.max_output_tokens),
@@ -76,8 +79,9 @@ impl ModelEntry {
             ("price_output", self.price_output),
             ("price_reasoning", self.price_reasoning),
         ];
-        let set: Vec<String> =
+        let mut set: Vec<String> =
             numbers.iter().filter_map(|(key, value)| value.map(|v| format!("{key} = {v}"))).collect();
+        set.extend(self.images.map(|images| format!("images = {images}")));
         format!("{{ {} }}", set.join(", "))
     }
 }
@@ -179,6 +183,9 @@ pub struct SessionModel {
     pub max_output_tokens: Option<u32>,
     /// How it is billed.
     pub costing: Costing,
+    /// Whether it takes images: the config's `images`, else the model
+    /// table's (the entry's, else its provider's); a local model takes none.
+    pub images: Support,
 }
 
 /// The session model of `settings`, from the table shipped with bosun.
@@ -198,6 +205,7 @@ pub fn session_model_in(settings: &Settings, table: &ModelTable) -> SessionModel
             max_input_tokens: None,
             max_output_tokens: None,
             costing: Costing::Local,
+            images: Support::No,
         };
     };
     let overrides: Vec<&ModelOverride> =
@@ -217,12 +225,18 @@ pub fn session_model_in(settings: &Settings, table: &ModelTable) -> SessionModel
         Some(info) if info.prices.any() => Costing::Priced(table.pricing(provider, info)),
         _ => Costing::Unknown,
     };
+    let images = match table.images(provider, info.as_ref()) {
+        Some(true) => Support::Yes,
+        Some(false) => Support::No,
+        None => Support::Unknown,
+    };
     SessionModel {
         name: spec.to_owned(),
         context_window: settings.context_window.or(info.as_ref().and_then(|i| i.context_window)),
         max_input_tokens: info.as_ref().and_then(|i| i.max_input_tokens),
         max_output_tokens: info.as_ref().and_then(|i| i.max_output_tokens),
         costing,
+        images,
     }
 }
 
@@ -400,6 +414,24 @@ context_window = 10
         settings.model = None;
         let local = super::pricing(&settings).unwrap();
         assert_eq!(local.cost_micros(&Usage::new(1_000_000, 1_000_000)), Some(0));
+    }
+
+    #[test]
+    fn whether_images_go_comes_from_the_table_the_users_config_and_never_for_a_local_model() {
+        let model = |user: &str, project: &str| session_model(&settings_from(user, project, false)).unwrap();
+        assert_eq!(model("model = \"anthropic/claude-opus-5-5\"\n", "").images, Support::Yes);
+        assert_eq!(model("model = \"deepseek/deepseek-chat\"\n", "").images, Support::No);
+        assert_eq!(model("model = \"ollama/llava\"\n", "").images, Support::Unknown);
+        let vision = "model = \"deepseek/deepseek-vl\"\n[models.\"deepseek/deepseek-vl\"]\nimages = true\n";
+        assert_eq!(model(vision, "").images, Support::Yes);
+        let denied = "[models.\"anthropic/claude-opus-5-5\"]\nimages = false\n";
+        assert_eq!(
+            model("model = \"anthropic/claude-opus-5-5\"\n", denied).images,
+            Support::Yes,
+            "untrusted"
+        );
+        assert_eq!(model("", "").images, Support::No, "the embedded local model");
+        assert_eq!(model("model = \"local:/m.gguf\"\n", "").images, Support::No);
     }
 
     #[test]

@@ -35,8 +35,7 @@ impl Conversation<'_> {
         let typed = format!("/{} {arguments}", command.name());
         self.notice(NoticeKind::Info, format!("› {} ({})", typed.trim_end(), command.path().display()));
         let text = command.expand(arguments);
-        let prompt =
-            super::setup::attach(self.agent.workspace(), &text, &mut |w| self.notice(NoticeKind::Warning, w));
+        let Some(prompt) = self.message(&text, super::setup::Writer::File) else { return Flow::Continue };
         let model = command.model().filter(|model| !bosun_agent::children::means_session_model(model));
         let previous = self.run.model.clone();
         let switched = match model {
@@ -72,7 +71,7 @@ impl Conversation<'_> {
             }
             self.notice(NoticeKind::Info, format!("this turn's tools: {shown}"));
         }
-        let flow = self.turn(Some(prompt.into()), from_ui).await;
+        let flow = self.turn(Some(prompt), from_ui).await;
         self.put_tools_back(&before);
         if switched && let Err(error) = self.set_model(previous).await {
             self.notice(

@@ -363,7 +363,17 @@ impl<'a> Conversation<'a> {
         self.notice(NoticeKind::Info, format!("resumed session {} ({} messages)", self.id, history.len()));
         for message in history.iter().rev().take(6).rev() {
             let line = match message {
-                bosun_core::Message::User { .. } => format!("› {}", first_line(&message.text())),
+                bosun_core::Message::User { content } => {
+                    let mut line = format!("› {}", first_line(&message.text()));
+                    // The file's name is not kept, only the image.
+                    for part in content {
+                        if let bosun_core::ContentPart::Image { media_type, data } = part {
+                            let size = bosun_core::message::byte_size(data.len());
+                            line.push_str(&format!("\n  [image: {media_type}, {size}]"));
+                        }
+                    }
+                    line
+                }
                 bosun_core::Message::Assistant { .. } if !message.text().is_empty() => {
                     first_line(&message.text())
                 }
@@ -390,11 +400,12 @@ impl<'a> Conversation<'a> {
                 FromUi::Submit(text) | FromUi::Steer(text) | FromUi::FollowUp(text) => {
                     if text.trim().is_empty() {
                         self.run_queued(&mut from_ui).await
+                    } else if let Some(prompt) = self.message(&text, setup::Writer::Person) {
+                        self.turn(Some(prompt), &mut from_ui).await
                     } else {
-                        let prompt = setup::attach(self.agent.workspace(), &text, &mut |w| {
-                            self.notice(NoticeKind::Warning, w)
-                        });
-                        self.turn(Some(prompt.into()), &mut from_ui).await
+                        // Not sent: the words go back to be edited.
+                        let _ = self.to_ui.send(ToUi::Unsent(text));
+                        Flow::Continue
                     }
                 }
                 FromUi::Unqueue(id) => {
@@ -443,6 +454,16 @@ impl<'a> Conversation<'a> {
         let options = TurnOptions::cancel_on(cancel.clone());
         let inbox = self.session.inbox();
         let to_ui = self.to_ui.clone();
+        let attaching = self.attaching();
+        // Queued words get their attachments as a sent message does; one
+        // refused goes back to the editor.
+        let queue =
+            |kind: QueuedKind, text: String| match attaching.message(&text, setup::Writer::Person, &to_ui) {
+                Some(input) => spawn_queue(inbox.clone(), kind, input, to_ui.clone()),
+                None => {
+                    let _ = to_ui.send(ToUi::Unsent(text));
+                }
+            };
         let session = &mut self.session;
         let result = {
             let turn = async {
@@ -460,10 +481,8 @@ impl<'a> Conversation<'a> {
                         // The inbox waits on the journal's lock, which the
                         // turn may hold: never await it here, or the turn
                         // would not be polled to let go of it.
-                        Some(FromUi::Steer(text)) => spawn_queue(inbox.clone(), QueuedKind::Steer, text, to_ui.clone()),
-                        Some(FromUi::FollowUp(text) | FromUi::Submit(text)) => {
-                            spawn_queue(inbox.clone(), QueuedKind::FollowUp, text, to_ui.clone())
-                        }
+                        Some(FromUi::Steer(text)) => queue(QueuedKind::Steer, text),
+                        Some(FromUi::FollowUp(text) | FromUi::Submit(text)) => queue(QueuedKind::FollowUp, text),
                         Some(FromUi::Unqueue(id)) => spawn_withdraw(inbox.clone(), id, to_ui.clone()),
                         Some(FromUi::Cancel) => cancel.cancel(),
                         Some(FromUi::Exit) | None => {
@@ -545,11 +564,11 @@ fn watch_queue(inbox: Inbox, to_ui: UnboundedSender<ToUi>) -> tokio::task::JoinH
     })
 }
 
-fn spawn_queue(inbox: Inbox, kind: QueuedKind, text: String, to_ui: UnboundedSender<ToUi>) {
+fn spawn_queue(inbox: Inbox, kind: QueuedKind, input: UserInput, to_ui: UnboundedSender<ToUi>) {
     tokio::spawn(async move {
         let queued = match kind {
-            QueuedKind::Steer => inbox.steer(text).await,
-            _ => inbox.follow_up(text).await,
+            QueuedKind::Steer => inbox.steer(input).await,
+            _ => inbox.follow_up(input).await,
         };
         if let Err(error) = queued {
             let _ =

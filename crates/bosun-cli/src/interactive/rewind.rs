@@ -151,6 +151,12 @@ impl Conversation<'_> {
         text: String,
         from_ui: &mut UnboundedReceiver<FromUi>,
     ) -> Flow {
+        // Read before anything moves: a refused attachment leaves the
+        // conversation as it was and the edit in the editor.
+        let Some(prompt) = self.message(&text, super::setup::Writer::Person) else {
+            let _ = self.to_ui.send(ToUi::Edit { turn, text });
+            return Flow::Continue;
+        };
         let request = RewindRequest::new(turn).restoring(Restore::Conversation);
         match self.rewind_to(request).await {
             Ok(report) => {
@@ -176,8 +182,6 @@ impl Conversation<'_> {
                 return Flow::Continue;
             }
         }
-        let prompt =
-            super::setup::attach(self.agent.workspace(), &text, &mut |w| self.notice(NoticeKind::Warning, w));
-        self.turn(Some(prompt.into()), from_ui).await
+        self.turn(Some(prompt), from_ui).await
     }
 }

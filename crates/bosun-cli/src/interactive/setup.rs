@@ -1,17 +1,20 @@
 //! Before and around the conversation: the first-run trust question, the
 //! session to open, what the UI starts with (history file, paths to
-//! complete, commands), and `@path` attachments read through the
-//! workspace's handles.
+//! complete, commands), and a message's attachments (`@path`, images:
+//! `bosun_agent::attach`).
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use bosun_core::{ApprovalHandler, Session};
+use bosun_agent::attach;
+use bosun_core::{ApprovalHandler, Session, Support, UserInput};
 use bosun_tools::Workspace;
 use bosun_tools::workspace::RelPath;
+use bosun_tui::{NoticeKind, ToUi};
 use sha2::{Digest, Sha256};
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::Conversation;
 use crate::config::{self, Env, TrustLevel};
@@ -21,8 +24,6 @@ use bosun_agent::Agent;
 
 /// At most this many workspace paths are offered after `@`.
 const MAX_PATHS: usize = 5_000;
-/// An attached file larger than this is refused.
-const MAX_ATTACHED_BYTES: u64 = 256 * 1024;
 
 /// Asks once about a project that holds configuration its trust would
 /// enable, and records the answer as `bosun trust` / `bosun untrust` do.
@@ -112,31 +113,81 @@ pub(super) fn workspace_paths(workspace: &Workspace) -> Vec<String> {
     paths
 }
 
-/// `text` with each `@path` naming a workspace file followed by the file
-/// (read through the workspace's handles: nothing outside it, no symlink).
-/// A word that names no readable file stays as it is, with a warning.
-pub(super) fn attach(workspace: &Workspace, text: &str, warn: &mut dyn FnMut(String)) -> String {
-    let mut attached = Vec::new();
-    for word in text.split_whitespace() {
-        let Some(name) = word.strip_prefix('@') else { continue };
-        let name = name.trim_end_matches([',', '.', ';', ':', ')', '?', '!']);
-        if name.is_empty() || attached.iter().any(|(n, _): &(String, String)| n == name) {
-            continue;
+/// Who wrote a message's text, which decides what of it may be read.
+#[derive(Clone, Copy)]
+pub(super) enum Writer {
+    /// The person: image paths written out in it attach too, from outside
+    /// the workspace as well (their own files).
+    Person,
+    /// A file (a custom command): `@path` inside the workspace only.
+    File,
+}
+
+/// What a message's attachments are read with, apart from the
+/// conversation (a turn holds the session while steering comes in).
+#[derive(Clone)]
+pub(super) struct Attaching {
+    workspace: Workspace,
+    home: Option<PathBuf>,
+    /// Whether the session's model takes images, and its name.
+    images: Support,
+    model: String,
+}
+
+impl Attaching {
+    /// The message `text` with its attachments (`bosun_agent::attach`):
+    /// each image shown as a line, warnings said; `None` when it must not
+    /// go (an image refused, or images for a model that takes none), with
+    /// the reason said and nothing sent.
+    pub(super) fn message(
+        &self,
+        text: &str,
+        writer: Writer,
+        to_ui: &UnboundedSender<ToUi>,
+    ) -> Option<UserInput> {
+        let notice = |kind, text: String| {
+            let _ = to_ui.send(ToUi::Notice { text, kind });
+        };
+        let typed = match writer {
+            Writer::Person => Some(attach::Typed { home: self.home.clone() }),
+            Writer::File => None,
+        };
+        let reading = attach::Reading { text_files: true, typed };
+        let attached = attach::attach(&self.workspace, text, &reading)
+            .and_then(|attached| attached.check_model(self.images, &self.model).map(|()| attached));
+        let attached = match attached {
+            Ok(attached) => attached,
+            Err(error) => {
+                notice(NoticeKind::Error, format!("not sent: {error}"));
+                return None;
+            }
+        };
+        for warning in &attached.warnings {
+            notice(NoticeKind::Warning, warning.clone());
         }
-        let read = RelPath::parse(name)
-            .map_err(|e| e.to_string())
-            .and_then(|path| workspace.read(&path, MAX_ATTACHED_BYTES).map_err(|e| e.to_string()));
-        match read.map(|file| String::from_utf8(file.bytes)) {
-            Ok(Ok(content)) => attached.push((name.to_owned(), content)),
-            Ok(Err(_)) => warn(format!("@{name} is not text; not attached")),
-            Err(error) => warn(format!("@{name} not attached: {error}")),
+        for image in &attached.images {
+            notice(NoticeKind::Info, format!("  {}", image.line()));
+        }
+        Some(attached.into_content().into())
+    }
+}
+
+impl Conversation<'_> {
+    /// How this conversation's messages are read now (the session's model
+    /// may change with `/model`).
+    pub(super) fn attaching(&self) -> Attaching {
+        Attaching {
+            workspace: self.agent.workspace().clone(),
+            home: self.env.get("HOME").map(PathBuf::from),
+            images: self.session.capabilities().images,
+            model: bosun_agent::model::model_label(&self.settings),
         }
     }
-    let mut prompt = text.to_owned();
-    for (name, content) in attached {
-        prompt.push_str(&format!("\n\n<file path=\"{name}\">\n{}\n</file>", content.trim_end_matches('\n')));
+
+    /// [`Attaching::message`] for this conversation.
+    pub(super) fn message(&self, text: &str, writer: Writer) -> Option<UserInput> {
+        self.attaching().message(text, writer, &self.to_ui)
     }
-    prompt
 }
 
 #[cfg(test)]
@@ -146,18 +197,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_at_path_attaches_the_file_and_nothing_outside_the_workspace() {
+    fn the_completion_lists_the_workspaces_files_through_its_handles() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.md"), "remember the milk\n").unwrap();
         let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret"), "hunter2").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
         let workspace = Workspace::open(dir.path()).unwrap();
-        let mut warnings = Vec::new();
-        let prompt = attach(&workspace, "summarise @notes.md, not @link or @../x", &mut |w| warnings.push(w));
-        assert!(prompt.contains("<file path=\"notes.md\">\nremember the milk\n</file>"), "{prompt}");
-        assert!(!prompt.contains("hunter2"));
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert_eq!(workspace_paths(&workspace), ["notes.md"]);
     }
 }

@@ -14,6 +14,7 @@ mod faults;
 mod hardening;
 mod hooks;
 mod hostile_repo;
+mod images;
 mod inspect;
 mod interactive;
 mod interactive_keys;

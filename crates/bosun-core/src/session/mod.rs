@@ -174,6 +174,12 @@ impl Session {
         self.durable.inbox()
     }
 
+    /// What the session's model supports (an image sent to a model whose
+    /// `images` is `No` is refused before the turn starts).
+    pub fn capabilities(&self) -> crate::model::Capabilities {
+        self.capabilities
+    }
+
     /// The model's context window in tokens, when the session knows it.
     pub fn context_window(&self) -> Option<u64> {
         self.context.window()

@@ -150,6 +150,13 @@ impl Session {
         let content = input.into().0.map_err(|what| rolled_back(TurnErrorKind::NotUserInput(what)))?;
         let generation = self.options.layered(&options.generation);
         self.check_turn_capabilities(&generation).map_err(rolled_back)?;
+        // Refused before anything is journaled or sent: the caller still
+        // holds the message, and no request goes out without its images.
+        if self.capabilities.images == Support::No
+            && content.iter().any(|p| matches!(p, ContentPart::Image { .. }))
+        {
+            return Err(rolled_back(TurnErrorKind::Capability("images")));
+        }
         self.turns_from(content, Vec::new(), &generation, &options.cancel, sink).await
     }
 
@@ -516,14 +523,15 @@ impl Session {
     /// The conversation as the model is shown it this round. History and the
     /// journal keep every real result (so replay is unaffected); only the
     /// request changes: reasoning is stripped for a model that would not
-    /// keep it, and repeated batches are noted or left out (see [`Repeats`]).
+    /// keep it, images become a note for a model that takes none, and repeated batches are noted or left out (see [`Repeats`]).
     pub(crate) fn request_messages<'v>(
         &'v self,
         repeats: &Repeats,
         compaction: &Compaction,
     ) -> Cow<'v, [Message]> {
         let strip = self.capabilities.reasoning_replay == Support::No;
-        if !strip && !repeats.any() && !compaction.is_active() {
+        let blind = self.capabilities.images == Support::No;
+        if !strip && !blind && !repeats.any() && !compaction.is_active() {
             return Cow::Borrowed(self.history.as_slice());
         }
         let answer_only = repeats.answer_only();
@@ -559,7 +567,9 @@ impl Session {
                         spent_by: *spent_by,
                     });
                 }
+                _ if strip && blind => view.push(message.without_reasoning().without_images()),
                 _ if strip => view.push(message.without_reasoning()),
+                _ if blind => view.push(message.without_images()),
                 _ => view.push(message.clone()),
             }
         }

@@ -116,6 +116,54 @@ async fn system_prompt_and_multimodal_input_reach_the_model() -> TestResult {
 }
 
 #[tokio::test]
+async fn an_image_is_refused_before_the_turn_for_a_model_without_images() -> TestResult {
+    let mut caps = Capabilities::all();
+    caps.images = Support::No;
+    let model = ScriptedModel::with_capabilities(caps).answer("x");
+    let journal = bosun_core::InMemoryJournal::new();
+    let mut session = Session::builder(model.clone()).journal(journal.clone()).build().await?;
+    let input = vec![ContentPart::text("what is this?"), ContentPart::image("image/png", vec![0x89, b'P'])];
+    let built = journal.records().len();
+    let mut events = Vec::new();
+    let err = session.run(input, &mut events).await.unwrap_err();
+    assert!(matches!(err.kind, TurnErrorKind::Capability("images")), "{err}");
+    assert_eq!(err.to_string(), "the model does not support images");
+    assert!(model.requests().is_empty(), "nothing was sent");
+    assert!(events.is_empty() && session.history().is_empty(), "no turn started: {events:?}");
+    assert_eq!(journal.records().len(), built, "nothing was journaled");
+    Ok(())
+}
+
+#[tokio::test]
+async fn images_in_history_reach_a_model_without_images_as_a_note() -> TestResult {
+    let mut caps = Capabilities::all();
+    caps.images = Support::No;
+    let shot = FnTool::new("shot", ToolCategory::Read, |_, _| {
+        Box::pin(async {
+            ToolOutput::new(
+                vec![ContentPart::text("the screen:"), ContentPart::image("image/png", vec![7; 2048])],
+                false,
+            )
+        })
+    });
+    let model = ScriptedModel::with_capabilities(caps).tool_call("shot", json!({})).answer("done");
+    let mut session = Session::builder(model.clone()).tool(shot).build().await?;
+    session.run("look", &mut Vec::new()).await?;
+    let sent = serde_json::to_string(&model.requests()[1].messages)?;
+    assert!(!sent.contains("\"type\":\"image\""), "{sent}");
+    assert!(
+        sent.contains("[an image (image/png, 2 KiB) was left out: this model does not accept images]"),
+        "{sent}"
+    );
+    let kept = &session.history()[2];
+    assert!(
+        kept.content().iter().any(|p| matches!(p, ContentPart::Image { .. })),
+        "history keeps it: {kept:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_turn_takes_only_user_input() -> TestResult {
     let mut session = Session::builder(ScriptedModel::new().answer("x")).build().await?;
     let err = session.run(Message::System { text: "sneaky".into() }, &mut Vec::new()).await.unwrap_err();

@@ -78,6 +78,9 @@ impl TemplateCaps {
         capabilities.parallel_calls = support(tools && self.parallel_calls);
         capabilities.reasoning_replay = support(self.preserve_reasoning);
         capabilities.thinking_toggle = support(self.thinking_toggle);
+        // The engine loads no vision projector: an image could only reach
+        // the model as a placeholder, so a message with one is refused.
+        capabilities.images = Support::No;
         capabilities
     }
 }

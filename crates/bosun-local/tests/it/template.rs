@@ -136,6 +136,7 @@ fn qwen25_capabilities() {
     assert_eq!(capabilities.parallel_calls, Support::Yes);
     assert_eq!(capabilities.reasoning_replay, Support::No);
     assert_eq!(capabilities.thinking_toggle, Support::No);
+    assert_eq!(capabilities.images, Support::No, "whatever the template, the engine takes no images");
 }
 
 #[test]

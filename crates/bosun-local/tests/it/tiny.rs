@@ -102,6 +102,7 @@ fn a_built_file_loads_with_the_context_and_capabilities_it_declares() {
     assert_eq!(model.context_size(), 768, "the training context of the file");
     assert_eq!(model.capabilities().tools, Support::Yes, "Qwen2.5's template renders tools and calls");
     assert_eq!(model.capabilities().system_role, Support::Yes);
+    assert_eq!(model.capabilities().images, Support::No, "no vision projector is loaded");
     assert_eq!(load_with(&qwen.path, LocalOptions::default().context_cap(256)).context_size(), 256);
     assert_eq!(load_with(&qwen.path, LocalOptions::default().context_cap(8192)).context_size(), 768);
 

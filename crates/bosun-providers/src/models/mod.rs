@@ -110,6 +110,9 @@ pub struct ModelInfo {
     /// When they were read (`YYYY-MM-DD`); `None` for a model the user's
     /// config added.
     pub checked: Option<String>,
+    /// Whether it takes images in its input, when the entry says; else its
+    /// provider's rule applies ([`ModelTable::images`]).
+    pub images: Option<bool>,
 }
 
 impl ModelInfo {
@@ -126,6 +129,7 @@ impl ModelInfo {
             long_context: None,
             sources: Vec::new(),
             checked: None,
+            images: None,
         }
     }
 
@@ -138,6 +142,9 @@ impl ModelInfo {
         }
         if let Some(tokens) = over.max_output_tokens {
             self.max_output_tokens = Some(tokens);
+        }
+        if let Some(images) = over.images {
+            self.images = Some(images);
         }
         let prices = &mut self.prices;
         let fields = [
@@ -183,6 +190,8 @@ pub struct ModelOverride {
     pub output: Option<Price>,
     /// `price_reasoning`.
     pub reasoning: Option<Price>,
+    /// `images`: whether the model takes images.
+    pub images: Option<bool>,
 }
 
 impl ModelOverride {
@@ -196,6 +205,7 @@ impl ModelOverride {
             cache_write: later.cache_write.or(self.cache_write),
             output: later.output.or(self.output),
             reasoning: later.reasoning.or(self.reasoning),
+            images: later.images.or(self.images),
         }
     }
 }
@@ -205,6 +215,8 @@ impl ModelOverride {
 struct ProviderRules {
     prices_of: Option<String>,
     output_includes_reasoning: bool,
+    /// Whether its models take images, unless an entry says otherwise.
+    images: Option<bool>,
 }
 
 /// The model table, checked.
@@ -242,6 +254,7 @@ impl ModelTable {
                 ProviderRules {
                     prices_of: rules.prices_of.clone(),
                     output_includes_reasoning: rules.output_includes_reasoning,
+                    images: rules.images,
                 },
             );
         }
@@ -273,6 +286,17 @@ impl ModelTable {
                 .find(|m| m.provider == provider && m.names().any(|n| n.eq_ignore_ascii_case(name)))
         };
         named(model).or_else(|| without_snapshot(model).and_then(named))
+    }
+
+    /// Whether `model` of `provider` takes images: its entry's `images`
+    /// (`info`, the entry as the config left it), else the provider's rule
+    /// (looked up as `provider`, then the provider it bills as); `None`
+    /// when nothing says.
+    pub fn images(&self, provider: &str, info: Option<&ModelInfo>) -> Option<bool> {
+        let rule = |name: &str| self.providers.get(name).and_then(|r| r.images);
+        info.and_then(|i| i.images)
+            .or_else(|| rule(provider))
+            .or_else(|| rule(self.billing_provider(provider)))
     }
 
     /// How `info` is priced when run through `provider` (the session's
@@ -329,6 +353,8 @@ struct RawProvider {
     prices_of: Option<String>,
     #[serde(default = "yes")]
     output_includes_reasoning: bool,
+    #[serde(default)]
+    images: Option<bool>,
     #[serde(default, rename = "note")]
     _note: Option<String>,
 }
@@ -381,6 +407,8 @@ struct RawModel {
     long_context: Option<RawLongContext>,
     sources: Vec<String>,
     checked: String,
+    #[serde(default)]
+    images: Option<bool>,
     #[serde(default, rename = "note")]
     _note: Option<String>,
 }
@@ -462,6 +490,7 @@ impl RawModel {
             long_context,
             sources: self.sources,
             checked: Some(self.checked),
+            images: self.images,
         })
     }
 }

@@ -302,3 +302,21 @@ fn a_broken_table_is_refused_naming_the_rule() {
     let wrong_format = ModelTable::parse(r#"{"format": 2, "providers": {}, "models": []}"#).unwrap_err();
     assert!(matches!(wrong_format, ModelTableError::Format(2)));
 }
+
+#[test]
+fn images_come_from_the_entry_then_the_provider_and_unknown_providers_say_nothing() {
+    let table = table();
+    let opus = table.find("anthropic", "claude-opus-5-5");
+    assert_eq!(table.images("anthropic", opus), Some(true));
+    assert_eq!(table.images("openai", None), Some(true), "a model the table lacks takes its provider's rule");
+    assert_eq!(table.images("openai-responses", None), Some(true), "as the provider it bills as");
+    assert_eq!(table.images("gemini", None), Some(true));
+    assert_eq!(table.images("deepseek", None), Some(false));
+    assert_eq!(table.images("ollama", None), None, "a server that runs any model: not known");
+    let mut vision = ModelInfo::new("deepseek", "deepseek-vision");
+    vision.apply(&ModelOverride { images: Some(true), ..ModelOverride::default() });
+    assert_eq!(table.images("deepseek", Some(&vision)), Some(true), "the config's word wins");
+    let entry = GOOD.replace(r#""id": "m""#, r#""id": "m", "images": false"#);
+    let parsed = one_model(&entry).unwrap();
+    assert_eq!(parsed.images("openai", parsed.find("openai", "m")), Some(false));
+}

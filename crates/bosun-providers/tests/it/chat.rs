@@ -711,3 +711,13 @@ fn null_usage_is_ignored_and_groq_usage_is_read() {
     assert_eq!(response(&outcome).usage, Usage::new(12, 3));
     assert_eq!(response(&outcome).stop_reason, StopReason::Stop);
 }
+
+#[test]
+fn image_input_is_unknown_for_a_compatible_server_until_the_caller_says() {
+    let config = ProviderConfig::openai_compatible("http://127.0.0.1:9/v1");
+    let model = HostedModel::new(config.clone(), "any").unwrap();
+    assert_eq!(model.capabilities().images, bosun_core::Support::Unknown, "a server may run any model");
+    let text_only = HostedModel::new(config, "any").unwrap().with_images(bosun_core::Support::No);
+    assert_eq!(text_only.capabilities().images, bosun_core::Support::No);
+    assert_eq!(text_only.capabilities().tools, bosun_core::Support::Yes, "the rest is the protocol's");
+}

@@ -439,7 +439,7 @@ async fn the_request_body_holds_every_item_kind_and_replays_responses_reasoning(
         "input": [
             {"type": "message", "role": "user", "content": [
                 {"type": "input_text", "text": "What is in this picture?"},
-                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw==", "detail": "auto"},
             ]},
             {"type": "reasoning", "id": "rs_1",
              "summary": [{"type": "summary_text", "text": "Look at the file."}],

@@ -5,9 +5,11 @@ use crate::common;
 
 use std::fs;
 
+use bosun_core::{CallId, ContentPart, ToolContext};
 use bosun_tools::ToolLimits;
 use common::Fixture;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn tools_are_built_with_names_categories_and_valid_schemas() {
@@ -39,6 +41,32 @@ async fn read_file_numbers_lines_and_pages() {
     assert!(missing.contains("does not exist"), "{missing}");
     fixture.put("empty.txt", "");
     assert!(fixture.ok("read_file", json!({"path": "empty.txt"})).await.contains("(empty file)"));
+}
+
+#[tokio::test]
+async fn read_file_returns_an_image_file_as_the_image_whole_and_one_over_the_limit_as_a_line() {
+    let fixture = Fixture::new();
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
+    std::fs::write(fixture.root().join("shot.png"), png).unwrap();
+    let tool = fixture.tools.iter().find(|t| t.definition().name == "read_file").unwrap();
+    let context = ToolContext::detached(CallId::new_v7(), CancellationToken::new());
+    let output = tool.execute(json!({"path": "shot.png"}), context).await;
+    assert!(!output.is_error);
+    assert_eq!(
+        output.content,
+        [
+            ContentPart::text("`shot.png` is a PNG image of 20 B:"),
+            ContentPart::image("image/png", png.to_vec())
+        ]
+    );
+    let mut big = png.to_vec();
+    big.resize(bosun_tools::image::MAX_IMAGE_BYTES as usize + 1, 0);
+    std::fs::write(fixture.root().join("big.png"), &big).unwrap();
+    let line = fixture.ok("read_file", json!({"path": "big.png"})).await;
+    assert_eq!(line, "`big.png` is a PNG image of 3.75 MiB, over the 3.75 MiB an image may have; not shown");
+    // Named like an image, read as what its bytes are.
+    fixture.put("notes.png", "just words\n");
+    assert_eq!(fixture.ok("read_file", json!({"path": "notes.png"})).await, "     1\tjust words\n");
 }
 
 #[tokio::test]

@@ -134,6 +134,32 @@ fn esc_twice_on_empty_input_edits_the_previous_message_and_sending_it_resends() 
 }
 
 #[test]
+fn a_message_not_sent_comes_back_into_an_empty_editor_and_never_over_new_words() {
+    let mut app = app();
+    type_text(&mut app, "what is in @shot.png");
+    assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Submit("what is in @shot.png".into())]);
+    app.handle(ToUi::Notice {
+        text: "not sent: shot.png is over the limit".into(),
+        kind: crate::NoticeKind::Error,
+    });
+    app.handle(ToUi::Unsent("what is in @shot.png".into()));
+    assert_eq!(app.input(), "what is in @shot.png");
+    app.key(key(KeyCode::Enter));
+    type_text(&mut app, "new words");
+    app.handle(ToUi::Unsent("what is in @shot.png".into()));
+    assert_eq!(app.input(), "new words", "the history still has it (Up)");
+    // Refused while a turn runs: no longer shown as being sent.
+    app.editor.clear();
+    app.handle(ToUi::Busy(true));
+    type_text(&mut app, "and @big.png");
+    assert_eq!(app.key(key(KeyCode::Enter)), [FromUi::Steer("and @big.png".into())]);
+    assert_eq!(app.sending.len(), 1);
+    app.handle(ToUi::Unsent("and @big.png".into()));
+    assert!(app.sending.is_empty());
+    assert_eq!(app.input(), "and @big.png");
+}
+
+#[test]
 fn ctrl_d_exits_only_on_empty_input() {
     let mut app = app();
     type_text(&mut app, "x");

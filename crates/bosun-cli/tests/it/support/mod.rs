@@ -20,6 +20,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod recorder;
+mod tap;
+
+pub use recorder::Recorder;
+pub use tap::Tap;
+
 /// No command may take longer than this: a hang fails the test.
 pub const NO_HANG: Duration = Duration::from_secs(60);
 
@@ -352,46 +358,6 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// A listener standing in for a hostile host: records the head of every
-/// request it receives (request line and headers) and answers 400, so a
-/// client that reaches it fails fast instead of retrying.
-pub struct Recorder {
-    pub url: String,
-    heads: Arc<Mutex<Vec<String>>>,
-}
-
-impl Recorder {
-    pub fn start() -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let heads: Arc<Mutex<Vec<String>>> = Arc::default();
-        let record = Arc::clone(&heads);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { break };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
-                    match stream.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => break,
-                    }
-                }
-                record.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
-                let _ = stream
-                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            }
-        });
-        Self { url, heads }
-    }
-
-    /// Every request head received so far.
-    pub fn heads(&self) -> Vec<String> {
-        self.heads.lock().unwrap().clone()
-    }
-}
-
 /// A temporary home, config directory, session store and workspace.
 pub struct Sandbox {
     pub root: tempfile::TempDir,
@@ -470,11 +436,13 @@ pub fn task_sandbox() -> Sandbox {
     sandbox
 }
 
-/// The APIs the task runs on.
-#[derive(Clone, Copy, Debug)]
+/// The APIs the task runs on (`APIS`), and the other two bosun speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
     OpenAiChat,
     Anthropic,
+    OpenAiResponses,
+    Gemini,
 }
 
 pub const APIS: [Api; 2] = [Api::OpenAiChat, Api::Anthropic];
@@ -482,16 +450,24 @@ pub const APIS: [Api; 2] = [Api::OpenAiChat, Api::Anthropic];
 impl Api {
     pub fn key_var(self) -> &'static str {
         match self {
-            Self::OpenAiChat => "OPENAI_API_KEY",
+            Self::OpenAiChat | Self::OpenAiResponses => "OPENAI_API_KEY",
             Self::Anthropic => "ANTHROPIC_API_KEY",
+            Self::Gemini => "GEMINI_API_KEY",
         }
     }
 
     /// `--model … --base-url …` for this API against `mock`.
     pub fn args(self, mock: &Aimock) -> Vec<String> {
+        self.args_at(mock.url())
+    }
+
+    /// `--model … --base-url …` for this API against a server at `url`.
+    pub fn args_at(self, url: &str) -> Vec<String> {
         let (model, url) = match self {
-            Self::OpenAiChat => ("openai/gpt-test", format!("{}/v1", mock.url())),
-            Self::Anthropic => ("anthropic/claude-test", mock.url().to_owned()),
+            Self::OpenAiChat => ("openai/gpt-test", format!("{url}/v1")),
+            Self::OpenAiResponses => ("openai-responses/gpt-test", format!("{url}/v1")),
+            Self::Anthropic => ("anthropic/claude-test", url.to_owned()),
+            Self::Gemini => ("gemini/gemini-test", url.to_owned()),
         };
         vec!["--model".into(), model.into(), "--base-url".into(), url]
     }

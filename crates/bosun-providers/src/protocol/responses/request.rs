@@ -2,7 +2,9 @@
 //!
 //! Input items, in history order:
 //! - user text and images: `{type:message, role:user, content:[{type:input_text},
-//!   {type:input_image, image_url:"data:…;base64,…"}]}`;
+//!   {type:input_image, image_url:"data:…;base64,…", detail:"auto"}]}` (the API's
+//!   reference lists `detail` as required for a message's image; `auto` is
+//!   its default);
 //! - assistant text: `{type:message, role:assistant, content:[{type:output_text}]}`
 //!   (the output-message form without an `id`, which stateless requests accept);
 //! - reasoning: `{type:reasoning, id, summary, content, encrypted_content}`,
@@ -133,9 +135,9 @@ fn user_content(content: &[ContentPart]) -> Vec<Value> {
         .iter()
         .filter_map(|part| match part {
             ContentPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
-            ContentPart::Image { media_type, data } => {
-                Some(json!({"type": "input_image", "image_url": image_url(media_type, data)}))
-            }
+            ContentPart::Image { media_type, data } => Some(
+                json!({"type": "input_image", "image_url": image_url(media_type, data), "detail": "auto"}),
+            ),
             _ => None,
         })
         .collect()
