@@ -2,7 +2,8 @@
 //! pseudo-terminal against aimock, as in `interactive.rs`): a shell call's
 //! output streamed under its line while it runs, a few lines left when it
 //! ends, Ctrl+O's pager over the whole of it as the model saw it, and
-//! Ctrl+R's search of the prompt history. Nothing sleeps to synchronise:
+//! Ctrl+R's search of the prompt history; a long diff in a tall terminal's
+//! approval, and a queued follow-up's words. Nothing sleeps to synchronise:
 //! the command waits on a FIFO the test writes once the screen showed what
 //! it must, and every wait is on the screen with a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -166,6 +167,65 @@ fn ctrl_r_finds_an_earlier_prompt_and_enter_takes_it_into_the_input_unsent() {
         messages(&requests[2]).iter().filter(|m| m["role"] == "user").map(text_of).collect();
     assert_eq!(users.len(), 3, "sent once: {users:#?}");
     assert!(users[2].contains(parser) && !users[2].contains("draft"), "as found: {users:#?}");
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}
+
+#[test]
+fn a_tall_terminal_shows_a_long_diff_in_the_approval() {
+    let old: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+    let new: String = (1..=30).map(|n| format!("LINE {n}\n")).collect();
+    let task = "shout the lines";
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "edit_file",
+                "arguments": {"path": "lines.txt", "old_text": old, "new_text": new}}]}}),
+        json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {"content": "Shouted."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    std::fs::write(sandbox.ws().join("lines.txt"), &old).unwrap();
+    let mut pty = sandbox.converse(&mock, &[], 100);
+    pty.type_line(task);
+    pty.wait_on_screen("[y] approve once");
+    let screen = pty.contents();
+    let shown = screen.lines().filter(|l| l.starts_with("-line ") || l.starts_with("+LINE ")).count();
+    // A 40-row terminal: the usual 14-row viewport showed 9 diff lines.
+    assert!(shown >= 25, "{shown} diff lines shown:\n{screen}");
+    pty.keys(b"y");
+    pty.wait_shown("Shouted.");
+    pty.wait_until("the modal gone", |e| !e.contents().contains("[y] approve once"));
+    let exit = quit(pty);
+    assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
+}
+
+#[test]
+fn a_queued_follow_up_shows_its_own_words_until_it_is_sent() {
+    let task = "run the gated command";
+    let follow = "then summarise the log";
+    let command = "read x < gate.fifo; echo released $x";
+    let Some(mock) = Aimock::start(&fixtures(vec![
+        json!({"match": {"userMessage": task, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": command}}]}}),
+        json!({"match": {"userMessage": task, "turnIndex": 1}, "response": {"content": "Released."}}),
+        json!({"match": {"userMessage": follow}, "response": {"content": "Summarised."}}),
+    ])) else {
+        return;
+    };
+    let sandbox = task_sandbox();
+    let gate = sandbox.ws().join("gate.fifo");
+    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &["--mode", "autonomous"]), ROWS, COLS);
+    wait_ready(&mut pty);
+    pty.type_line(task);
+    pty.wait_on_screen(&format!("shell {command} · "));
+    pty.keys(format!("{follow}\t").as_bytes());
+    pty.wait_on_screen(&format!("queued (follow-up): {follow}"));
+    let writer = std::thread::spawn(move || std::fs::write(gate, "go\n").unwrap());
+    pty.wait_shown("Summarised.");
+    writer.join().unwrap();
+    pty.wait_until("the queue emptied", |e| !e.contents().contains("queued (follow-up)"));
     let exit = quit(pty);
     assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
 }
