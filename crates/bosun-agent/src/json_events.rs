@@ -35,6 +35,88 @@ impl<W: Write + Send> JsonLines<W> {
     }
 }
 
+impl<W: Write + Send> JsonLines<W> {
+    /// Writes one line that is not an event of the turn (`init`, `result`).
+    ///
+    /// # Errors
+    /// When the output cannot be written.
+    pub fn line(&mut self, value: &serde_json::Value) -> Result<(), OutputFailed> {
+        writeln!(self.out, "{value}").and_then(|()| self.out.flush()).map_err(OutputFailed)
+    }
+}
+
+/// The first line of a run's events (`"type": "init"`): which session, on
+/// which model, in which mode, workspace and sandbox, by which bosun, so a
+/// script knows what it reads before the turn says anything.
+pub fn init_json(
+    session: &str,
+    settings: &crate::config::Settings,
+    mode: bosun_core::Mode,
+    workspace: &str,
+) -> serde_json::Value {
+    serde_json::json!({
+        "type": "init",
+        "session_id": session,
+        "model": crate::model::model_label(settings),
+        "reasoning_effort": crate::stored::recorded_effort(settings),
+        "mode": mode.to_string(),
+        "workspace": workspace,
+        "sandbox": settings.sandbox.mode.to_string(),
+        "network": settings.sandbox.network,
+        "bosun_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// How a run ended, for [`result_json`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum RunResult<'a> {
+    /// The turn completed with this outcome.
+    Completed(&'a bosun_core::TurnOutcome),
+    /// The turn failed (or its answer was refused, as by an output schema).
+    Failed(String),
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+/// The last line of a run's events (`"type": "result"`): the outcome, the
+/// answer, why the model stopped, the turn's usage and cost, and how long
+/// it took, as the peers' stream-json ends with.
+pub fn result_json(
+    session: &str,
+    result: &RunResult<'_>,
+    duration: std::time::Duration,
+) -> serde_json::Value {
+    let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    match result {
+        RunResult::Completed(outcome) => serde_json::json!({
+            "type": "result",
+            "session_id": session,
+            "outcome": "completed",
+            "turn": outcome.turn,
+            "answer": outcome.answer,
+            "stop_reason": outcome.stop_reason,
+            "usage": outcome.usage,
+            "cost_micros": outcome.spend.total().cost_micros,
+            "rounds": outcome.rounds,
+            "duration_ms": duration_ms,
+        }),
+        RunResult::Failed(error) => serde_json::json!({
+            "type": "result",
+            "session_id": session,
+            "outcome": "failed",
+            "error": error,
+            "duration_ms": duration_ms,
+        }),
+        RunResult::Cancelled => serde_json::json!({
+            "type": "result",
+            "session_id": session,
+            "outcome": "cancelled",
+            "duration_ms": duration_ms,
+        }),
+    }
+}
+
 /// Writing a front end's output failed (a closed pipe, a full disk): the
 /// cause a sink that writes reports.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +148,23 @@ mod tests {
         assert_eq!(parsed[0]["session_id"], "s-1");
         assert_eq!(parsed[0]["type"], "text_delta");
         assert_eq!(parsed[0]["text"], "hi\nthere");
+    }
+
+    #[test]
+    fn a_runs_lines_say_how_it_ended() {
+        let cancelled = result_json("s-1", &RunResult::Cancelled, std::time::Duration::from_millis(1500));
+        assert_eq!(
+            cancelled,
+            serde_json::json!({"type": "result", "session_id": "s-1", "outcome": "cancelled", "duration_ms": 1500})
+        );
+        let failed = result_json("s-1", &RunResult::Failed("no".into()), std::time::Duration::ZERO);
+        assert_eq!(
+            (&failed["outcome"], &failed["error"]),
+            (&serde_json::json!("failed"), &serde_json::json!("no"))
+        );
+        let mut lines = JsonLines::new("s-1", Vec::new());
+        lines.line(&cancelled).unwrap();
+        assert_eq!(String::from_utf8(lines.out).unwrap(), format!("{cancelled}\n"));
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::cli::{CompactArgs, ExecArgs, ResumeArgs, RunOptions};
 use crate::config::{self, Env};
 use crate::output::{HumanSink, Palette, Palettes};
 use crate::sanitize;
+use bosun_agent::json_events::{RunResult, init_json};
 use bosun_agent::mcp::ServerRequests;
 use bosun_agent::output_schema::AnswerSchema;
 use bosun_agent::{Agent, StoredSession};
@@ -316,7 +317,8 @@ async fn exec_with(
     let (mut session, id) = built?;
     let settings = agent.settings();
     let costing = config::models::session_model(settings)?.costing;
-    let judged = Judged { costing, strict: strict(settings), schema };
+    let init = run.json.then(|| init_json(&id, settings, session.mode(), &workspace_path(&session)));
+    let judged = Judged { costing, strict: strict(settings), schema, init };
     drive(&mut session, prompt, run, &id, (palettes.stderr, judged), signals).await
 }
 
@@ -471,7 +473,8 @@ async fn continue_turn(
         eprintln!("{}", palettes.stderr.dim(&resumed));
     }
     let costing = config::models::session_model(settings)?.costing;
-    let judged = Judged { costing, strict: strict(settings), schema: None };
+    let init = run.json.then(|| init_json(id, settings, session.mode(), &workspace_path(session)));
+    let judged = Judged { costing, strict: strict(settings), schema: None, init };
     drive(session, prompt, run, id, (palettes.stderr, judged), signals).await
 }
 
@@ -637,6 +640,8 @@ struct Judged<'a> {
     /// The schema the final answer must match (`--output-schema`): asked of
     /// the model, and checked here whatever it did.
     schema: Option<&'a AnswerSchema>,
+    /// `--json`'s first line (`bosun_agent::json_events::init_json`).
+    init: Option<serde_json::Value>,
 }
 
 fn strict(settings: &config::Settings) -> bool {
@@ -654,21 +659,25 @@ async fn drive(
     signals: &Signals,
 ) -> Result<Outcome> {
     let costing = judged.costing;
+    let started = std::time::Instant::now();
+    let mut json = run.json.then(|| crate::output::json_sink(id));
+    if let (Some(json), Some(init)) = (json.as_mut(), &judged.init) {
+        json.line(init).context("cannot write the output")?;
+    }
     let mut human;
-    let mut json;
-    let sink: &mut dyn EventSink = if run.json {
-        json = crate::output::json_sink(id);
-        &mut json
-    } else {
-        human = HumanSink::new(stderr).with_costing(costing);
-        &mut human
+    let sink: &mut dyn EventSink = match json.as_mut() {
+        Some(json) => json,
+        None => {
+            human = HumanSink::new(stderr).with_costing(costing);
+            &mut human
+        }
     };
     let mut options = TurnOptions::cancel_on(signals.token());
     if let Some(schema) = judged.schema {
         options = options.with_generation(schema.generation());
     }
     let result = session.run_with(prompt, options, sink).await;
-    match result {
+    let (exit, ended) = match &result {
         Ok(outcome) => {
             if let Some(Err(mismatch)) = judged.schema.map(|schema| schema.check(&outcome.answer)) {
                 // Said as the turn's errors are, so `--json` readers see it
@@ -677,36 +686,20 @@ async fn drive(
                 sink.emit(bosun_core::Event::Error {
                     kind: "output_schema".into(),
                     class: None,
-                    message: said,
+                    message: said.clone(),
                 })
                 .context("cannot write the output")?;
-                return Ok(Outcome::TurnFailed);
+                (Ok(Outcome::TurnFailed), RunResult::Failed(said))
+            } else {
+                (finished(outcome, run, id, stderr, judged.strict), RunResult::Completed(outcome))
             }
-            if let Some(path) = &run.output {
-                std::fs::write(path, &outcome.answer)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            if !run.json {
-                if outcome.stop_reason == StopReason::Length {
-                    let cut = "the answer was cut: the model reached its output token limit";
-                    eprintln!("{}", stderr.red(&format!("warning: {cut}")));
-                }
-                eprintln!("{}", stderr.dim(&format!("session {id}")));
-            }
-            if judged.strict && outcome.unfinished_change {
-                let unmade = "the task asked for a change, but no call that writes or runs a program \
-                              succeeded: nothing was changed, whatever the answer says";
-                eprintln!("{}", stderr.red(&format!("error: {unmade}; session {id}")));
-                return Ok(Outcome::TurnFailed);
-            }
-            Ok(Outcome::Success)
         }
         Err(error) if error.is_cancelled() => {
             if !run.json {
                 let said = signals.stop().said();
                 eprintln!("\n{said}; continue with `bosun resume {id}` (or `bosun resume --last`)");
             }
-            Ok(signals.stopped())
+            (Ok(signals.stopped()), RunResult::Cancelled)
         }
         Err(error) => {
             // The error itself was shown by its `error` event; this says
@@ -714,7 +707,44 @@ async fn drive(
             if !run.json {
                 eprintln!("{}", stderr.dim(&format!("the turn failed; session {id}")));
             }
-            Ok(Outcome::of_failed(&error))
+            (Ok(Outcome::of_failed(error)), RunResult::Failed(error.to_string()))
         }
+    };
+    if let Some(json) = json.as_mut() {
+        let last = bosun_agent::json_events::result_json(id, &ended, started.elapsed());
+        json.line(&last).context("cannot write the output")?;
     }
+    exit
+}
+
+/// The session's workspace as its authority records it (empty when none).
+fn workspace_path(session: &Session) -> String {
+    session.authority().workspace.as_ref().map(|w| w.path.clone()).unwrap_or_default()
+}
+
+/// A completed turn's answer where it goes, and its exit.
+fn finished(
+    outcome: &bosun_core::TurnOutcome,
+    run: &RunOptions,
+    id: &str,
+    stderr: Palette,
+    strict: bool,
+) -> Result<Outcome> {
+    if let Some(path) = &run.output {
+        std::fs::write(path, &outcome.answer).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if !run.json {
+        if outcome.stop_reason == StopReason::Length {
+            let cut = "the answer was cut: the model reached its output token limit";
+            eprintln!("{}", stderr.red(&format!("warning: {cut}")));
+        }
+        eprintln!("{}", stderr.dim(&format!("session {id}")));
+    }
+    if strict && outcome.unfinished_change {
+        let unmade = "the task asked for a change, but no call that writes or runs a program \
+                      succeeded: nothing was changed, whatever the answer says";
+        eprintln!("{}", stderr.red(&format!("error: {unmade}; session {id}")));
+        return Ok(Outcome::TurnFailed);
+    }
+    Ok(Outcome::Success)
 }

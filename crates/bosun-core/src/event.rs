@@ -7,6 +7,8 @@
 //! fields are the variant's, in `snake_case`. The tags are stable (pinned by
 //! `wire_tag_freeze::event_json_form_is_frozen` in this module); new fields and new
 //! event types may be added, so consumers should ignore what they do not know.
+//! `docs/events.md` holds this table for readers, with the run's own first
+//! and last lines (`init`, `result`); a tidy test keeps the two in step.
 //!
 //! | `type` | fields |
 //! |---|---|

@@ -130,9 +130,19 @@ fn approved_by_flag_the_task_reads_edits_runs_and_answers() {
         out.expect_code(0);
         assert!(out.stderr.trim().is_empty(), "{api:?}: --json writes nothing else: {}", out.stderr);
         let events = json_events(&out.stdout);
-        assert_eq!(events[0]["type"], "turn_start", "{api:?}");
-        let last = events.last().unwrap();
-        assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("completed")), "{api:?}");
+        // `init` first: the session, model and mode before the turn says anything.
+        assert_eq!(events[0]["type"], "init", "{api:?}");
+        assert_eq!(events[0]["session_id"], events[1]["session_id"]);
+        assert!(events[0]["mode"].is_string() && events[0]["workspace"].is_string(), "{}", events[0]);
+        assert!(events[0]["model"].as_str().unwrap().ends_with("-test"), "{}", events[0]);
+        assert_eq!(events[1]["type"], "turn_start", "{api:?}");
+        assert_ended(&events, "completed");
+        // `result` last: the answer, the stop reason and the turn's usage.
+        let result = events.last().unwrap();
+        assert_eq!(result["stop_reason"], "stop", "{result}");
+        assert!(result["answer"].as_str().unwrap().contains("Fixed the typo."), "{result}");
+        assert!(result["usage"]["input"].is_u64() && result["rounds"] == 4, "{result}");
+        assert!(result["duration_ms"].is_u64(), "{result}");
         let text: String =
             of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
         assert_eq!(text, "Reading.Fixed the typo.", "{api:?}");
@@ -303,8 +313,7 @@ fn ctrl_c_mid_turn_exits_130_and_resume_last_continues() {
     let json = running.finish();
     json.expect_code(130);
     let events = json_events(&json.stdout);
-    let last = events.last().unwrap();
-    assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("cancelled")), "{last}");
+    assert_ended(&events, "cancelled");
 
     let mut cmd = sandbox.bosun();
     cmd.env("OPENAI_API_KEY", "test")

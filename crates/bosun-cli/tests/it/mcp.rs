@@ -298,8 +298,7 @@ fn a_server_killed_mid_call_gives_an_error_result_and_the_session_continues() {
     assert!(output.contains(&said), "{call}");
     let text: String = of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
     assert_eq!(text, "The server died.");
-    let last = events.last().unwrap();
-    assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("completed")), "{last}");
+    assert_ended(&events, "completed");
     assert!(out.stderr.contains("mcp: everything exited (killed by SIGKILL)"), "{}", out.stderr);
     assert!(mock.last_request().contains(during), "{}", mock.last_request());
     // Between the rounds the dead server's tools were withdrawn: the next
@@ -389,8 +388,7 @@ fn ctrl_c_during_an_mcp_call_leaves_no_server_process() {
     let out = running.finish();
     out.expect_code(130);
     let events = json_events(&out.stdout);
-    let last = events.last().unwrap();
-    assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("cancelled")), "{last}");
+    assert_ended(&events, "cancelled");
     assert_eq!(mock.journal().len(), 1, "no request after the interrupt");
     // Gone altogether: not running, and not a zombie left for someone else
     // to reap.
@@ -461,8 +459,7 @@ fn sigterm_or_sighup_mid_shell_call_leaves_no_child_and_exits_128_plus_the_signa
         let out = running.finish();
         out.expect_code(code);
         let events = json_events(&out.stdout);
-        let last = events.last().unwrap();
-        assert_eq!((&last["type"], &last["outcome"]), (&json!("turn_end"), &json!("cancelled")), "{last}");
+        assert_ended(&events, "cancelled");
         assert_eq!(mock.journal().len(), 1, "no request after the signal");
         wait_until("the loop outlived bosun", || processes_with_arg(&command).is_empty());
         wait_until("the server outlived bosun", || !Path::new(&format!("/proc/{server}")).exists());

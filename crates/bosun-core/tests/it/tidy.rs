@@ -127,3 +127,22 @@ fn the_invariant_table_names_only_tests_that_exist() {
     }
     assert!(wrong.is_empty(), "ARCHITECTURE.md's invariant table is wrong:\n{}", wrong.join("\n"));
 }
+
+/// The `type`s of a Markdown table's rows (`| \`type\` | … |`), headers left out.
+fn table_types(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| line.trim_start_matches("//! "))
+        .filter_map(|line| line.strip_prefix("| `")?.split_once('`').map(|(name, _)| name.to_owned()))
+        .filter(|name| name != "type")
+        .collect()
+}
+
+#[test]
+fn docs_events_lists_every_event_type() {
+    let code = table_types(&fs::read_to_string(workspace().join("crates/bosun-core/src/event.rs")).unwrap());
+    let docs = table_types(&fs::read_to_string(workspace().join("docs/events.md")).unwrap());
+    assert!(code.len() > 20, "the code's table: {code:?}");
+    let mut expected = vec!["init".to_owned(), "result".to_owned()];
+    expected.extend(code);
+    assert_eq!(docs, expected, "docs/events.md and the event table in bosun-core's event.rs disagree");
+}

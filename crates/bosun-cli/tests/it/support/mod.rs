@@ -18,7 +18,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 mod recorder;
 mod tap;
@@ -347,6 +347,15 @@ pub fn json_events(stdout: &str) -> Vec<Value> {
         assert_eq!(event["session_id"].as_str(), Some(session.as_str()), "{event}");
     }
     events
+}
+
+/// Asserts how `exec --json`'s events end: the turn's `turn_end` with
+/// `outcome`, then the `result` line with the same outcome, last.
+#[track_caller]
+pub fn assert_ended(events: &[Value], outcome: &str) {
+    let [.., end, result] = events else { panic!("too few events: {events:#?}") };
+    assert_eq!((&end["type"], &end["outcome"]), (&json!("turn_end"), &json!(outcome)), "{end}");
+    assert_eq!((&result["type"], &result["outcome"]), (&json!("result"), &json!(outcome)), "{result}");
 }
 
 pub fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
