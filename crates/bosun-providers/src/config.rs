@@ -50,6 +50,9 @@ pub struct Quirks {
     /// Whether `reasoning_effort` takes `"medium"` (OpenAI's does; xAI's
     /// takes only `"low"` and `"high"`, so medium is sent as high there).
     pub medium_effort: bool,
+    /// Whether the server takes OpenAI's `prompt_cache_key` (OpenAI's does;
+    /// a compatible server may refuse a field it does not know).
+    pub prompt_cache_key: bool,
 }
 
 /// Where a Chat Completions server puts reasoning text.
@@ -71,6 +74,7 @@ impl Default for Quirks {
             reasoning: ReasoningFormat::ReasoningContent,
             stream_usage: true,
             medium_effort: false,
+            prompt_cache_key: false,
         }
     }
 }
@@ -416,6 +420,7 @@ impl ProviderConfig {
                 reasoning: ReasoningFormat::None,
                 stream_usage: true,
                 medium_effort: true,
+                prompt_cache_key: true,
             }),
             "openai-responses" => Self::new(name, Api::OpenAiResponses, "https://api.openai.com/v1"),
             "anthropic" => Self::new(name, Api::AnthropicMessages, "https://api.anthropic.com"),

@@ -84,6 +84,28 @@ pub(crate) fn for_api(api: Api) -> Box<dyn Protocol> {
 /// Responses) take, for a request that offers tools. `None` for a choice
 /// this build does not know: the field is left out and the API's default
 /// (`auto` when tools are offered) applies.
+/// OpenAI's `prompt_cache_key` for `request`: requests with the same key
+/// are routed to the same cache, so every round (and every session) that
+/// starts with the same system prompt and tools shares one. A digest of
+/// that stable prefix, never of the conversation, so it stays the same from
+/// round to round; nothing secret goes into it, and it says nothing of the
+/// prompt beyond equality.
+pub(crate) fn prompt_cache_key(request: &ModelRequest<'_>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    digest.update(request.system.unwrap_or_default().as_bytes());
+    for tool in request.tools.iter() {
+        digest.update([0]);
+        digest.update(tool.name.as_bytes());
+        digest.update([0]);
+        digest.update(tool.description.as_bytes());
+        digest.update([0]);
+        digest.update(tool.parameters.to_string().as_bytes());
+    }
+    let hex: String = digest.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("bosun-{hex}")
+}
+
 pub(crate) fn openai_tool_choice(choice: ToolChoice) -> Option<&'static str> {
     match choice {
         ToolChoice::Auto => Some("auto"),

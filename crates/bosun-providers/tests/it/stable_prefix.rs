@@ -158,6 +158,9 @@ struct Sent {
     system: Vec<u8>,
     tools: Vec<u8>,
     history: Vec<Vec<u8>>,
+    /// OpenAI's `prompt_cache_key` (Responses always; Chat Completions on
+    /// OpenAI's own preset), which routes requests to the same cache.
+    cache_key: Option<String>,
 }
 
 /// Anthropic's breakpoint as the request builder writes it (serde_json,
@@ -223,7 +226,13 @@ fn sent(api: Api, body: &[u8]) -> Sent {
             "{api:?}: a history element"
         );
     }
+    let cache_key = parsed["prompt_cache_key"].as_str().map(str::to_owned);
+    if api == Api::OpenAiResponses {
+        let key = cache_key.as_deref().unwrap_or_else(|| panic!("{api:?}: no prompt_cache_key"));
+        assert!(key.starts_with("bosun-") && key.len() == 30, "{api:?}: {key}");
+    }
     Sent {
+        cache_key,
         system: system.to_vec(),
         tools: tools.to_vec(),
         history: history.into_iter().map(<[u8]>::to_vec).collect(),
@@ -256,6 +265,12 @@ fn prefix_break(earlier: &Sent, later: &Sent) -> Option<String> {
     }
     if earlier.tools != later.tools {
         return Some(format!("the tools changed: {} → {}", show(&earlier.tools), show(&later.tools)));
+    }
+    if earlier.cache_key != later.cache_key {
+        return Some(format!(
+            "the prompt cache key changed: {:?} → {:?}",
+            earlier.cache_key, later.cache_key
+        ));
     }
     if let Some(index) = earlier.history.iter().zip(&later.history).position(|(a, b)| a != b) {
         return Some(format!(

@@ -28,6 +28,9 @@ pub(super) fn body(config: &ProviderConfig, model: &str, request: &ModelRequest<
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages(config, request)));
+    if config.quirks.prompt_cache_key {
+        body.insert("prompt_cache_key".into(), json!(crate::protocol::prompt_cache_key(request)));
+    }
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -204,4 +207,34 @@ fn assistant(config: &ProviderConfig, content: &[ContentPart], in_tool_loop: boo
         message.insert("tool_calls".into(), Value::Array(calls));
     }
     Some(Value::Object(message))
+}
+
+#[cfg(test)]
+mod cache_key_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use bosun_core::{GenerationOptions, Message, ModelRequest, ToolDefinition};
+
+    use super::body;
+    use crate::ProviderConfig;
+
+    fn request<'a>(system: &'a str, messages: Vec<Message>) -> ModelRequest<'a> {
+        let tools =
+            vec![ToolDefinition::new("read_file", "Read a file.", serde_json::json!({"type": "object"}))];
+        ModelRequest::new(Some(system), messages, tools, GenerationOptions::default())
+    }
+
+    #[test]
+    fn openai_gets_a_prompt_cache_key_of_the_stable_prefix_and_other_servers_none() {
+        let openai = ProviderConfig::preset("openai").unwrap();
+        let first = body(&openai, "m", &request("sys", vec![Message::user("a")]));
+        let later = body(&openai, "m", &request("sys", vec![Message::user("a"), Message::user("b")]));
+        let other = body(&openai, "m", &request("another system", vec![Message::user("a")]));
+        let key = first["prompt_cache_key"].as_str().unwrap();
+        assert!(key.starts_with("bosun-"), "{key}");
+        assert_eq!(later["prompt_cache_key"], first["prompt_cache_key"], "the history does not change it");
+        assert_ne!(other["prompt_cache_key"], first["prompt_cache_key"], "the system prompt does");
+        let xai = ProviderConfig::preset("xai").unwrap();
+        assert!(body(&xai, "m", &request("sys", vec![Message::user("a")])).get("prompt_cache_key").is_none());
+    }
 }

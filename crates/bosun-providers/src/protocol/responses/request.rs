@@ -69,6 +69,7 @@ pub(super) fn body(model: &str, request: &ModelRequest<'_>) -> Result<Value, Mod
     }
     body.insert("stream".into(), json!(true));
     body.insert("store".into(), json!(false));
+    body.insert("prompt_cache_key".into(), json!(crate::protocol::prompt_cache_key(request)));
     let options = &request.options;
     if let Some(Thinking::On { budget }) = options.thinking {
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
