@@ -416,6 +416,11 @@ pub enum ModelError {
         /// How long the provider asked to wait, in milliseconds.
         retry_after_ms: Option<u64>,
     },
+    /// The account's quota or credit is used up (OpenAI's
+    /// `insufficient_quota`): unlike a rate limit, waiting and retrying does
+    /// not help; the person has to add credit or raise a limit.
+    #[error("quota exceeded: {0}")]
+    QuotaExceeded(String),
     /// The connection failed or the stream ended early.
     #[error("network: {0}")]
     Network(String),
@@ -444,11 +449,12 @@ pub enum ModelError {
 
 impl ModelError {
     /// A short stable name of the failure's class, for events and exit
-    /// reports: `rate_limited`, `network`, `overflow`, `authentication`,
+    /// reports: `rate_limited`, `quota`, `network`, `overflow`, `authentication`,
     /// `invalid_request`, `server`, `protocol`, `cancelled` or `other`.
     pub fn class(&self) -> &'static str {
         match self {
             Self::RateLimited { .. } => "rate_limited",
+            Self::QuotaExceeded(_) => "quota",
             Self::Network(_) => "network",
             Self::ContextOverflow(_) => "overflow",
             Self::Authentication(_) => "authentication",

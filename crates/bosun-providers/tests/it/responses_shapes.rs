@@ -282,3 +282,23 @@ async fn the_final_output_is_matched_by_output_index_when_the_server_rotates_ite
     assert_eq!(content.len(), 2, "one reasoning part and one answer, to be sent back once: {content:?}");
     assert_eq!(content[1], ResponsePart::text("Hello"));
 }
+
+#[tokio::test]
+async fn an_insufficient_quota_error_in_the_stream_is_a_quota_error() {
+    // Written by hand from the documented Responses `error` event (type,
+    // code, message, param, sequence_number) with OpenAI's quota code; no
+    // public recording of it was found in time.
+    let body = named_events(&[
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_q"}}),
+        json!({"type": "error", "sequence_number": 1, "code": "insufficient_quota", "param": null,
+               "message": "You exceeded your current quota, please check your plan and billing details."}),
+    ]);
+    let server = TestServer::start(vec![Canned::sse(body)]).await;
+    let request =
+        ModelRequest::new(None, vec![Message::user("hi")], Vec::new(), GenerationOptions::default());
+    let outcome = stream_once(&model(&server), request).await;
+    let error = outcome.error();
+    assert_eq!(error.class(), "quota", "{error}");
+    assert!(error.to_string().contains("exceeded your current quota"), "{error}");
+    assert_eq!(server.requests().len(), 1, "a used-up quota is not retried");
+}
