@@ -126,12 +126,21 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Why the model stopped.
     pub stop_reason: StopReason,
+    /// The provider's own explanation of the stop, when it gives one
+    /// (Anthropic's `stop_details` on a refusal), for the person to read.
+    pub stop_details: Option<String>,
 }
 
 impl ModelResponse {
     /// A response with the given parts.
     pub fn new(content: Vec<ResponsePart>, usage: Usage, stop_reason: StopReason) -> Self {
-        Self { content, usage, stop_reason }
+        Self { content, usage, stop_reason, stop_details: None }
+    }
+
+    /// The same response with the provider's explanation of its stop.
+    pub fn with_stop_details(mut self, details: Option<String>) -> Self {
+        self.stop_details = details;
+        self
     }
 
     /// The answer text: the text parts joined, reasoning and calls left out.
