@@ -117,6 +117,10 @@ pub struct HumanSink {
     stderr_terminal: bool,
     streamed: bool,
     ends_with_newline: bool,
+    /// Whether streamed reasoning on stderr has no newline at its end yet:
+    /// the next line there (a call, a note, the tokens line) must start
+    /// one of its own rather than run on after the reasoning.
+    reasoning_open: bool,
     /// How the session's model is billed, for the cost on the tokens line.
     costing: Costing,
     /// Calls whose denial was said: their error result is not said again.
@@ -142,6 +146,7 @@ impl HumanSink {
             stderr_terminal,
             streamed: false,
             ends_with_newline: true,
+            reasoning_open: false,
             costing: Costing::Unknown,
             denied: Default::default(),
         }
@@ -159,7 +164,16 @@ impl HumanSink {
         !(self.denied.remove(&call) && is_error)
     }
 
-    fn note(&self, line: &str) {
+    /// Ends streamed reasoning with a newline, once, before stderr gets
+    /// another line.
+    fn end_reasoning(&mut self) {
+        if std::mem::take(&mut self.reasoning_open) {
+            eprintln!();
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        self.end_reasoning();
         match &self.spinner {
             Some(spinner) => spinner.println(line),
             None => eprintln!("{line}"),
@@ -182,12 +196,16 @@ impl EventSink for HumanSink {
                 let shown = if self.stderr_terminal { sanitize::block(&text) } else { text.as_str().into() };
                 let mut err = std::io::stderr().lock();
                 let _ = write!(err, "{}", palette.dim(&shown));
+                if !text.is_empty() {
+                    self.reasoning_open = !text.ends_with('\n');
+                }
             }
             Event::ModelRoundStart { round, .. } if round > 1 && self.streamed && !self.ends_with_newline => {
                 println!();
                 self.ends_with_newline = true;
             }
             Event::ToolCallProposed { name, arguments, .. } => {
+                self.end_reasoning();
                 if self.streamed && !self.ends_with_newline {
                     println!();
                     self.ends_with_newline = true;
@@ -275,6 +293,7 @@ impl EventSink for HumanSink {
                 self.note(&palette.dim(&line));
             }
             Event::Error { message, .. } => {
+                self.end_reasoning();
                 eprintln!("{}", palette.red(&format!("error: {}", sanitize::block(&message))));
             }
             Event::Compacted { tier, before, after, .. } => {
@@ -307,6 +326,7 @@ impl EventSink for HumanSink {
                 }
             }
             Event::TurnEnd { spend, .. } => {
+                self.end_reasoning();
                 if self.streamed && !self.ends_with_newline {
                     println!();
                 }

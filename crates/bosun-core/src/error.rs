@@ -105,9 +105,12 @@ pub enum TurnErrorKind {
     #[error("the model's response has neither answer text nor tool calls")]
     EmptyResponse,
     /// The model (or its provider's content filter) refused, with nothing
-    /// else to show.
-    #[error("the model refused to answer (its provider's content filter or its own refusal)")]
-    Refused,
+    /// else to show but the provider's explanation, when it gave one.
+    #[error("the model refused to answer ({})", explanation.as_deref().unwrap_or("its provider's content filter or its own refusal"))]
+    Refused {
+        /// The provider's explanation (Anthropic's `stop_details`).
+        explanation: Option<String>,
+    },
     /// The turn used all its model rounds.
     #[error("the turn reached its limit of {0} model rounds")]
     RoundLimit(u32),
@@ -171,7 +174,7 @@ impl TurnErrorKind {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Model(_) => "model",
-            Self::Refused => "refused",
+            Self::Refused { .. } => "refused",
             Self::NonPrefixText(_) | Self::NonPrefixReasoning(_) | Self::Truncated | Self::EmptyResponse => {
                 "protocol"
             }

@@ -126,12 +126,21 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Why the model stopped.
     pub stop_reason: StopReason,
+    /// The provider's own explanation of the stop, when it gives one
+    /// (Anthropic's `stop_details` on a refusal), for the person to read.
+    pub stop_details: Option<String>,
 }
 
 impl ModelResponse {
     /// A response with the given parts.
     pub fn new(content: Vec<ResponsePart>, usage: Usage, stop_reason: StopReason) -> Self {
-        Self { content, usage, stop_reason }
+        Self { content, usage, stop_reason, stop_details: None }
+    }
+
+    /// The same response with the provider's explanation of its stop.
+    pub fn with_stop_details(mut self, details: Option<String>) -> Self {
+        self.stop_details = details;
+        self
     }
 
     /// The answer text: the text parts joined, reasoning and calls left out.
@@ -416,6 +425,11 @@ pub enum ModelError {
         /// How long the provider asked to wait, in milliseconds.
         retry_after_ms: Option<u64>,
     },
+    /// The account's quota or credit is used up (OpenAI's
+    /// `insufficient_quota`): unlike a rate limit, waiting and retrying does
+    /// not help; the person has to add credit or raise a limit.
+    #[error("quota exceeded: {0}")]
+    QuotaExceeded(String),
     /// The connection failed or the stream ended early.
     #[error("network: {0}")]
     Network(String),
@@ -444,11 +458,12 @@ pub enum ModelError {
 
 impl ModelError {
     /// A short stable name of the failure's class, for events and exit
-    /// reports: `rate_limited`, `network`, `overflow`, `authentication`,
+    /// reports: `rate_limited`, `quota`, `network`, `overflow`, `authentication`,
     /// `invalid_request`, `server`, `protocol`, `cancelled` or `other`.
     pub fn class(&self) -> &'static str {
         match self {
             Self::RateLimited { .. } => "rate_limited",
+            Self::QuotaExceeded(_) => "quota",
             Self::Network(_) => "network",
             Self::ContextOverflow(_) => "overflow",
             Self::Authentication(_) => "authentication",

@@ -41,6 +41,16 @@ pub const RATE_LIMIT_CODES: &[&str] = &[
     "slow_down",
 ];
 
+/// Error codes and types that mean the account's quota or credit is used
+/// up. OpenAI sends `insufficient_quota` with HTTP 429 and in a stream; it
+/// is not a rate limit, since retrying cannot succeed until someone pays.
+pub const QUOTA_CODES: &[&str] = &["insufficient_quota"];
+
+/// Whether any of `codes` says the quota is used up.
+fn is_quota(codes: &[String]) -> bool {
+    codes.iter().any(|c| QUOTA_CODES.contains(&c.as_str()))
+}
+
 /// The longest error body kept in a message.
 const MAX_MESSAGE: usize = 600;
 
@@ -102,6 +112,9 @@ pub fn classify_http(
     if is_overflow(&message, &codes) {
         return ModelError::ContextOverflow(described);
     }
+    if is_quota(&codes) {
+        return ModelError::QuotaExceeded(described);
+    }
     let rate_code = codes.iter().any(|c| RATE_LIMIT_CODES.contains(&c.as_str()));
     if matches!(status, 429 | 503 | 529) || (rate_code && is_retryable_status(status)) {
         return ModelError::RateLimited { message: described, retry_after_ms: retry_after.map(millis) };
@@ -123,6 +136,9 @@ pub fn classify_stream_error(payload: &Value, config: &ProviderConfig) -> ModelE
     let described = format!("{} reported an error in the stream: {message}", config.name);
     if is_overflow(&message, &codes) {
         return ModelError::ContextOverflow(described);
+    }
+    if is_quota(&codes) {
+        return ModelError::QuotaExceeded(described);
     }
     match numeric_status(&codes) {
         Some(401 | 403) => return ModelError::Authentication(described),
@@ -399,6 +415,17 @@ mod tests {
             classify_stream_error(&json!({"error": {"message": "boom"}}), &c),
             ModelError::Server(_)
         ));
+    }
+
+    #[test]
+    fn a_used_up_quota_is_its_own_class_and_not_retried() {
+        let c = config();
+        let body = r#"{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        let error = classify_http(429, None, body, &c);
+        assert!(matches!(error, ModelError::QuotaExceeded(_)), "{error:?}");
+        assert!(!is_retryable(&error));
+        let streamed = json!({"type": "error", "code": "insufficient_quota", "message": "You exceeded your current quota."});
+        assert_eq!(classify_stream_error(&streamed, &c).class(), "quota");
     }
 
     #[test]

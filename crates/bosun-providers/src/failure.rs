@@ -62,6 +62,7 @@ fn reason_of(config: &ProviderConfig, error: &ModelError) -> String {
     let text = match error {
         ModelError::RateLimited { message, .. } => message.clone(),
         ModelError::Network(m)
+        | ModelError::QuotaExceeded(m)
         | ModelError::ContextOverflow(m)
         | ModelError::Authentication(m)
         | ModelError::InvalidRequest(m)
@@ -81,6 +82,7 @@ pub(crate) fn annotate(error: ModelError, note: &str) -> ModelError {
             ModelError::RateLimited { message: format!("{message}{note}"), retry_after_ms }
         }
         ModelError::Network(m) => ModelError::Network(format!("{m}{note}")),
+        ModelError::QuotaExceeded(m) => ModelError::QuotaExceeded(format!("{m}{note}")),
         ModelError::ContextOverflow(m) => ModelError::ContextOverflow(format!("{m}{note}")),
         ModelError::Authentication(m) => ModelError::Authentication(format!("{m}{note}")),
         ModelError::InvalidRequest(m) => ModelError::InvalidRequest(format!("{m}{note}")),

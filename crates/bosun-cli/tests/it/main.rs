@@ -14,6 +14,7 @@ mod faults;
 mod hardening;
 mod hooks;
 mod hostile_repo;
+mod human_output;
 mod images;
 mod inspect;
 mod interactive;

@@ -715,7 +715,7 @@ fn finish_response(
     });
     if final_text.is_empty() && !has_calls {
         return Err(if response.stop_reason == StopReason::Refusal {
-            TurnErrorKind::Refused
+            TurnErrorKind::Refused { explanation: response.stop_details.clone() }
         } else {
             TurnErrorKind::EmptyResponse
         });

@@ -53,10 +53,13 @@ async fn a_refusal_with_nothing_else_is_named_a_refusal() -> TestResult {
     let mut session = Session::builder(model).build().await?;
     let mut events = Vec::new();
     let failed = session.run("something it will not do", &mut events).await.unwrap_err();
-    assert!(matches!(failed.kind, TurnErrorKind::Refused), "{failed}");
+    assert!(matches!(failed.kind, TurnErrorKind::Refused { .. }), "{failed}");
     assert!(failed.to_string().contains("refused"), "{failed}");
     assert_eq!(errors(&events), [("refused".to_owned(), None)]);
     assert!(session.history().is_empty());
+    // The provider's explanation, when it gave one, is what the person reads.
+    let explained = TurnErrorKind::Refused { explanation: Some("cyber: working malware".into()) };
+    assert_eq!(explained.to_string(), "the model refused to answer (cyber: working malware)");
     // A refusal with text is an answer like any other.
     let model = ScriptedModel::new()
         .reply(Reply::new().text("I can't help with that.").stop_reason(StopReason::Refusal));

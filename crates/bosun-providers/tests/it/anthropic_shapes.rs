@@ -139,3 +139,23 @@ async fn a_turn_paused_past_the_bound_fails_with_a_protocol_error() {
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[1]["content"].as_array().map(Vec::len), Some(8 * 3));
 }
+
+#[tokio::test]
+async fn a_refusals_stop_details_explanation_is_kept_for_the_person() {
+    // Written by hand from Anthropic's documented `message_delta` for a
+    // refusal (`stop_details` with type, category and explanation); no
+    // public recording of it was found in time.
+    let body = named_events(&[
+        message_start(10),
+        json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null,
+               "stop_details": {"type": "refusal", "category": "cyber",
+                                "explanation": "This request asks for working malware."}},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let server = TestServer::start(vec![Canned::sse(body)]).await;
+    let outcome = stream_once(&model(&server), hello()).await;
+    let response = outcome.response();
+    assert_eq!(response.stop_reason, StopReason::Refusal);
+    assert_eq!(response.stop_details.as_deref(), Some("cyber: This request asks for working malware."));
+}

@@ -1,6 +1,7 @@
 //! Gemini thought signatures on parts that are neither visible text nor a
 //! function call (a thought part without text, an empty text part, a code
-//! part): kept, and sent back whole in the same place of the next request.
+//! part): kept, and sent back whole in the same place of the next request;
+//! a call streamed as `partialArgs` fragments merged into one call.
 //! Through the real transport against a local server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -95,4 +96,38 @@ async fn signatures_on_parts_without_text_are_kept_and_replayed_in_place() {
             {"role": "user", "parts": [{"text": "Thanks."}]},
         ])
     );
+}
+
+#[tokio::test]
+async fn a_call_streamed_as_partial_args_fragments_is_one_call() {
+    // Written by hand from Google's documented streamed function-call
+    // arguments (`partialArgs` with `jsonPath` and a typed value,
+    // `willContinue` until the last fragment); no public recording of it
+    // was found in time.
+    let body = data_events(&[
+        chunk(json!([{"functionCall": {"name": "weather", "willContinue": true}}]), None),
+        chunk(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.city", "stringValue": "Par",
+                    "willContinue": true}], "willContinue": true}}]),
+            None,
+        ),
+        chunk(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.city", "stringValue": "is"},
+                    {"jsonPath": "$.days", "numberValue": 3}], "willContinue": true}}]),
+            None,
+        ),
+        chunk(json!([{"functionCall": {}}]), Some("STOP")),
+    ]);
+    let server = TestServer::start(vec![Canned::sse(body)]).await;
+    let config = ProviderConfig::new("gemini", Api::Gemini, &server.url).with_key(ApiKey::new("k"));
+    let model = HostedModel::new(config, "gemini-3-pro-preview").unwrap();
+    let request =
+        ModelRequest::new(None, vec![Message::user("Weather?")], Vec::new(), GenerationOptions::default());
+    let outcome = stream_once(&model, request).await;
+    let response = outcome.response();
+    assert_eq!(
+        response.content,
+        vec![ResponsePart::tool_call("call_0", "weather", json!({"city": "Paris", "days": 3}))]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
 }

@@ -2,7 +2,8 @@
 //! (`reasoning_text` deltas and reasoning items with `content`, as LM
 //! Studio, OpenRouter and DeepSeek send for open-weight models) decoded,
 //! kept and replayed in a tool loop, and a final `response.output` matched
-//! to the streamed items by id when `output_index` skips numbers. Each
+//! to the streamed items by id when `output_index` skips numbers, and by
+//! `output_index` when the server rotates item ids. Each
 //! through the real transport against a local server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -238,4 +239,66 @@ async fn the_final_output_is_matched_by_item_id_when_output_index_has_a_gap() {
         outcome.events.iter().filter(|e| matches!(e, ModelEvent::ToolCallStart { .. })).collect();
     assert_eq!(starts.len(), 1, "{:?}", outcome.events);
     assert_eq!(response.stop_reason, StopReason::ToolUse);
+}
+
+#[tokio::test]
+async fn the_final_output_is_matched_by_output_index_when_the_server_rotates_item_ids() {
+    // Written by hand from the documented Responses wire format (no public
+    // recording of this shape was found in time): GitHub Copilot gives an
+    // item other ids in `output_item.done` and `response.completed` than in
+    // `output_item.added`, and OpenRouter gives the final reasoning item a
+    // new id. The items are still the ones at the same `output_index`.
+    let reasoning = |id: &str| {
+        json!({"id": id, "type": "reasoning", "encrypted_content": "enc",
+               "summary": [{"type": "summary_text", "text": "Thinking."}]})
+    };
+    let message = |id: &str| {
+        json!({"id": id, "type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": "Hello"}]})
+    };
+    let body = named_events(&[
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_r"}}),
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+               "item": {"id": "rs_a", "type": "reasoning", "summary": []}}),
+        json!({"type": "response.reasoning_summary_text.delta", "sequence_number": 2, "item_id": "rs_a",
+               "output_index": 0, "summary_index": 0, "delta": "Thinking."}),
+        json!({"type": "response.output_item.done", "sequence_number": 3, "output_index": 0,
+               "item": reasoning("rs_b")}),
+        json!({"type": "response.output_item.added", "sequence_number": 4, "output_index": 1,
+               "item": {"id": "msg_a", "type": "message", "role": "assistant", "content": []}}),
+        json!({"type": "response.output_text.delta", "sequence_number": 5, "item_id": "msg_a",
+               "output_index": 1, "content_index": 0, "delta": "Hello"}),
+        json!({"type": "response.output_item.done", "sequence_number": 6, "output_index": 1,
+               "item": message("msg_b")}),
+        completed(json!([reasoning("rs_c"), message("msg_c")])),
+    ]);
+    let server = TestServer::start(vec![Canned::sse(body)]).await;
+    let request =
+        ModelRequest::new(None, vec![Message::user("hi")], Vec::new(), GenerationOptions::default());
+    let outcome = stream_once(&model(&server), request).await;
+    assert_eq!(outcome.text(), "Hello", "the answer streams once");
+    assert_eq!(outcome.reasoning(), "Thinking.", "the reasoning streams once");
+    let content = &outcome.response().content;
+    assert_eq!(content.len(), 2, "one reasoning part and one answer, to be sent back once: {content:?}");
+    assert_eq!(content[1], ResponsePart::text("Hello"));
+}
+
+#[tokio::test]
+async fn an_insufficient_quota_error_in_the_stream_is_a_quota_error() {
+    // Written by hand from the documented Responses `error` event (type,
+    // code, message, param, sequence_number) with OpenAI's quota code; no
+    // public recording of it was found in time.
+    let body = named_events(&[
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_q"}}),
+        json!({"type": "error", "sequence_number": 1, "code": "insufficient_quota", "param": null,
+               "message": "You exceeded your current quota, please check your plan and billing details."}),
+    ]);
+    let server = TestServer::start(vec![Canned::sse(body)]).await;
+    let request =
+        ModelRequest::new(None, vec![Message::user("hi")], Vec::new(), GenerationOptions::default());
+    let outcome = stream_once(&model(&server), request).await;
+    let error = outcome.error();
+    assert_eq!(error.class(), "quota", "{error}");
+    assert!(error.to_string().contains("exceeded your current quota"), "{error}");
+    assert_eq!(server.requests().len(), 1, "a used-up quota is not retried");
 }

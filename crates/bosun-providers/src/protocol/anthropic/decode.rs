@@ -41,6 +41,9 @@ pub(super) struct MessagesDecoder {
     earlier: Usage,
     /// From `message_delta`.
     stop_reason: Option<StopReason>,
+    /// The explanation in `message_delta`'s `stop_details` (a refusal's
+    /// category and explanation), shown to the person with the stop.
+    stop_details: Option<String>,
     /// The stop reason was `pause_turn`.
     paused: bool,
     /// Continuations so far.
@@ -74,6 +77,7 @@ impl MessagesDecoder {
             usage: Usage::default(),
             earlier: Usage::default(),
             stop_reason: None,
+            stop_details: None,
             paused: false,
             continued: 0,
             segment: Segment::default(),
@@ -223,6 +227,7 @@ impl MessagesDecoder {
     fn response(&mut self) -> ModelResponse {
         let content = std::mem::take(&mut self.blocks).into_iter().filter_map(part).collect();
         ModelResponse::new(content, self.total_usage(), self.stop_reason.unwrap_or_default())
+            .with_stop_details(self.stop_details.take())
     }
 
     /// Whether the stream reached its end (see the module docs of `mod.rs`).
@@ -274,6 +279,20 @@ fn part(block: Block) -> Option<ResponsePart> {
     }
 }
 
+/// `stop_details` as text for a person: its explanation, after its
+/// category when it names one (`{"type": "refusal", "category": "cyber",
+/// "explanation": "…"}`). `None` when it says neither.
+fn stop_details(details: Option<&Value>) -> Option<String> {
+    let field = |key: &str| {
+        details.and_then(|d| d.get(key)).and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty())
+    };
+    match (field("category"), field("explanation")) {
+        (Some(category), Some(explanation)) => Some(format!("{category}: {explanation}")),
+        (None, Some(text)) | (Some(text), None) => Some(text.to_owned()),
+        (None, None) => None,
+    }
+}
+
 /// The API's stop reasons; ones yet to come count as a natural stop.
 fn stop_reason(reason: &str) -> StopReason {
     match reason {
@@ -307,6 +326,7 @@ impl Decoder for MessagesDecoder {
             "message_delta" => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(stop_reason(reason));
+                    self.stop_details = stop_details(value.pointer("/delta/stop_details"));
                     self.paused = reason == "pause_turn";
                 }
                 self.read_usage(value.get("usage"));

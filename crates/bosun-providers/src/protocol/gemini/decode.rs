@@ -6,6 +6,11 @@
 //! - `{functionCall: {name, args}}` arrives whole, `args` already an object,
 //!   usually without an id: the call gets `call_<n>` (its position), and is
 //!   reported as a start, one fragment holding the whole JSON, and an end.
+//! - A call streamed in fragments (`partialArgs` entries of `jsonPath` and
+//!   a `stringValue`, `numberValue`, `boolValue` or `nullValue`, with
+//!   `willContinue: true` until the last) is merged into one call: the
+//!   first fragment names it, string values at the same path are joined,
+//!   and it ends at the fragment without `willContinue` (or the finish).
 //! - A `thoughtSignature` on a function call is kept in the call's provider
 //!   data as `{"thoughtSignature": …}` tagged `gemini`. A signature on a
 //!   thought part is kept in that `Reasoning` part's provider data; one on a
@@ -66,6 +71,19 @@ pub(super) struct GeminiDecoder {
     usage: Usage,
     reported: Option<Usage>,
     finish: Option<StopReason>,
+    /// A call whose arguments are still streaming as `partialArgs`
+    /// fragments (`willContinue: true`): merged here into one call.
+    pending: Option<Pending>,
+}
+
+/// A call streamed in fragments: its index, id, name, arguments so far and
+/// signature.
+struct Pending {
+    index: u32,
+    id: String,
+    name: String,
+    arguments: Value,
+    signature: Option<String>,
 }
 
 impl GeminiDecoder {
@@ -78,6 +96,7 @@ impl GeminiDecoder {
             usage: Usage::default(),
             reported: None,
             finish: None,
+            pending: None,
         }
     }
 
@@ -91,6 +110,8 @@ impl GeminiDecoder {
                 self.part(part, out);
             }
             if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
+                // A call still marked to continue ends with the response.
+                self.end_pending(out);
                 self.finish = Some(self.stop_reason(reason, candidate)?);
             }
         }
@@ -113,6 +134,10 @@ impl GeminiDecoder {
         let signature = part.get(SIGNATURE).and_then(Value::as_str).filter(|s| !s.is_empty());
         let signed = |sig: &str| ProviderData::new(tag(), json!({SIGNATURE: sig}));
         if let Some(call) = part.get("functionCall") {
+            if self.pending.is_some() || is_fragment(call) {
+                self.fragment(call, signature, out);
+                return;
+            }
             let index = self.calls;
             self.calls += 1;
             let name = call.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -171,6 +196,54 @@ impl GeminiDecoder {
         self.extend(Open::Text, text);
     }
 
+    /// One fragment of a call streamed as `partialArgs`: the first starts
+    /// the call (it names it), each sets or extends one argument at its
+    /// `jsonPath`, and the one without `willContinue: true` ends it. Without
+    /// this each fragment became a call of its own.
+    fn fragment(&mut self, call: &Value, signature: Option<&str>, out: &mut Vec<ModelEvent>) {
+        let pending = match self.pending.as_mut() {
+            Some(pending) => pending,
+            None => {
+                let index = self.calls;
+                self.calls += 1;
+                let id = match call.get("id").and_then(Value::as_str) {
+                    Some(id) if !id.is_empty() => id.to_owned(),
+                    _ => format!("call_{index}"),
+                };
+                let name = call.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                out.push(ModelEvent::ToolCallStart { index, id: id.clone(), name: name.clone() });
+                self.open = Open::None;
+                self.pending.insert(Pending { index, id, name, arguments: json!({}), signature: None })
+            }
+        };
+        if let Some(sig) = signature {
+            pending.signature = Some(sig.to_owned());
+        }
+        if let Some(Value::Object(args)) = call.get("args")
+            && let Value::Object(into) = &mut pending.arguments
+        {
+            into.extend(args.clone());
+        }
+        for partial in call.get("partialArgs").and_then(Value::as_array).into_iter().flatten() {
+            merge_partial(&mut pending.arguments, partial);
+        }
+        if call.get("willContinue").and_then(Value::as_bool) != Some(true) {
+            self.end_pending(out);
+        }
+    }
+
+    /// Ends the call streaming in fragments, if one is.
+    fn end_pending(&mut self, out: &mut Vec<ModelEvent>) {
+        let Some(Pending { index, id, name, arguments, signature }) = self.pending.take() else { return };
+        out.push(ModelEvent::ToolCallArgs { index, fragment: arguments.to_string() });
+        out.push(ModelEvent::ToolCallEnd { index });
+        let mut call = ResponsePart::tool_call(id, name, arguments);
+        if let Some(sig) = signature {
+            call = call.with_provider_data(ProviderData::new(tag(), json!({SIGNATURE: sig})));
+        }
+        self.parts.push(call);
+    }
+
     /// Appends to the open part of `kind`, or starts one.
     fn extend(&mut self, kind: Open, delta: &str) {
         if self.open == kind
@@ -217,6 +290,38 @@ impl GeminiDecoder {
 }
 
 /// Candidate 0 of a response.
+/// Whether a `functionCall` is a fragment of a call streamed in parts.
+fn is_fragment(call: &Value) -> bool {
+    call.get("partialArgs").is_some() || call.get("willContinue").and_then(Value::as_bool) == Some(true)
+}
+
+/// Sets (or, for a string continuing one already there, extends) the
+/// argument at a fragment's `jsonPath` (`$.a.b`; only object keys).
+fn merge_partial(arguments: &mut Value, partial: &Value) {
+    let path = partial.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
+    let keys: Vec<&str> = path.trim_start_matches('$').split('.').filter(|k| !k.is_empty()).collect();
+    let Some((last, parents)) = keys.split_last() else { return };
+    let mut at = arguments;
+    for key in parents {
+        let Value::Object(map) = at else { return };
+        at = map.entry(key.to_string()).or_insert_with(|| json!({}));
+    }
+    let Value::Object(map) = at else { return };
+    let value = if let Some(text) = partial.get("stringValue").and_then(Value::as_str) {
+        match map.get(*last) {
+            Some(Value::String(before)) => Value::String(format!("{before}{text}")),
+            _ => Value::String(text.to_owned()),
+        }
+    } else if let Some(value) = ["numberValue", "boolValue"].iter().find_map(|k| partial.get(*k)) {
+        value.clone()
+    } else if partial.get("nullValue").is_some() {
+        Value::Null
+    } else {
+        return;
+    };
+    map.insert(last.to_string(), value);
+}
+
 fn candidate(value: &Value) -> Option<&Value> {
     let candidates = value.get("candidates")?.as_array()?;
     candidates.iter().find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)

@@ -23,8 +23,10 @@
 //!   and their text is emitted then, so deltas and the final response agree.
 //!   The final `response.output` is matched to the streamed items by item
 //!   id, not by position: a server whose `output_index` skips numbers would
-//!   otherwise have its answer taken for a new item and doubled. Only an
-//!   output item without an id falls back to its position.
+//!   otherwise have its answer taken for a new item and doubled. An output
+//!   item without an id, or whose id never streamed while the item streamed
+//!   at its position has an id the final output does not name (a server
+//!   that rotates ids), falls back to its position.
 //! - `sequence_number`: an event numbered below one already seen is a replay
 //!   and is ignored.
 //! - Endings: `response.incomplete` for `max_output_tokens` ends with
@@ -93,6 +95,17 @@ enum Item {
 }
 
 impl Item {
+    /// Whether the output item JSON `item` is of this item's type.
+    fn is_a(&self, item: &Value) -> bool {
+        let kind = text_of(item, "type");
+        match self {
+            Item::Reasoning { .. } => kind == "reasoning",
+            Item::Message { .. } => kind == "message",
+            Item::Call { .. } => kind == "function_call",
+            Item::Other { .. } => !matches!(kind, "reasoning" | "message" | "function_call"),
+        }
+    }
+
     fn id(&self) -> &str {
         match self {
             Item::Reasoning { id, .. }
@@ -363,17 +376,21 @@ impl ResponsesDecoder {
         }
     }
 
-    /// The streamed item a final output item is: the one with its id; for an
-    /// output item without an id, or one whose id never streamed, the one at
-    /// its position that has no id of its own (or this same one).
-    fn matching(&self, position: u64, item: &Value) -> Option<usize> {
+    /// The streamed item a final output item is: the one with its id; else
+    /// the one streamed at its position (its `output_index`) when that one
+    /// has no id of its own or an id the final output does not name, and is
+    /// of the same type. Servers rotate ids (GitHub Copilot; OpenRouter's
+    /// final reasoning item): without this the item would count as new and
+    /// its text be emitted, and sent back, twice.
+    fn matching(&self, position: u64, item: &Value, final_ids: &[&str]) -> Option<usize> {
         let id = text_of(item, "id");
         if let Some(at) = self.position_of_id(id) {
             return Some(at);
         }
         let at = self.position_of_index(position)?;
-        let theirs = self.items.get(at)?.item.id();
-        (id.is_empty() || theirs.is_empty()).then_some(at)
+        let theirs = self.items.get(at)?;
+        let unnamed = theirs.item.id().is_empty() || !final_ids.contains(&theirs.item.id());
+        (id.is_empty() || theirs.item.id().is_empty() || (unnamed && theirs.item.is_a(item))).then_some(at)
     }
 
     /// `response.completed` or a `response.incomplete` that still counts as
@@ -383,8 +400,9 @@ impl ResponsesDecoder {
         // Where the last output item went: an item never streamed goes right
         // after it, so the final order is the output's.
         let mut last: Option<usize> = None;
+        let final_ids: Vec<&str> = output.iter().map(|item| text_of(item, "id")).collect();
         for (position, item) in output.iter().enumerate() {
-            let at = match self.matching(position as u64, item) {
+            let at = match self.matching(position as u64, item, &final_ids) {
                 // Known items only take text that never streamed: their
                 // encrypted reasoning stays the one from `output_item.done`.
                 Some(at) => {
