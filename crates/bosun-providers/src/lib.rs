@@ -8,7 +8,8 @@
 //! wait (first byte, idle stream, whole request, the grace of a finished
 //! stream) and on what a response may hold. Deployments are data
 //! ([`ProviderConfig::preset`]), not code, and so are the models'
-//! windows, output limits and prices ([`ModelTable`], `data/models.json`).
+//! windows, output limits and prices ([`ModelTable`]: `data/models.json`
+//! over the imported `data/models-litellm.json`).
 //!
 //! Not here: reading environment variables or config files (the caller
 //! passes keys in), tools, sessions.

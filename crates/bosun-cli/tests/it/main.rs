@@ -27,6 +27,7 @@ mod models;
 mod notifications;
 mod output_schema;
 mod plan;
+mod prices;
 mod resume_authority;
 mod rewind;
 mod skills;

@@ -41,8 +41,12 @@ pub use cost::{Cost, LongContext, Price, Prices, Pricing};
 
 use crate::config::{Api, ProviderConfig};
 
-/// The table shipped with bosun.
+/// The table shipped with bosun, written by hand from the providers' pages.
 const BUILTIN: &str = include_str!("../../data/models.json");
+
+/// The snapshot of LiteLLM's model database that `scripts/refresh-models`
+/// writes; it fills in models the hand-written table lacks.
+const IMPORTED: &str = include_str!("../../data/models-litellm.json");
 
 /// The table's format this code reads.
 const FORMAT: u32 = 1;
@@ -227,9 +231,37 @@ pub struct ModelTable {
 }
 
 impl ModelTable {
-    /// The table shipped with bosun (`data/models.json`).
+    /// The table shipped with bosun: `data/models.json`, then the entries
+    /// of `data/models-litellm.json` that name no model it has. The
+    /// hand-written entries win because they are read from the providers'
+    /// own pages and carry notes the import cannot.
     pub fn builtin() -> Result<Self, ModelTableError> {
-        Self::parse(BUILTIN)
+        let mut table = Self::parse(BUILTIN)?;
+        table.add_under(Self::parse(IMPORTED)?);
+        Ok(table)
+    }
+
+    /// The imported snapshot alone (for checking it).
+    pub fn imported() -> Result<Self, ModelTableError> {
+        Self::parse(IMPORTED)
+    }
+
+    /// `other`'s entries none of whose names this table has, also once a
+    /// dated snapshot suffix is dropped (so `claude-haiku-4-5-20251001`
+    /// keeps resolving to the hand-written `claude-haiku-4-5`); its provider
+    /// rules are ignored (this table's say how tokens are counted).
+    fn add_under(&mut self, other: Self) {
+        for model in other.models {
+            let known = |name: &str| {
+                self.models
+                    .iter()
+                    .any(|m| m.provider == model.provider && m.names().any(|n| n.eq_ignore_ascii_case(name)))
+            };
+            let taken = model.names().any(|name| known(name) || without_snapshot(name).is_some_and(known));
+            if !taken && self.providers.contains_key(&model.provider) {
+                self.models.push(model);
+            }
+        }
     }
 
     /// A table from its JSON form, every rule checked.
@@ -342,6 +374,9 @@ struct RawTable {
     format: u32,
     #[serde(default, rename = "about")]
     _about: Option<String>,
+    /// Where an imported table came from (name, version, date, licence).
+    #[serde(default, rename = "source")]
+    _source: Option<serde_json::Value>,
     providers: BTreeMap<String, RawProvider>,
     models: Vec<RawModel>,
 }

@@ -320,3 +320,61 @@ fn images_come_from_the_entry_then_the_provider_and_unknown_providers_say_nothin
     let parsed = one_model(&entry).unwrap();
     assert_eq!(parsed.images("openai", parsed.find("openai", "m")), Some(false));
 }
+
+#[test]
+fn the_imported_snapshot_parses_and_every_entry_passes_the_rules() {
+    // `parse` checks each entry against the table's rules and refuses the
+    // whole file on the first broken one.
+    let imported = ModelTable::imported().unwrap();
+    assert!(imported.models().len() > 100, "{} entries", imported.models().len());
+    for model in imported.models() {
+        assert!(ProviderConfig::preset(&model.provider).is_some(), "{} is not a preset", model.provider);
+        assert!(model.sources.iter().any(|s| s.contains("BerriAI/litellm")), "{}", model.id);
+    }
+    // Every imported entry is in the merged table unless a hand-written one
+    // answers for its name.
+    let table = table();
+    for model in imported.models() {
+        assert!(table.find(&model.provider, &model.id).is_some(), "{}/{}", model.provider, model.id);
+    }
+}
+
+#[test]
+fn common_models_and_their_snapshots_resolve_with_a_window_and_prices() {
+    let table = table();
+    for (provider, model) in [
+        ("openai", "gpt-4o"),
+        ("openai", "gpt-4o-2024-08-06"),
+        ("openai-responses", "gpt-4o"),
+        ("openai", "gpt-4o-mini"),
+        ("anthropic", "claude-sonnet-4-5"),
+        ("anthropic", "claude-sonnet-4-5-20250929"),
+        ("gemini", "gemini-2.5-pro"),
+        ("deepseek", "deepseek-chat"),
+        ("mistral", "mistral-large-latest"),
+    ] {
+        let info = table.find(provider, model).unwrap_or_else(|| panic!("{provider}/{model} not found"));
+        assert!(info.context_window.is_some(), "{provider}/{model} has no window");
+        assert!(info.prices.input.is_some() && info.prices.output.is_some(), "{provider}/{model} unpriced");
+    }
+    let gpt4o = table.find("openai", "gpt-4o").unwrap();
+    assert_eq!(gpt4o.context_window, Some(128_000));
+    assert_eq!((gpt4o.prices.input, gpt4o.prices.output), (Some(dollars(2.5)), Some(dollars(10.0))));
+    let sonnet = table.find("anthropic", "claude-sonnet-4-5").unwrap();
+    assert_eq!(sonnet.context_window, Some(200_000));
+    assert_eq!(sonnet.prices.cache_write, Some(dollars(3.75)));
+}
+
+#[test]
+fn hand_written_entries_win_over_the_import_and_its_snapshots() {
+    let table = table();
+    let haiku = table.find("anthropic", "claude-haiku-4-5").unwrap();
+    assert_eq!(haiku.checked.as_deref(), Some("2026-12-02"));
+    assert!(haiku.sources.iter().all(|s| !s.contains("litellm")));
+    // The import's dated entry of a hand-written model is left out, so the
+    // snapshot resolves to the hand-written entry.
+    assert_eq!(
+        table.find("anthropic", "claude-haiku-4-5-20251001").map(|m| m.id.as_str()),
+        Some("claude-haiku-4-5")
+    );
+}
