@@ -258,7 +258,7 @@ pub fn choices(settings: &Settings, env: &Env) -> Vec<String> {
     let has_key = |provider: &str| {
         bosun_providers::key_vars(provider).iter().any(|var| env.get(var).is_some_and(|v| !v.is_empty()))
     };
-    let mut hosted: Vec<String> = bosun_providers::ModelTable::builtin()
+    let mut hosted: Vec<String> = bosun_providers::ModelTable::shared()
         .map(|table| table.models().iter().map(|m| format!("{}/{}", m.provider, m.id)).collect())
         .unwrap_or_default();
     hosted.extend(settings.models.keys().filter(|name| name.contains('/')).cloned());

@@ -190,8 +190,8 @@ pub struct SessionModel {
 
 /// The session model of `settings`, from the table shipped with bosun.
 pub fn session_model(settings: &Settings) -> Result<SessionModel> {
-    let table = ModelTable::builtin().context("bosun's model table is broken")?;
-    Ok(session_model_in(settings, &table))
+    let table = ModelTable::shared().context("bosun's model table is broken")?;
+    Ok(session_model_in(settings, table))
 }
 
 /// The session model of `settings`, from `table`.

@@ -231,6 +231,19 @@ pub struct ModelTable {
 }
 
 impl ModelTable {
+    /// [`ModelTable::builtin`], parsed once per process and shared: a run
+    /// asks for its session model several times (its window, its costing,
+    /// its prices, whether it takes images), and the table with its import
+    /// is over 100 KB of JSON to parse and check.
+    pub fn shared() -> Result<&'static Self, ModelTableError> {
+        static TABLE: std::sync::OnceLock<ModelTable> = std::sync::OnceLock::new();
+        if let Some(table) = TABLE.get() {
+            return Ok(table);
+        }
+        let table = Self::builtin()?;
+        Ok(TABLE.get_or_init(|| table))
+    }
+
     /// The table shipped with bosun: `data/models.json`, then the entries
     /// of `data/models-litellm.json` that name no model it has. The
     /// hand-written entries win because they are read from the providers'
