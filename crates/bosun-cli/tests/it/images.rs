@@ -367,8 +367,7 @@ fn steering_typed_while_a_tool_runs_carries_its_image_to_the_next_request() {
     let tap = Tap::start(mock.url());
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.ws().join("shot.png"), PNG).unwrap();
-    let gate = sandbox.ws().join("gate.fifo");
-    assert!(std::process::Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    let gate = sandbox.fifo("gate.fifo");
     let api = Api::OpenAiChat;
     let mut cmd = sandbox.bosun();
     cmd.env(api.key_var(), "test").args(api.args_at(&tap.url)).args(["--mode", "autonomous"]);

@@ -13,6 +13,7 @@
 //! screen, with a deadline that fails the test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use rustix::termios::LocalModes;
@@ -37,6 +38,18 @@ pub(crate) fn bosun(sandbox: &Sandbox, mock: &Aimock, extra: &[&str]) -> Command
 /// The UI is up and waiting for a message.
 pub(crate) fn wait_ready(pty: &mut Pty) {
     pty.wait_on_screen("message · @path attaches · /help");
+}
+
+/// The conversation in autonomous mode in a workspace holding `gate.fifo`,
+/// with `task` sent: a shell call reading the gate runs until the test
+/// writes it.
+pub(crate) fn gated_task(mock: &Aimock, task: &str) -> (Sandbox, PathBuf, Pty) {
+    let sandbox = task_sandbox();
+    let gate = sandbox.fifo("gate.fifo");
+    let mut pty = Pty::spawn(bosun(&sandbox, mock, &["--mode", "autonomous"]), ROWS, COLS);
+    wait_ready(&mut pty);
+    pty.type_line(task);
+    (sandbox, gate, pty)
 }
 
 /// Ctrl+C twice (the second once the UI says a second one quits), then the
@@ -163,13 +176,7 @@ fn steering_typed_while_a_tool_runs_reaches_the_next_request_after_the_batch() {
     ])) else {
         return;
     };
-    let sandbox = task_sandbox();
-    let gate = sandbox.ws().join("gate.fifo");
-    let made = Command::new("mkfifo").arg(&gate).status().unwrap();
-    assert!(made.success());
-    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &["--mode", "autonomous"]), ROWS, COLS);
-    wait_ready(&mut pty);
-    pty.type_line(task);
+    let (_sandbox, gate, mut pty) = gated_task(&mock, task);
     // Started: the running call shows its clock.
     pty.wait_on_screen(&format!("shell {command} · "));
     pty.type_line(steer);

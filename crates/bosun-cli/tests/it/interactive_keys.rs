@@ -8,11 +8,9 @@
 //! it must, and every wait is on the screen with a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
-
 use serde_json::json;
 
-use crate::interactive::{COLS, ROWS, bosun, messages, quit, requests, text_of, wait_ready};
+use crate::interactive::{COLS, ROWS, bosun, gated_task, messages, quit, requests, text_of, wait_ready};
 use crate::support;
 
 use support::*;
@@ -50,12 +48,7 @@ fn a_shell_calls_output_streams_under_it_and_ctrl_o_pages_the_whole_of_it() {
     ))) else {
         return;
     };
-    let sandbox = task_sandbox();
-    let gate = sandbox.ws().join("gate.fifo");
-    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
-    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &["--mode", "autonomous"]), ROWS, COLS);
-    wait_ready(&mut pty);
-    pty.type_line(task);
+    let (_sandbox, gate, mut pty) = gated_task(&mock, task);
 
     // While it waits on the gate: its newest five lines under it, and how
     // many are above them.
@@ -213,12 +206,7 @@ fn a_queued_follow_up_shows_its_own_words_until_it_is_sent() {
     ])) else {
         return;
     };
-    let sandbox = task_sandbox();
-    let gate = sandbox.ws().join("gate.fifo");
-    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
-    let mut pty = Pty::spawn(bosun(&sandbox, &mock, &["--mode", "autonomous"]), ROWS, COLS);
-    wait_ready(&mut pty);
-    pty.type_line(task);
+    let (_sandbox, gate, mut pty) = gated_task(&mock, task);
     pty.wait_on_screen(&format!("shell {command} · "));
     pty.keys(format!("{follow}\t").as_bytes());
     pty.wait_on_screen(&format!("queued (follow-up): {follow}"));

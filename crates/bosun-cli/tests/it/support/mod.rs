@@ -432,6 +432,15 @@ impl Sandbox {
         pty
     }
 
+    /// A FIFO named `name` in the workspace: a shell command that reads it
+    /// (`read x < gate.fifo`) waits until the test writes it, so a test
+    /// holds a call running without a sleep.
+    pub fn fifo(&self, name: &str) -> PathBuf {
+        let path = self.ws().join(name);
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        path
+    }
+
     /// The workspace's greet.sh.
     pub fn greet(&self) -> String {
         std::fs::read_to_string(self.ws().join("greet.sh")).unwrap()
