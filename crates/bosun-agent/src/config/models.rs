@@ -190,24 +190,38 @@ pub struct SessionModel {
 
 /// The session model of `settings`, from the table shipped with bosun.
 pub fn session_model(settings: &Settings) -> Result<SessionModel> {
+    // A local model's run never reads the table: it costs that run nothing.
+    if hosted_spec(settings).is_none() {
+        return Ok(local_session_model(settings));
+    }
     let table = ModelTable::shared().context("bosun's model table is broken")?;
     Ok(session_model_in(settings, table))
 }
 
+/// `PROVIDER` and `MODEL` of a hosted session model; `None` for the local one.
+fn hosted_spec(settings: &Settings) -> Option<(&str, &str)> {
+    let spec = settings.model.as_deref().unwrap_or_default();
+    spec.split_once('/').filter(|_| !uses_local_model(settings))
+}
+
+/// The local model as a session model: no table entry, no prices, no images.
+fn local_session_model(settings: &Settings) -> SessionModel {
+    SessionModel {
+        name: "local".to_owned(),
+        context_window: settings.context_window,
+        max_input_tokens: None,
+        max_output_tokens: None,
+        costing: Costing::Local,
+        images: Support::No,
+    }
+}
+
 /// The session model of `settings`, from `table`.
 pub fn session_model_in(settings: &Settings, table: &ModelTable) -> SessionModel {
-    let spec = settings.model.as_deref().unwrap_or_default();
-    let split = spec.split_once('/').filter(|_| !uses_local_model(settings));
-    let Some((provider, name)) = split else {
-        return SessionModel {
-            name: "local".to_owned(),
-            context_window: settings.context_window,
-            max_input_tokens: None,
-            max_output_tokens: None,
-            costing: Costing::Local,
-            images: Support::No,
-        };
+    let Some((provider, name)) = hosted_spec(settings) else {
+        return local_session_model(settings);
     };
+    let spec = settings.model.as_deref().unwrap_or_default();
     let overrides: Vec<&ModelOverride> =
         [name, spec].iter().filter_map(|key| settings.models.get(*key)).collect();
     let info = match table.find(provider, name) {
