@@ -110,8 +110,8 @@ pub use permission::{
 };
 pub use replay::{ReplayError, Replayed, replay};
 pub use session::{
-    CompactOutcome, Compaction, OpeningCall, OpeningCalls, Persistence, Session, SessionBuilder,
-    SessionScope, ToolExecution, TurnOptions, TurnOutcome, UserInput,
+    CompactOutcome, Compaction, OpeningCall, OpeningCalls, PROGRESS_INTERVAL, Persistence, Session,
+    SessionBuilder, SessionScope, ToolExecution, TurnOptions, TurnOutcome, UserInput,
 };
 pub use spend::{Spend, Spent};
 pub use tool::{

@@ -219,7 +219,7 @@ where
         let _ = running.waiting().await;
     });
     let events = context.events.clone();
-    let server = Server::new(Parts { config, peer, shared, events, cancel, process, connection });
+    let server = Server::new(Parts { config, peer, shared, events, cancel, process, connection, stray });
     Ok((server, tools))
 }
 

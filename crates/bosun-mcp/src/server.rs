@@ -29,6 +29,7 @@ use crate::error::millis;
 use crate::events::{Events, ServerEvent};
 use crate::process::{Exit, STDERR_DRAIN, ServerProcess, StderrTail};
 use crate::result;
+use crate::stdout::StrayOutput;
 
 /// Longest wait, after the connection dropped mid-call, for the process's
 /// exit status to name in the message.
@@ -65,6 +66,8 @@ pub(crate) struct Parts {
     pub(crate) process: Option<ServerProcess>,
     /// Ends when rmcp's connection task ends.
     pub(crate) connection: JoinHandle<()>,
+    /// What a stdio server printed that rmcp could not take.
+    pub(crate) stray: Option<StrayOutput>,
 }
 
 /// A started server.
@@ -104,11 +107,11 @@ impl Server {
         let exit = parts.process.as_ref().map(ServerProcess::exit_watch);
         let stderr = parts.process.as_ref().map(ServerProcess::stderr);
         let pid = parts.process.as_ref().and_then(ServerProcess::pid);
+        let signs = Signs { exit, stderr: stderr.clone(), stray: parts.stray };
         let monitor = tokio::spawn(watch_until_gone(
             parts.config.name.clone(),
             parts.connection,
-            exit,
-            stderr.clone(),
+            signs,
             Arc::clone(&state_tx),
             Arc::clone(&shutting_down),
             parts.events,
@@ -328,13 +331,12 @@ async fn gone(state: &mut watch::Receiver<State>) {
 async fn watch_until_gone(
     server: String,
     mut connection: JoinHandle<()>,
-    exit: Option<watch::Receiver<Option<Exit>>>,
-    stderr: Option<StderrTail>,
+    signs: Signs,
     state: Arc<watch::Sender<State>>,
     shutting_down: Arc<AtomicBool>,
     events: Events,
 ) {
-    let mut exit = exit;
+    let Signs { mut exit, stderr, stray } = signs;
     let exited = async {
         match exit.as_mut() {
             Some(exit) => match exit.wait_for(Option::is_some).await {
@@ -366,15 +368,23 @@ async fn watch_until_gone(
     if let (Some(_), Some(stderr)) = (status, &stderr) {
         stderr.ended_within(STDERR_DRAIN).await;
     }
-    let why = match status {
-        Some(status) => format!("exited ({status})"),
-        None => "closed the connection".to_owned(),
+    let why = match (stray.as_ref().and_then(StrayOutput::oversized), status) {
+        (Some(oversized), _) => format!("{oversized}, so bosun closed the connection"),
+        (None, Some(status)) => format!("exited ({status})"),
+        (None, None) => "closed the connection".to_owned(),
     };
     let tail = stderr.as_ref().map(StderrTail::text).unwrap_or_default();
     let reason = if tail.is_empty() { why.clone() } else { format!("{why}; its stderr ended with:\n{tail}") };
     tracing::warn!(%server, %reason, "mcp: server gone");
     state.send_replace(State::Gone(why));
     events.emit(ServerEvent::Exited { server, reason });
+}
+
+/// What tells how a stdio server went (all `None` for HTTP).
+struct Signs {
+    exit: Option<watch::Receiver<Option<Exit>>>,
+    stderr: Option<StderrTail>,
+    stray: Option<StrayOutput>,
 }
 
 /// Sends `notifications/cancelled` for a request unless disarmed, also when

@@ -197,7 +197,9 @@ fn launch(entry: &std::path::Path) -> Result<EverythingHttp, String> {
 /// `tools/call`, nothing else. Its tools: `big` (a 10 MB result), `env`
 /// (its environment), `die` (exits 3), `swap` (changes its list: `big`
 /// gone, `env` changed, `fresh` new, then `notifications/tools/list_changed`),
-/// `hold` (never answers), `fail` (a JSON-RPC error), `tree` (a recursive
+/// `hold` (never answers), `fail` (a JSON-RPC error), `flood` (`count`
+/// progress notifications, 200,000 by default, then a result), `huge` (a
+/// result of `mib` MiB on one line, 100 by default), `tree` (a recursive
 /// schema), `point` (a `$ref` to inline). Run it with `python3`.
 pub const PY_PEER: &str = r##"
 import json, os, subprocess, sys
@@ -219,7 +221,7 @@ DEFS = {
     "required": ["p"],
     "definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
 }
-tools = [tool(n) for n in ["big", "env", "die", "swap", "hold", "fail"]] + [tool("tree", RECURSIVE), tool("point", DEFS)]
+tools = [tool(n) for n in ["big", "env", "die", "swap", "hold", "fail", "flood", "huge"]] + [tool("tree", RECURSIVE), tool("point", DEFS)]
 
 def log(text):
     sys.stderr.write(text + "\n")
@@ -264,6 +266,23 @@ for line in sys.stdin:
             result(id, "swapped")
         elif name == "hold":
             log("holding %s" % id)  # and never answers
+        elif name == "flood":
+            token = (params.get("_meta") or {}).get("progressToken")
+            total = (params.get("arguments") or {}).get("count", 200_000)
+            for i in range(1, total + 1):
+                if token is not None:
+                    send({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": i, "total": total}})
+            result(id, "flooded %d" % total)
+        elif name == "huge":
+            size = (params.get("arguments") or {}).get("mib", 100) * 1024 * 1024
+            head = '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "' % json.dumps(id)
+            sys.stdout.write(head)
+            chunk = "x" * (1024 * 1024)
+            for _ in range(size // len(chunk)):
+                sys.stdout.write(chunk)
+            sys.stdout.write('"}]}}\n')
+            sys.stdout.flush()
         elif name == "fail":
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "backend is down"}})
         else:

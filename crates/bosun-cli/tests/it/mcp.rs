@@ -327,6 +327,37 @@ fn python_sandbox(allow_new_tools: bool) -> Sandbox {
 }
 
 #[test]
+fn a_flood_of_mcp_progress_is_a_few_json_events_ending_with_the_newest() {
+    let count = 200_000;
+    let list = call_then_answer("flood", "mcp__py__flood", json!({"count": count}), "flooded", "calm");
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let sandbox = python_sandbox(false);
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--mode", "autonomous", "--json", "flood"]);
+    let started = Instant::now();
+    let out = run(cmd);
+    let elapsed = started.elapsed();
+    out.expect_code(0);
+    let events = json_events(&out.stdout);
+    assert_ended(&events, "completed");
+    let progress = of_type(&events, "tool_progress");
+    // One event per call per interval at most, and the first one at once.
+    let interval = bosun_core::PROGRESS_INTERVAL.as_millis();
+    let bound = usize::try_from(elapsed.as_millis() / interval).unwrap() + 2;
+    assert!(
+        !progress.is_empty() && progress.len() <= bound,
+        "{} progress events for {count} notifications in {elapsed:?}",
+        progress.len()
+    );
+    let last = progress[progress.len() - 1]["message"].as_str().unwrap();
+    assert!(last.ends_with(&format!("{count}/{count}")), "the newest is shown last: {last}");
+    let end = events.iter().position(|e| e["type"] == "tool_end").unwrap();
+    let last_progress = events.iter().rposition(|e| e["type"] == "tool_progress").unwrap();
+    assert!(last_progress < end, "progress comes before the call's end");
+    assert!(out.stdout.len() < 64 * 1024, "{} bytes of JSON", out.stdout.len());
+}
+
+#[test]
 fn a_changed_tool_list_withdraws_and_adds_between_rounds_only_when_allowed() {
     let fresh = "mcp__py__fresh";
     let list = vec![

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::invoke::{Bounds, Runnable, Step, attempt, backoff, wait_before_retry};
 use super::opening::OpeningCall;
+use super::progress::ProgressQueue;
 use super::tools::ResolvedTool;
 use super::turn::{Emitter, TurnState};
 use super::{Session, ToolExecution};
@@ -353,7 +354,8 @@ impl Session {
             return Some(state.cancelled(emitter));
         }
         let bounds = Bounds::of(&self.limits);
-        let (progress_tx, mut progress_rx) = mpsc::channel(256);
+        let (progress_tx, progress_rx) = mpsc::channel(256);
+        let mut progress = ProgressQueue::new(progress_rx);
         let mut running = FuturesUnordered::new();
         for run in runnable {
             let call = &calls[run.index];
@@ -367,7 +369,7 @@ impl Session {
         }
         loop {
             let step = tokio::select! {
-                Some((call_id, message)) = progress_rx.recv() => {
+                Some((call_id, message)) = progress.next() => {
                     let _ = emitter.emit(message.into_event(call_id));
                     continue;
                 }
@@ -376,8 +378,8 @@ impl Session {
             let stopped = match step {
                 None => break,
                 Some(Step::Ended(mut ended)) => {
-                    forward_progress(&mut progress_rx, emitter);
                     let call = &calls[ended.index];
+                    forward_progress(&mut progress, call.id, emitter);
                     match ended.retry(&state.cancel) {
                         Some((run, delay)) => {
                             let next = ended.attempt + 1;
@@ -455,7 +457,8 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Option<TurnErrorKind> {
         let bounds = Bounds::of(&self.limits);
-        let (progress_tx, mut progress_rx) = mpsc::channel(256);
+        let (progress_tx, progress_rx) = mpsc::channel(256);
+        let mut progress = ProgressQueue::new(progress_rx);
         for run in runnable {
             if state.cancel.is_cancelled() {
                 return Some(state.cancelled(emitter));
@@ -468,13 +471,13 @@ impl Session {
             let output = loop {
                 let mut ended = loop {
                     tokio::select! {
-                        Some((call_id, message)) = progress_rx.recv() => {
+                        Some((call_id, message)) = progress.next() => {
                             let _ = emitter.emit(message.into_event(call_id));
                         }
                         ended = &mut work => break ended,
                     }
                 };
-                forward_progress(&mut progress_rx, emitter);
+                forward_progress(&mut progress, call.id, emitter);
                 let Some((run, delay)) = ended.retry(&state.cancel) else { break ended.output };
                 let next = ended.attempt + 1;
                 retrying(emitter, call, next, delay, &ended.output);
@@ -691,10 +694,11 @@ fn retrying(emitter: &mut Emitter<'_>, call: &Call, attempt: u32, delay: Duratio
     let _ = emitter.emit(Event::ToolRetry { call_id: call.id, attempt, delay_ms, error });
 }
 
-/// Emits the progress already queued: a tool's last reports may still be in
-/// the channel when its result arrives, and belong before its end event.
-fn forward_progress(progress: &mut mpsc::Receiver<(CallId, Progress)>, emitter: &mut Emitter<'_>) {
-    while let Ok((call_id, message)) = progress.try_recv() {
+/// Emits what an ended call's progress still holds: its last reports may
+/// still be queued or held back when its result arrives, and belong before
+/// its end event.
+fn forward_progress(progress: &mut ProgressQueue, call: CallId, emitter: &mut Emitter<'_>) {
+    for (call_id, message) in progress.finish(call) {
         let _ = emitter.emit(message.into_event(call_id));
     }
 }

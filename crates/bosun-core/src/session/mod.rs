@@ -14,6 +14,7 @@ mod ids;
 mod opening;
 mod persist;
 mod policy;
+mod progress;
 pub use opening::{OpeningCall, OpeningCalls};
 pub use persist::Persistence;
 mod invoke;
@@ -34,6 +35,7 @@ pub use batch::{NOT_RUN, WITHDRAWN};
 pub use builder::SessionBuilder;
 pub use context::{Estimator, KEEP_UNITS, SHORT_RESULT, SUMMARY_PROMPT, chars_of};
 pub use invoke::CANCELLED;
+pub use progress::PROGRESS_INTERVAL;
 pub use scope::SessionScope;
 
 use crate::authority::AuthoritySnapshot;

@@ -198,6 +198,97 @@ async fn tool_progress_reaches_the_event_stream() -> TestResult {
     Ok(())
 }
 
+/// The `tool_progress` messages of `events`, with the index of each event.
+fn progress_messages(events: &[Event]) -> Vec<(usize, &str)> {
+    events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Event::ToolProgress { message, .. } => Some((i, message.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_progress_flood_is_coalesced_to_a_bounded_rate_per_call_and_ends_with_the_newest() -> TestResult {
+    // Two calls in one batch, each reporting every millisecond for a
+    // second: 2,000 reports.
+    let model = ScriptedModel::new()
+        .reply(Reply::new().tool_call("flood", json!({"n": "a"})).tool_call("flood", json!({"n": "b"})))
+        .answer("done");
+    let flood = FnTool::new("flood", ToolCategory::Read, |arguments, context| {
+        Box::pin(async move {
+            let name = arguments["n"].as_str().unwrap_or_default().to_owned();
+            for i in 1..=1000 {
+                context.progress.report(format!("{name} {i}/1000"));
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            ToolOutput::text("ok")
+        })
+    });
+    let mut session = Session::builder(model).tool(flood).build().await?;
+    let mut events = Vec::new();
+    session.run("go", &mut events).await?;
+    let ends: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| matches!(e, Event::ToolEnd { .. }).then_some(i))
+        .collect();
+    assert_eq!(ends.len(), 2, "{events:?}");
+    let limit = 1000 / bosun_core::PROGRESS_INTERVAL.as_millis() as usize + 2;
+    for name in ["a", "b"] {
+        let shown: Vec<(usize, &str)> =
+            progress_messages(&events).into_iter().filter(|(_, m)| m.starts_with(name)).collect();
+        assert!(
+            (limit - 3..=limit).contains(&shown.len()),
+            "about one report per interval for call {name}, not 1,000: {shown:?}"
+        );
+        let (last_at, last) = shown[shown.len() - 1];
+        assert_eq!(last, format!("{name} 1000/1000"), "the newest report is shown last");
+        assert!(ends.iter().any(|end| *end > last_at), "its last report comes before its end");
+    }
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_report_is_shown_when_its_interval_is_up_while_the_call_runs() -> TestResult {
+    // The call reports twice at once, then waits for the second report to
+    // be shown: only the interval's timer can show it.
+    let (seen_tx, seen_rx) = tokio::sync::watch::channel(false);
+    let model = ScriptedModel::new().tool_call("wait", json!({})).answer("done");
+    let wait = FnTool::new("wait", ToolCategory::Read, move |_, context| {
+        let mut seen = seen_rx.clone();
+        Box::pin(async move {
+            context.progress.report("first");
+            context.progress.report("second");
+            let shown = seen.wait_for(|seen| *seen).await.is_ok();
+            ToolOutput::text(if shown { "shown" } else { "never shown" })
+        })
+    });
+    struct Watching(Vec<Event>, tokio::sync::watch::Sender<bool>);
+    impl bosun_core::event::EventSink for Watching {
+        fn emit(&mut self, event: Event) -> Result<(), bosun_core::event::SinkError> {
+            if matches!(&event, Event::ToolProgress { message, .. } if message == "second") {
+                self.1.send_replace(true);
+            }
+            self.0.push(event);
+            Ok(())
+        }
+    }
+    let mut session = Session::builder(model).tool(wait).build().await?;
+    let mut sink = Watching(Vec::new(), seen_tx);
+    session.run("go", &mut sink).await?;
+    let shown: Vec<&str> = progress_messages(&sink.0).into_iter().map(|(_, m)| m).collect();
+    assert_eq!(shown, ["first", "second"]);
+    let ended = sink.0.iter().find_map(|e| match e {
+        Event::ToolEnd { output, .. } => Some(output.as_str()),
+        _ => None,
+    });
+    assert_eq!(ended, Some("shown"));
+    Ok(())
+}
+
 #[tokio::test]
 async fn tool_output_reaches_the_event_stream_bounded() -> TestResult {
     let model = ScriptedModel::new().tool_call("build", json!({})).answer("built");

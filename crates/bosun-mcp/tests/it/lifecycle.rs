@@ -103,6 +103,31 @@ async fn a_server_dying_mid_call_is_an_error_and_then_unavailable() {
 }
 
 #[tokio::test]
+async fn an_oversized_message_fails_the_call_naming_its_size_and_the_limit() {
+    let workspace = tempfile::tempdir().unwrap();
+    // A long tool timeout: the call must fail because of the message, not
+    // run into the timeout as it did when rmcp dropped the line silently.
+    let config = python(workspace.path(), "py").with_tool_timeout(Duration::from_secs(600));
+    let started = support::start(workspace.path(), vec![config]).await;
+    assert!(started.failures.is_empty(), "{:?}", started.failures);
+    let servers = started.servers;
+    let huge = call(&servers, "mcp__py__huge", json!({"mib": 100})).await;
+    assert!(huge.is_error);
+    assert_eq!(
+        text(&huge),
+        "MCP server `py` sent a message of 100.0 MiB on stdout, over the limit of 16 MiB for one message, \
+         so bosun closed the connection during the call of `huge`"
+    );
+    let later = call(&servers, "mcp__py__env", json!({})).await;
+    assert!(
+        text(&later).starts_with("MCP server `py` is unavailable: it sent a message of 100.0 MiB"),
+        "{}",
+        text(&later)
+    );
+    servers.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_second_server_with_the_same_name_is_refused() {
     let workspace = tempfile::tempdir().unwrap();
     let configs = vec![python(workspace.path(), "py"), python(workspace.path(), "py")];

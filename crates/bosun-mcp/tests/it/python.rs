@@ -46,7 +46,8 @@ async fn a_recursive_schema_rejects_that_tool_only_and_refs_are_inlined() {
     assert!(reason.contains("`#/$defs/node` is recursive"), "{reason}");
     let servers = started.servers;
     let names: Vec<String> = servers.tools().iter().map(|t| t.definition().name.clone()).collect();
-    let expected = ["big", "die", "env", "fail", "hold", "point", "swap"].map(|n| format!("mcp__py__{n}"));
+    let expected = ["big", "die", "env", "fail", "flood", "hold", "huge", "point", "swap"]
+        .map(|n| format!("mcp__py__{n}"));
     assert_eq!(names, expected);
 
     let point = tool(&servers, "mcp__py__point");
