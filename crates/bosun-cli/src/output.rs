@@ -296,13 +296,13 @@ impl EventSink for HumanSink {
                 self.end_reasoning();
                 eprintln!("{}", palette.red(&format!("error: {}", sanitize::block(&message))));
             }
-            Event::Compacted { tier, before, after, .. } => {
+            Event::Compacted { tier, before, after, cached_prefix, .. } => {
                 let how = match tier {
                     1 => "old tool results shortened",
                     2 => "older work summarized",
                     _ => "older messages left out",
                 };
-                self.note(&palette.dim(&format!("  context compacted ({how}): ~{before} → ~{after} tokens")));
+                self.note(&palette.dim(&format!("  context compacted ({how}): ~{before} → ~{after} tokens; the prompt cache keeps the first ~{cached_prefix}")));
             }
             Event::ToolsChanged { withdrawn, restored, added, notices } => {
                 for notice in &notices {

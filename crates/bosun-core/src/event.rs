@@ -212,6 +212,11 @@ pub enum Event {
         before: u64,
         /// Estimated prompt tokens after.
         after: u64,
+        /// Estimated prompt tokens at the front of the request that did not
+        /// change (system prompt, tools, history up to the first changed
+        /// message): what a provider's prompt cache still holds. The rest
+        /// is sent, and billed, as new on the next round.
+        cached_prefix: u64,
         /// What the summary request used (zero for tiers 1 and 3).
         usage: Usage,
     },
@@ -575,8 +580,14 @@ mod wire_tag_freeze {
                 json!({"type": "tools_changed", "withdrawn": ["mcp__a__x"], "added": ["mcp__a__y"]}),
             ),
             (
-                Event::Compacted { tier: 2, before: 900, after: 300, usage: Usage::new(5, 6) },
-                json!({"type": "compacted", "tier": 2, "before": 900, "after": 300, "usage":
+                Event::Compacted {
+                    tier: 2,
+                    before: 900,
+                    after: 300,
+                    cached_prefix: 120,
+                    usage: Usage::new(5, 6),
+                },
+                json!({"type": "compacted", "tier": 2, "before": 900, "after": 300, "cached_prefix": 120, "usage":
                     {"input": 5, "output": 6, "cache_read": 0, "cache_write": 0, "reasoning": 0}}),
             ),
             (

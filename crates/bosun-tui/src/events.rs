@@ -155,13 +155,13 @@ impl App {
                     .collect();
                 self.push_lines(shown);
             }
-            Event::Compacted { tier, before, after, .. } => {
+            Event::Compacted { tier, before, after, cached_prefix, .. } => {
                 let how = match tier {
                     1 => "old tool results shortened",
                     2 => "older work summarized",
                     _ => "older messages left out",
                 };
-                self.note(format!("  context compacted ({how}): ~{before} → ~{after} tokens"));
+                self.note(format!("  context compacted ({how}): ~{before} → ~{after} tokens; the prompt cache keeps the first ~{cached_prefix}"));
             }
             Event::ToolsChanged { withdrawn, restored, added, notices } => {
                 for notice in &notices {

@@ -226,6 +226,16 @@ impl Session {
         Ok(Some(CompactOutcome { before, after, spent: Spent::priced(usage, self.pricing.as_deref()) }))
     }
 
+    /// Estimated tokens at the front of the request that stay the same when
+    /// `next` replaces the compaction in force: the prompt cache's share
+    /// that survives it.
+    fn unchanged_prefix(&self, repeats: &Repeats, next: &Compaction) -> u64 {
+        let now = self.request_messages(repeats, self.context.compaction());
+        let then = self.request_messages(repeats, next);
+        let same = now.iter().zip(then.iter()).take_while(|(a, b)| a == b).count();
+        self.context.estimate(self.request_chars(repeats, &now[..same]))
+    }
+
     /// Journals `next`, then sends it from now on; the estimate after.
     async fn apply(
         &mut self,
@@ -237,11 +247,12 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Result<u64, TurnErrorKind> {
         let after = self.estimate_with(repeats, &next).await;
+        let cached_prefix = self.unchanged_prefix(repeats, &next);
         let cost_micros =
             Spent::priced(usage, self.pricing.as_deref()).cost_micros.filter(|_| !usage.is_zero());
         self.record(JournalRecord::Compacted { tier, compaction: next.clone(), usage, cost_micros }).await?;
         self.context.compacted(next);
-        emitter.emit(Event::Compacted { tier, before, after, usage })?;
+        emitter.emit(Event::Compacted { tier, before, after, cached_prefix, usage })?;
         Ok(after)
     }
 

@@ -54,6 +54,16 @@ async fn past_the_threshold_old_results_are_shortened_and_later_rounds_send_the_
     let mut events = Vec::new();
     session.run("read them all", &mut events).await?;
     assert_eq!(tiers(&events), [1], "shortening was enough");
+    // The oldest result is the first shortened: the prompt cache keeps the
+    // task and the first call before it, a few tokens, not a result's 1,000.
+    let cached: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Compacted { cached_prefix, .. } => Some(*cached_prefix),
+            _ => None,
+        })
+        .collect();
+    assert!(cached.len() == 1 && cached[0] > 0 && cached[0] < 100, "{cached:?}");
     let requests = model.requests();
     // Round 9 is the first over 8,000 estimated tokens (8 results).
     let first =

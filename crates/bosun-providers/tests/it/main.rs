@@ -17,6 +17,7 @@ mod chat_shapes;
 mod faults;
 mod gemini;
 mod gemini_shapes;
+mod named_models;
 mod recordings;
 mod responses;
 mod responses_shapes;
