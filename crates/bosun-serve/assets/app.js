@@ -231,15 +231,8 @@ function newView(id) {
     text: null,
     reasoning: null,
     calls: new Map(),
-    promptsShown: 0,
-    serverPrompts: false,
   };
 }
-
-// Prompts sent from this page, per session, with the last event id seen
-// when each was sent: events carry no prompt text, so a replay puts each
-// back before the first event after it.
-const sentPrompts = new Map();
 
 function select(id) {
   if (selected && selected.id === id) return;
@@ -266,20 +259,6 @@ function append(view, node) {
   const stick = atBottom();
   (view.turn || conversation()).append(node);
   if (stick) conversation().scrollTop = conversation().scrollHeight;
-}
-
-function placePrompts(view, beforeId) {
-  if (view.serverPrompts) return;
-  const list = sentPrompts.get(view.id) || [];
-  for (; view.promptsShown < list.length; view.promptsShown += 1) {
-    const prompt = list[view.promptsShown];
-    if (prompt.after >= beforeId) return;
-    view.text = null;
-    const node = el('div', 'user-text', prompt.text);
-    node.dataset.kind = prompt.kind;
-    prompt.node = node;
-    append(view, node);
-  }
 }
 
 function startTurn(view, event) {
@@ -398,13 +377,19 @@ function dollars(micros) {
 // One event of the selected session, in order.
 function render(view, event) {
   switch (event.type) {
-    case 'user_message':
-    case 'user_prompt': {
-      view.serverPrompts = true;
+    case 'user_message': {
+      // The person's text: a task, a follow-up (queued while a turn runs)
+      // or a steer.
       view.text = null;
-      append(view, el('div', 'user-text', event.text ?? ''));
+      view.reasoning = null;
+      const node = el('div', 'user-text', event.text ?? '');
+      node.dataset.kind = event.kind || 'task';
+      append(view, node);
       break;
     }
+    case 'init':
+      note(view, `Session on ${event.model}, ${event.mode} mode, sandbox ${event.sandbox ?? 'off'}, in ${event.workspace}`);
+      break;
     case 'turn_start':
       startTurn(view, event);
       view.running = true;
@@ -553,7 +538,6 @@ async function follow(view) {
         } catch (_) {
           return;
         }
-        placePrompts(view, id ?? Infinity);
         render(view, event);
       });
     } catch (error) {
@@ -609,30 +593,12 @@ async function post(what, label) {
     return;
   }
   if (!text) return;
-  const view = selected;
-  // Shown at once, before the events the message starts (which may arrive
-  // before the answer to this request), and taken back if it fails.
-  const list = sentPrompts.get(view.id) || [];
-  const prompt = { text, kind: what === 'steer' ? 'steer' : 'task', after: view.lastId };
-  list.push(prompt);
-  sentPrompts.set(view.id, list);
-  placePrompts(view, Infinity);
-  $('task').value = '';
+  // The text shows when its `user_message` event comes back.
   try {
-    const answer = await api('POST', `${sessionPath(view.id)}/${what}`, { text });
-    if (answer && answer.queued) {
-      prompt.kind = 'follow-up';
-      if (prompt.node) prompt.node.dataset.kind = 'follow-up';
-      say('Queued: it runs when this turn ends.');
-    }
+    const answer = await api('POST', `${sessionPath(selected.id)}/${what}`, { text });
+    if ($('task').value.trim() === text) $('task').value = '';
+    if (answer && answer.queued) say('Queued: it runs when this turn ends.');
   } catch (error) {
-    const at = list.indexOf(prompt);
-    list.splice(at, 1);
-    if (prompt.node) {
-      prompt.node.remove();
-      if (selected === view && at < view.promptsShown) view.promptsShown -= 1;
-    }
-    if (!$('task').value) $('task').value = text;
     say(error.status === 409 ? 'No turn is running.' : `${label} failed: ${error.message}`);
   }
 }
@@ -683,6 +649,9 @@ function approvalCard(approval) {
   where.addEventListener('click', () => select(approval.session_id));
   li.append(el('div', 'approval-tool', approval.tool), where);
   if (approval.reason) li.append(el('div', 'approval-reason', approval.reason));
+  if (approval.protected) {
+    li.append(el('div', 'approval-reason muted', 'A protected path: "Allow for session" allows this exact call only.'));
+  }
   li.append(argumentsBlock(approval.tool, approval.arguments));
   const reason = el('input', 'deny-reason');
   reason.placeholder = 'why (for Deny, optional)';
