@@ -84,11 +84,30 @@ pub enum Command {
     /// Configure MCP servers (in your own config) and see their tools.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Serve many sessions over HTTP: a REST API, their events as
+    /// Server-Sent Events, approvals answered over HTTP, and a page to watch
+    /// and steer them (docs/serve.md).
+    Serve(ServeArgs),
     /// Print shell completions.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `bosun serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on (loopback unless --allow-remote).
+    #[arg(long, value_name = "ADDR", default_value = bosun_serve::DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Allow an address other than loopback: anyone who reaches it and has
+    /// the token runs agents on this machine.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// An origin whose pages may call the API (repeatable; none: no CORS).
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
 }
 
 /// `bosun mcp`.
@@ -438,6 +457,7 @@ impl Command {
             Self::Untrust { .. } => "untrust",
             Self::Models(_) => "models",
             Self::Mcp(_) => "mcp",
+            Self::Serve(_) => "serve",
             Self::Completions { .. } => "completions",
         }
     }

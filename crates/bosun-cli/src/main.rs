@@ -17,6 +17,7 @@ mod picker;
 mod rewind;
 mod sampling;
 mod sanitize;
+mod serve;
 mod sessions;
 
 use std::process::ExitCode;
@@ -151,6 +152,7 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             Ok(Outcome::Success)
         }
         Command::Mcp(command) => mcp::run(dir, profile, command, env).await.map(|()| Outcome::Success),
+        Command::Serve(args) => serve::run(dir, profile, args, env, palettes.stderr).await,
         Command::Completions { shell } => {
             // Into a buffer: `generate` panics when stdout's reader is gone.
             let mut script = Vec::new();

@@ -12,6 +12,7 @@
 mod artifacts;
 mod branches;
 mod error;
+mod events;
 mod export;
 mod files;
 mod import;
@@ -27,6 +28,7 @@ mod store;
 pub use artifacts::StoreArtifacts;
 pub use branches::TurnStart;
 pub use error::StoreError;
+pub use events::StoredEvent;
 pub use export::EXPORT_VERSION;
 pub use files::{
     After, Before, FileChange, KeepBounds, ManifestEntry, NewChange, NotKept, Offered, TurnBudget, blob_hash,

@@ -132,6 +132,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 9: the reasoning effort the session's model ran at, as the user set
     // it (`low`, `medium`, `high`, `off`; NULL: the model's default).
     "ALTER TABLE sessions ADD COLUMN effort TEXT;",
+    // 10: the events a served session emitted, in the JSON form of `exec
+    // --json`, numbered from 1 per session: what a client that reconnects
+    // with `Last-Event-ID` missed (`bosun serve`).
+    "CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;",
 ];
 
 /// The newest version this build writes.

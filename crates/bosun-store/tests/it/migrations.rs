@@ -149,6 +149,13 @@ const RELEASED: &[&str] = &[
     CREATE INDEX workspace_files_by_blob ON workspace_files(hash);",
     // 9: the reasoning effort the session's model ran at.
     "ALTER TABLE sessions ADD COLUMN effort TEXT;",
+    // 10: the events a served session emitted.
+    "CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;",
 ];
 
 /// The tables rows are copied into, parents first.

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bosun_core::{Message, Session, ToolCategory, Usage, WorkspaceIdentity};
-use bosun_store::{ListFilter, Store, StoreError};
+use bosun_store::{ListFilter, Store, StoreError, StoredEvent};
 use bosun_testing::{FnTool, Reply, ScriptedModel};
 use serde_json::json;
 
@@ -441,4 +441,31 @@ async fn a_forged_import_cannot_touch_another_session() {
     // The attacker's session itself imports, whole.
     assert_eq!(store.import(&mut file_of(&valid).as_slice()).unwrap(), attacker);
     assert!(exported(&store, &attacker) == file_of(&valid));
+}
+
+#[tokio::test]
+async fn a_sessions_events_are_numbered_without_gaps_read_after_a_number_and_deleted_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("s.db")).unwrap();
+    let journal = store.new_session();
+    let id = journal.session_id().to_owned();
+    let mut session = builder(model()).journal(journal).build().await.unwrap();
+    session.run("What does a say?", &mut Vec::new()).await.unwrap();
+    assert_eq!(store.last_event(&id).unwrap(), 0);
+    let events: Vec<StoredEvent> = (1..=5).map(|n| StoredEvent::new(n, format!("{{\"n\":{n}}}"))).collect();
+    store.append_events(&id, &events[..3]).unwrap();
+    store.append_events(&id, &events[3..]).unwrap();
+    // A number already stored, or one that skips, is refused: no duplicate, no gap.
+    assert!(store.append_events(&id, &events[4..]).is_err());
+    assert!(store.append_events(&id, &[StoredEvent::new(7, "{}")]).is_err());
+    assert_eq!(store.last_event(&id).unwrap(), 5);
+    let after = store.events_after(&id, 2, 2).unwrap();
+    assert_eq!(after, events[2..4]);
+    assert!(store.events_after(&id, 5, 10).unwrap().is_empty());
+    // Reopened: the same events.
+    let again = Store::open(dir.path().join("s.db")).unwrap();
+    assert_eq!(again.events_after(&id, 0, 10).unwrap(), events);
+    drop(session);
+    store.delete(&id).unwrap();
+    assert!(store.events_after(&id, 0, 10).unwrap().is_empty(), "deleted with the session");
 }

@@ -1,0 +1,120 @@
+//! One session's event stream: each event numbered from 1, kept in memory
+//! while it is recent and in the store for good, and a watch of the newest
+//! number that wakes every reader. A reader asks for what comes after the
+//! last number it saw, so a client that reconnects with `Last-Event-ID`
+//! gets exactly what it missed, from memory or from the store, with no gap
+//! and no duplicate, even after the server restarted.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bosun_store::{Store, StoredEvent};
+use tokio::sync::{mpsc, watch};
+
+/// Recent events kept in memory per session. Older ones are read from the
+/// store; an event leaves memory only once the store has it.
+const RECENT: usize = 1024;
+
+/// Events written to the store in one transaction at most.
+const WRITE_BATCH: usize = 256;
+
+/// Events a reader gets at once.
+pub(crate) const READ_BATCH: usize = 256;
+
+pub(crate) struct EventHub {
+    session: String,
+    store: Store,
+    state: Mutex<State>,
+    /// The number of the newest event.
+    newest: watch::Sender<u64>,
+    /// The number of the newest event the store has.
+    stored: Arc<AtomicU64>,
+    to_store: mpsc::UnboundedSender<StoredEvent>,
+}
+
+struct State {
+    next: u64,
+    recent: VecDeque<StoredEvent>,
+}
+
+impl EventHub {
+    /// The stream of `session`, continuing after the events the store has.
+    pub(crate) fn open(session: &str, store: Store) -> Result<Arc<Self>, bosun_store::StoreError> {
+        let last = store.last_event(session)?;
+        let (to_store, queued) = mpsc::unbounded_channel();
+        let stored = Arc::new(AtomicU64::new(last));
+        tokio::spawn(write_to_store(session.to_owned(), store.clone(), queued, Arc::clone(&stored)));
+        let (newest, _) = watch::channel(last);
+        Ok(Arc::new(Self {
+            session: session.to_owned(),
+            store,
+            state: Mutex::new(State { next: last + 1, recent: VecDeque::with_capacity(RECENT) }),
+            newest,
+            stored,
+            to_store,
+        }))
+    }
+
+    /// Numbers and publishes one event (its JSON).
+    pub(crate) fn publish(&self, event: &serde_json::Value) {
+        let seq = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let seq = state.next;
+            state.next += 1;
+            let stored_event = StoredEvent::new(seq, event.to_string());
+            // The writer is gone only when the runtime shuts down.
+            let _ = self.to_store.send(stored_event.clone());
+            state.recent.push_back(stored_event);
+            let stored = self.stored.load(Ordering::SeqCst);
+            while state.recent.len() > RECENT && state.recent.front().is_some_and(|e| e.seq <= stored) {
+                state.recent.pop_front();
+            }
+            seq
+        };
+        self.newest.send_replace(seq);
+    }
+
+    /// A watch of the newest event's number.
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.newest.subscribe()
+    }
+
+    /// Up to [`READ_BATCH`] events after number `after`, in order: from
+    /// memory when it still holds the next one, else from the store.
+    pub(crate) async fn after(&self, after: u64) -> Result<Vec<StoredEvent>, bosun_store::StoreError> {
+        {
+            let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let in_memory = state.recent.front().is_some_and(|first| first.seq <= after + 1);
+            if in_memory || after + 1 >= state.next {
+                return Ok(state.recent.iter().filter(|e| e.seq > after).take(READ_BATCH).cloned().collect());
+            }
+        }
+        let (store, session) = (self.store.clone(), self.session.clone());
+        tokio::task::spawn_blocking(move || store.events_after(&session, after, READ_BATCH))
+            .await
+            .map_err(|e| bosun_store::StoreError::Invalid(format!("reading events: {e}")))?
+    }
+}
+
+/// Writes published events to the store in order, a batch at a time.
+async fn write_to_store(
+    session: String,
+    store: Store,
+    mut queued: mpsc::UnboundedReceiver<StoredEvent>,
+    stored: Arc<AtomicU64>,
+) {
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    while queued.recv_many(&mut batch, WRITE_BATCH).await > 0 {
+        let events = std::mem::take(&mut batch);
+        let last = events.last().map(|e| e.seq);
+        let (store, session) = (store.clone(), session.clone());
+        let written = tokio::task::spawn_blocking(move || store.append_events(&session, &events)).await;
+        match (written, last) {
+            (Ok(Ok(())), Some(last)) => stored.store(last, Ordering::SeqCst),
+            (Ok(Err(error)), _) => tracing::error!(%error, "serve: events not stored; they stay in memory"),
+            (Err(error), _) => tracing::error!(%error, "serve: the event writer failed"),
+            (Ok(Ok(())), None) => {}
+        }
+    }
+}
