@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 /// The longest any one wait lasts: a hang guard, far above what each takes.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// aimock's answer to the first task.
-const ANSWER: &str = "Hello from aimock, through the page.";
+/// aimock's answer to the first task: markup in it is text, not markup.
+const ANSWER: &str = "Hello from aimock, through the page: <b>not bold</b>.";
 /// aimock's answer once the file is written.
 const WROTE: &str = "Wrote notes.txt as asked.";
 /// What the approved `write_file` call writes.
@@ -69,6 +69,7 @@ async fn drive(page: &Page<'_>, serve: &Serve, dirs: &Dirs) {
     // 1. The page loads with the token from the address, takes it off the
     //    address bar, and lists the (no) sessions.
     page.client.goto(&serve.url).await.unwrap();
+    page.watch_errors().await;
     page.wait_for("the sessions list", "body[data-loaded] #no-sessions").await;
     let address = page.client.current_url().await.unwrap();
     assert!(!address.as_str().contains("token"), "the token stays in the address bar: {address}");
@@ -85,6 +86,8 @@ async fn drive(page: &Page<'_>, serve: &Serve, dirs: &Dirs) {
     page.click("#send").await;
     page.wait_for_text("aimock's answer", ".assistant-text", ANSWER).await;
     page.wait_for("the first turn's end", ".turn-end.outcome-completed").await;
+    let markup = page.client.find_all(Locator::Css("#conversation b")).await.unwrap();
+    assert!(markup.is_empty(), "the model's text became markup");
     page.shoot("02-answered.png").await;
 
     // 3. A task whose tool call asks: the approval shows in the panel and
@@ -103,6 +106,7 @@ async fn drive(page: &Page<'_>, serve: &Serve, dirs: &Dirs) {
     page.wait_for("the approval gone", "#approvals:empty").await;
     assert_eq!(std::fs::read_to_string(dirs.ws().join("notes.txt")).unwrap(), NOTES);
     page.shoot("04-approved.png").await;
+    page.assert_no_errors().await;
 }
 
 // ---------------------------------------------------------------- the page
@@ -119,6 +123,22 @@ impl Page<'_> {
         let path = self.shots.join(name);
         std::fs::write(&path, png).unwrap();
         eprintln!("screenshot: {}", path.display());
+    }
+
+    /// From here on, records the page's script errors and what its
+    /// Content-Security-Policy blocked (an inline style, say).
+    async fn watch_errors(&self) {
+        let script = "window.__seen = [];
+            window.addEventListener('error', (e) => window.__seen.push(`error: ${e.message}`));
+            window.addEventListener('unhandledrejection', (e) => window.__seen.push(`rejection: ${e.reason}`));
+            document.addEventListener('securitypolicyviolation',
+                (e) => window.__seen.push(`blocked by ${e.violatedDirective}: ${e.blockedURI} ${e.sample}`));";
+        self.client.execute(script, Vec::new()).await.unwrap();
+    }
+
+    async fn assert_no_errors(&self) {
+        let seen = self.client.execute("return window.__seen;", Vec::new()).await.unwrap();
+        assert_eq!(seen, json!([]), "the page's errors and blocked content");
     }
 
     async fn fill(&self, css: &str, text: &str) {
