@@ -11,6 +11,7 @@ const TOKEN_KEY = 'bosun-token';
 const SESSION_KEY = 'bosun-session';
 const SESSIONS_EVERY_MS = 2000;
 const APPROVALS_EVERY_MS = 1000;
+const QUIET_MS = 5000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -109,10 +110,13 @@ function looksLikeDiff(text) {
 
 function diffBlock(text) {
   const pre = el('pre', 'diff');
+  let inHunk = false;
   for (const line of text.split('\n')) {
     let kind = 'diff-context';
-    if (line.startsWith('+++') || line.startsWith('---')) kind = 'diff-file';
-    else if (line.startsWith('@@')) kind = 'diff-hunk';
+    if (line.startsWith('@@')) {
+      kind = 'diff-hunk';
+      inHunk = true;
+    } else if (!inHunk && (line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff '))) kind = 'diff-file';
     else if (line.startsWith('+')) kind = 'diff-add';
     else if (line.startsWith('-')) kind = 'diff-del';
     pre.append(el('span', kind, `${line}\n`));
@@ -147,6 +151,13 @@ async function loadSessions() {
     renderSessions(list);
   }
   document.body.dataset.loaded = 'true';
+  // The events say first when a turn starts or ends; the list says so
+  // too, and is believed once the stream has been quiet a while (a turn
+  // whose end was never streamed, say).
+  const listed = selected && sessions.get(selected.id);
+  if (listed && selected.running !== null && Date.now() - selected.lastEventAt > QUIET_MS) {
+    selected.running = listed.state === 'running';
+  }
   if (!selected) {
     const remembered = sessionStorage.getItem(SESSION_KEY);
     if (remembered && sessions.has(remembered)) select(remembered);
@@ -227,6 +238,7 @@ function newView(id) {
     lastId: 0,
     abort: new AbortController(),
     running: null,
+    lastEventAt: 0,
     turn: null,
     text: null,
     reasoning: null,
@@ -256,9 +268,7 @@ function atBottom() {
 }
 
 function append(view, node) {
-  const stick = atBottom();
   (view.turn || conversation()).append(node);
-  if (stick) conversation().scrollTop = conversation().scrollHeight;
 }
 
 function startTurn(view, event) {
@@ -275,9 +285,7 @@ function appendText(view, text) {
     view.text.append(document.createTextNode(''));
     append(view, view.text);
   }
-  const stick = atBottom();
   view.text.firstChild.appendData(text);
-  if (stick) conversation().scrollTop = conversation().scrollHeight;
 }
 
 function appendReasoning(view, text) {
@@ -528,27 +536,35 @@ async function follow(view) {
         return;
       }
       if (!response.ok || !response.body) throw new ApiError(response.status, 'the event stream failed');
-      wait = 500;
-      await readEvents(response.body, (id, data) => {
-        if (id !== null && id <= view.lastId) return;
-        if (id !== null) view.lastId = id;
-        let event;
-        try {
-          event = JSON.parse(data);
-        } catch (_) {
-          return;
+      await readEvents(response.body, (batch) => {
+        // A stream that brought events and then dropped reconnects at once.
+        wait = 0;
+        // Laid out once per batch: a long history replays in large ones.
+        const stick = atBottom();
+        for (const [id, data] of batch) {
+          if (id !== null && id <= view.lastId) continue;
+          if (id !== null) view.lastId = id;
+          let event;
+          try {
+            event = JSON.parse(data);
+          } catch (_) {
+            continue;
+          }
+          view.lastEventAt = Date.now();
+          render(view, event);
         }
-        render(view, event);
+        if (stick) conversation().scrollTop = conversation().scrollHeight;
       });
     } catch (error) {
       if (signal.aborted) return;
     }
     await sleep(wait);
-    wait = Math.min(wait * 2, 5000);
+    wait = Math.min(Math.max(wait * 2, 500), 5000);
   }
 }
 
-async function readEvents(body, onEvent) {
+// Calls `onBatch` with the [id, data] of the events each read completes.
+async function readEvents(body, onBatch) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let id = null;
@@ -557,13 +573,14 @@ async function readEvents(body, onEvent) {
     const { value, done } = await reader.read();
     if (done) return;
     buffer += value;
+    const batch = [];
     let end;
     while ((end = buffer.indexOf('\n')) >= 0) {
       let line = buffer.slice(0, end);
       buffer = buffer.slice(end + 1);
       if (line.endsWith('\r')) line = line.slice(0, -1);
       if (line === '') {
-        if (data.length) onEvent(id, data.join('\n'));
+        if (data.length) batch.push([id, data.join('\n')]);
         id = null;
         data = [];
         continue;
@@ -576,6 +593,7 @@ async function readEvents(body, onEvent) {
       if (field === 'data') data.push(value);
       else if (field === 'id' && /^\d+$/.test(value)) id = Number(value);
     }
+    if (batch.length) onBatch(batch);
   }
 }
 

@@ -106,6 +106,15 @@ async fn drive(page: &Page<'_>, serve: &Serve, dirs: &Dirs) {
     page.wait_for("the approval gone", "#approvals:empty").await;
     assert_eq!(std::fs::read_to_string(dirs.ws().join("notes.txt")).unwrap(), NOTES);
     page.shoot("04-approved.png").await;
+    // Each event drawn once: two tasks, one call, two turns.
+    page.poll("the second turn's end", || async {
+        page.client.find_all(Locator::Css(".turn-end")).await.unwrap().len() >= 2
+    })
+    .await;
+    for (css, count) in [(".user-text", 2), (".tool-call", 1), (".turn-end", 2)] {
+        let found = page.client.find_all(Locator::Css(css)).await.unwrap().len();
+        assert_eq!(found, count, "{css}");
+    }
     page.assert_no_errors().await;
 }
 
