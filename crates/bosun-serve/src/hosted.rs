@@ -158,6 +158,7 @@ impl Hosted {
         if let Some(agent) = self.agent.lock().await.take() {
             agent.shutdown().await;
         }
+        self.hub.close().await;
     }
 
     /// The turn on `text`, then the follow-ups queued meanwhile.

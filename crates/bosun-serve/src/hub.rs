@@ -30,7 +30,9 @@ pub(crate) struct EventHub {
     newest: watch::Sender<u64>,
     /// The number of the newest event the store has.
     stored: Arc<AtomicU64>,
-    to_store: mpsc::UnboundedSender<StoredEvent>,
+    /// To the writer; taken at [`EventHub::close`].
+    to_store: Mutex<Option<mpsc::UnboundedSender<StoredEvent>>>,
+    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 struct State {
@@ -44,7 +46,8 @@ impl EventHub {
         let last = store.last_event(session)?;
         let (to_store, queued) = mpsc::unbounded_channel();
         let stored = Arc::new(AtomicU64::new(last));
-        tokio::spawn(write_to_store(session.to_owned(), store.clone(), queued, Arc::clone(&stored)));
+        let writer =
+            tokio::spawn(write_to_store(session.to_owned(), store.clone(), queued, Arc::clone(&stored)));
         let (newest, _) = watch::channel(last);
         Ok(Arc::new(Self {
             session: session.to_owned(),
@@ -52,7 +55,8 @@ impl EventHub {
             state: Mutex::new(State { next: last + 1, recent: VecDeque::with_capacity(RECENT) }),
             newest,
             stored,
-            to_store,
+            to_store: Mutex::new(Some(to_store)),
+            writer: Mutex::new(Some(writer)),
         }))
     }
 
@@ -63,8 +67,10 @@ impl EventHub {
             let seq = state.next;
             state.next += 1;
             let stored_event = StoredEvent::new(seq, event.to_string());
-            // The writer is gone only when the runtime shuts down.
-            let _ = self.to_store.send(stored_event.clone());
+            // After `close` (the session stopped) an event stays in memory.
+            if let Some(to_store) = self.to_store.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                let _ = to_store.send(stored_event.clone());
+            }
             state.recent.push_back(stored_event);
             let stored = self.stored.load(Ordering::SeqCst);
             while state.recent.len() > RECENT && state.recent.front().is_some_and(|e| e.seq <= stored) {
@@ -73,6 +79,17 @@ impl EventHub {
             seq
         };
         self.newest.send_replace(seq);
+    }
+
+    /// Waits until the store has every event published so far, and stops
+    /// the writer: a server that stops, or another that opens the session
+    /// next, finds every event in the store.
+    pub(crate) async fn close(&self) {
+        self.to_store.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(writer) = writer {
+            let _ = writer.await;
+        }
     }
 
     /// A watch of the newest event's number.
