@@ -479,7 +479,8 @@ function render(view, event) {
       break;
     }
     case 'error':
-      note(view, `${event.kind ?? 'error'}: ${event.message ?? ''}`, 'error');
+      // A cancelled turn says so in its end.
+      if (event.kind !== 'cancelled') note(view, `${event.kind ?? 'error'}: ${event.message ?? ''}`, 'error');
       break;
     case 'model_retry':
       note(view, `The model is retried (attempt ${event.attempt}): ${event.reason ?? ''}`);

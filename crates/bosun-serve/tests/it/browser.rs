@@ -3,8 +3,10 @@
 //! driven over WebDriver by fantoccini against the real `bosun serve` and
 //! aimock: the page loads with the token from its address, a session made
 //! in its form runs a task sent from its box and streams aimock's answer,
-//! and an approval clicked in its panel lets the tool run. A screenshot of
-//! each state is kept in `target/browser-screenshots/`.
+//! an approval clicked in its panel lets the tool run, and its Steer and
+//! Cancel reach a running turn. A screenshot of each state is kept in
+//! `target/browser-screenshots/`; the page may meet no script error and
+//! nothing its Content-Security-Policy blocks.
 //!
 //! Nothing sleeps to synchronise: every wait polls the page until what it
 //! waits for shows, and fails at a deadline with a screenshot and the page's
@@ -34,99 +36,150 @@ const ANSWER: &str = "Hello from aimock, through the page: <b>not bold</b>.";
 const WROTE: &str = "Wrote notes.txt as asked.";
 /// What the approved `write_file` call writes.
 const NOTES: &str = "written from the page\n";
+/// A steer, and aimock's answer to it.
+const STEER: &str = "also mention the weather";
+const STEERED: &str = "Steered: the weather is fine.";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_streams_a_task_and_runs_a_tool_once_its_approval_is_clicked() {
-    let Some(browser) = Browser::find() else { return };
     // The first task is answered; the second calls write_file (asked in
     // `propose` mode), then answers once its result names the file.
-    let Some(mock) = Aimock::start(&json!({"fixtures": [
+    let fixtures = json!([
         {"match": {"userMessage": "say hello", "turnIndex": 0}, "response": {"content": ANSWER}},
         {"match": {"userMessage": "write the notes", "turnIndex": 1}, "response": {
             "toolCalls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": NOTES}}]}},
         {"match": {"toolResultContains": "notes.txt", "turnIndex": 2}, "response": {"content": WROTE}},
-    ]})) else {
-        return;
-    };
+    ]);
+    with_page(fixtures, async |page, dirs| {
+        // 1. The page loads with the token from the address, takes it off
+        //    the address bar, and lists the (no) sessions.
+        let address = page.client.current_url().await.unwrap();
+        assert!(!address.as_str().contains("token"), "the token stays in the address bar: {address}");
+        page.shoot("01-loaded.png").await;
+
+        // 2. A session made in the form, in `propose` mode; a task sent
+        //    from the box streams aimock's answer.
+        page.new_session(dirs, "propose").await;
+        page.fill("#task", "say hello").await;
+        page.click("#send").await;
+        page.wait_for_text("aimock's answer", ".assistant-text", ANSWER).await;
+        page.wait_for("the first turn's end", ".turn-end.outcome-completed").await;
+        let markup = page.client.find_all(Locator::Css("#conversation b")).await.unwrap();
+        assert!(markup.is_empty(), "the model's text became markup");
+        page.shoot("02-answered.png").await;
+
+        // 3. A task whose tool call asks: the approval shows in the panel
+        //    and on the call's card; "Allow once" lets it run.
+        page.fill("#task", "write the notes").await;
+        page.click("#send").await;
+        page.wait_for("the approval", ".approval button[data-decision=once]").await;
+        page.wait_for("the call awaiting approval", ".tool-call[data-status=awaiting-approval]").await;
+        let asked = page.text(".approval").await;
+        assert!(asked.contains("write_file") && asked.contains("notes.txt"), "the approval shows: {asked}");
+        assert!(!dirs.ws().join("notes.txt").exists(), "the file was written before the approval");
+        page.shoot("03-approval.png").await;
+        page.click(".approval button[data-decision=once]").await;
+        page.wait_for("the call done", ".tool-call[data-status=done]").await;
+        page.wait_for_text("the answer after the call", ".assistant-text", WROTE).await;
+        page.wait_for("the approval gone", "#approvals:empty").await;
+        assert_eq!(std::fs::read_to_string(dirs.ws().join("notes.txt")).unwrap(), NOTES);
+        page.shoot("04-approved.png").await;
+        // Each event drawn once: two tasks, one call, two turns.
+        page.wait_for_count(".turn-end", 2).await;
+        page.assert_counts(&[(".user-text", 2), (".tool-call", 1), (".turn-end", 2)]).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_steers_a_running_turn_and_cancels_one() {
+    // A shell command that waits for the test (it reads a FIFO); the answer
+    // comes only to a request whose last message is the steer.
+    let gated = "read x < gate.fifo; echo released $x";
+    let fixtures = json!([
+        {"match": {"userMessage": "run the gated command", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": gated}}]}},
+        {"match": {"userMessage": STEER, "turnIndex": 1}, "response": {"content": STEERED}},
+        {"match": {"userMessage": "once more", "turnIndex": 2}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": gated}}]}},
+    ]);
+    with_page(fixtures, async |page, dirs| {
+        let gate = dirs.ws().join("gate.fifo");
+        assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+        page.new_session(dirs, "autonomous").await;
+        page.wait_for("Steer and Cancel off while no turn runs", "#steer:disabled + #cancel:disabled").await;
+
+        // A steer typed while the command runs reaches the model after it.
+        page.fill("#task", "run the gated command").await;
+        page.click("#send").await;
+        page.wait_for("the command running", ".tool-call[data-status=running]").await;
+        page.wait_for("Steer on while a turn runs", "#steer:enabled").await;
+        page.fill("#task", STEER).await;
+        page.click("#steer").await;
+        page.wait_for_text("the steer shown", ".user-text[data-kind=steer]", STEER).await;
+        let release = gate.clone();
+        let writer = std::thread::spawn(move || std::fs::write(release, "go\n").unwrap());
+        page.wait_for_text("the steered answer", ".assistant-text", STEERED).await;
+        writer.join().unwrap();
+        page.wait_for("the call done", ".tool-call[data-status=done]").await;
+        page.shoot("05-steered.png").await;
+
+        // Cancel stops a turn whose command waits.
+        page.wait_for("the first turn's end", ".turn-end.outcome-completed").await;
+        page.fill("#task", "once more").await;
+        page.click("#send").await;
+        page.wait_for_count(".tool-call[data-status=running]", 1).await;
+        page.wait_for("Cancel on while a turn runs", "#cancel:enabled").await;
+        page.click("#cancel").await;
+        page.wait_for("the turn cancelled", ".turn-end.outcome-cancelled").await;
+        page.wait_for("Steer and Cancel off again", "#steer:disabled + #cancel:disabled").await;
+        page.shoot("06-cancelled.png").await;
+        page.assert_counts(&[(".user-text", 3), (".tool-call", 2), (".turn-end", 2)]).await;
+    })
+    .await;
+}
+
+/// Starts aimock on `fixtures`, `bosun serve` on it, and a headless
+/// browser on the page (token in its address), waits until the page has
+/// listed the sessions, runs `test`, then checks the page met no script
+/// error and nothing its CSP blocked. Returns early when a skip allows.
+async fn with_page(fixtures: Value, test: impl AsyncFnOnce(&Page, &Dirs)) {
+    let Some(browser) = Browser::find() else { return };
+    let Some(mock) = Aimock::start(&json!({ "fixtures": fixtures })) else { return };
     let dirs = Dirs::new(&mock);
     let serve = Serve::start(&dirs);
-    let shots = screenshots_dir();
     let driver = browser.start_driver();
     let client = browser.connect(&driver, &dirs).await;
-    let page = Page { client: client.clone(), shots: shots.clone(), serve: &serve };
-
-    let run = AssertUnwindSafe(drive(&page, &serve, &dirs)).catch_unwind().await;
+    let page =
+        Page { client: client.clone(), shots: screenshots_dir(), serve: Arc::clone(&serve.process.output) };
+    let run = AssertUnwindSafe(async {
+        page.client.goto(&serve.url).await.unwrap();
+        page.watch_errors().await;
+        page.wait_for("the sessions list", "body[data-loaded] #no-sessions").await;
+        test(&page, &dirs).await;
+        page.assert_no_errors().await;
+    })
+    .catch_unwind()
+    .await;
     // The browser goes whatever happened: chromedriver does not take it
     // down when killed.
     let _ = client.close().await;
     if let Err(panic) = run {
         std::panic::resume_unwind(panic);
     }
-    eprintln!("browser screenshots: {}", shots.display());
-}
-
-async fn drive(page: &Page<'_>, serve: &Serve, dirs: &Dirs) {
-    // 1. The page loads with the token from the address, takes it off the
-    //    address bar, and lists the (no) sessions.
-    page.client.goto(&serve.url).await.unwrap();
-    page.watch_errors().await;
-    page.wait_for("the sessions list", "body[data-loaded] #no-sessions").await;
-    let address = page.client.current_url().await.unwrap();
-    assert!(!address.as_str().contains("token"), "the token stays in the address bar: {address}");
-    page.shoot("01-loaded.png").await;
-
-    // 2. A session made in the form, in `propose` mode; a task sent from
-    //    the box streams aimock's answer.
-    page.fill("#new-workspace", &dirs.ws().display().to_string()).await;
-    page.fill("#new-model", "openai/gpt-test").await;
-    page.client.find(Locator::Css("#new-mode")).await.unwrap().select_by_value("propose").await.unwrap();
-    page.click("#create").await;
-    page.wait_for("the new session, selected", "#sessions .session.selected").await;
-    page.fill("#task", "say hello").await;
-    page.click("#send").await;
-    page.wait_for_text("aimock's answer", ".assistant-text", ANSWER).await;
-    page.wait_for("the first turn's end", ".turn-end.outcome-completed").await;
-    let markup = page.client.find_all(Locator::Css("#conversation b")).await.unwrap();
-    assert!(markup.is_empty(), "the model's text became markup");
-    page.shoot("02-answered.png").await;
-
-    // 3. A task whose tool call asks: the approval shows in the panel and
-    //    on the call's card; "Allow once" lets it run.
-    page.fill("#task", "write the notes").await;
-    page.click("#send").await;
-    page.wait_for("the approval", ".approval button[data-decision=once]").await;
-    page.wait_for("the call awaiting approval", ".tool-call[data-status=awaiting-approval]").await;
-    let asked = page.text(".approval").await;
-    assert!(asked.contains("write_file") && asked.contains("notes.txt"), "the approval shows: {asked}");
-    assert!(!dirs.ws().join("notes.txt").exists(), "the file was written before the approval");
-    page.shoot("03-approval.png").await;
-    page.click(".approval button[data-decision=once]").await;
-    page.wait_for("the call done", ".tool-call[data-status=done]").await;
-    page.wait_for_text("the answer after the call", ".assistant-text", WROTE).await;
-    page.wait_for("the approval gone", "#approvals:empty").await;
-    assert_eq!(std::fs::read_to_string(dirs.ws().join("notes.txt")).unwrap(), NOTES);
-    page.shoot("04-approved.png").await;
-    // Each event drawn once: two tasks, one call, two turns.
-    page.poll("the second turn's end", || async {
-        page.client.find_all(Locator::Css(".turn-end")).await.unwrap().len() >= 2
-    })
-    .await;
-    for (css, count) in [(".user-text", 2), (".tool-call", 1), (".turn-end", 2)] {
-        let found = page.client.find_all(Locator::Css(css)).await.unwrap().len();
-        assert_eq!(found, count, "{css}");
-    }
-    page.assert_no_errors().await;
+    eprintln!("browser screenshots: {}", page.shots.display());
 }
 
 // ---------------------------------------------------------------- the page
 
-struct Page<'a> {
+struct Page {
     client: Client,
     shots: PathBuf,
-    serve: &'a Serve,
+    /// `bosun serve`'s output so far.
+    serve: Arc<Mutex<String>>,
 }
 
-impl Page<'_> {
+impl Page {
     async fn shoot(&self, name: &str) {
         let png = self.client.screenshot().await.unwrap();
         let path = self.shots.join(name);
@@ -148,6 +201,30 @@ impl Page<'_> {
     async fn assert_no_errors(&self) {
         let seen = self.client.execute("return window.__seen;", Vec::new()).await.unwrap();
         assert_eq!(seen, json!([]), "the page's errors and blocked content");
+    }
+
+    /// A session made in the form on the test's workspace and aimock's
+    /// model, in `mode`, and selected.
+    async fn new_session(&self, dirs: &Dirs, mode: &str) {
+        self.fill("#new-workspace", &dirs.ws().display().to_string()).await;
+        self.fill("#new-model", "openai/gpt-test").await;
+        self.client.find(Locator::Css("#new-mode")).await.unwrap().select_by_value(mode).await.unwrap();
+        self.click("#create").await;
+        self.wait_for("the new session, selected", "#sessions .session.selected").await;
+    }
+
+    async fn count(&self, css: &str) -> usize {
+        self.client.find_all(Locator::Css(css)).await.unwrap().len()
+    }
+
+    async fn wait_for_count(&self, css: &str, count: usize) {
+        self.poll(&format!("{count} of {css}"), || async { self.count(css).await >= count }).await;
+    }
+
+    async fn assert_counts(&self, expected: &[(&str, usize)]) {
+        for &(css, count) in expected {
+            assert_eq!(self.count(css).await, count, "how many {css}");
+        }
     }
 
     async fn fill(&self, css: &str, text: &str) {
@@ -196,7 +273,7 @@ impl Page<'_> {
                 let body = self.text("body").await;
                 panic!(
                     "timed out waiting for {what}\nthe page shows:\n{body}\nbosun serve's output:\n{}",
-                    self.serve.output()
+                    self.serve.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -204,10 +281,9 @@ impl Page<'_> {
     }
 }
 
-/// `target/browser-screenshots/`, made afresh.
+/// `target/browser-screenshots/` (each test names its own files).
 fn screenshots_dir() -> PathBuf {
     let dir = target_dir().join("browser-screenshots");
-    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -345,10 +421,6 @@ impl Serve {
         // printed carries none: the caller adds it, as a person would.
         let url = if address.contains('#') { address.to_owned() } else { format!("{address}#token={TOKEN}") };
         Self { process, url }
-    }
-
-    fn output(&self) -> String {
-        self.process.output()
     }
 }
 
