@@ -70,7 +70,7 @@ let stopped = false;
 function refused() {
   stopped = true;
   sessionStorage.removeItem(TOKEN_KEY);
-  say('The server refused the token: open the address `bosun serve` printed (it ends in #token=…).', true);
+  say('The server refused the token: open the address `bosun serve` printed, or add #token=… with yours.', true);
 }
 
 let statusTimer = 0;
@@ -423,7 +423,7 @@ function render(view, event) {
         card.note.textContent = event.reason;
         card.note.hidden = false;
       }
-      loadApprovals().catch(() => {});
+      approvalsSoon();
       break;
     }
     case 'approval_decided': {
@@ -432,7 +432,7 @@ function render(view, event) {
       card.note.textContent = `${String(event.decision || '').replaceAll('_', ' ')}${event.reason ? `: ${event.reason}` : ''}`;
       card.note.hidden = false;
       setStatus(card, denied ? 'denied' : 'approved');
-      loadApprovals().catch(() => {});
+      approvalsSoon();
       break;
     }
     case 'tool_start': {
@@ -657,6 +657,17 @@ async function loadApprovals() {
   $('no-approvals').hidden = approvals.size > 0;
 }
 
+// One refresh for a burst of approval events (a replayed history).
+let approvalsTimer = 0;
+
+function approvalsSoon() {
+  if (approvalsTimer) return;
+  approvalsTimer = setTimeout(() => {
+    approvalsTimer = 0;
+    loadApprovals().catch(() => {});
+  }, 100);
+}
+
 function approvalCard(approval) {
   const li = el('li', 'approval');
   li.dataset.id = approval.id;
@@ -710,7 +721,8 @@ async function every(ms, task) {
       try {
         await task();
       } catch (error) {
-        if (!stopped) say(error.message);
+        if (stopped) return;
+        say(error instanceof ApiError ? error.message : 'bosun serve does not answer; trying again.');
       }
     }
     await sleep(ms);
@@ -718,6 +730,10 @@ async function every(ms, task) {
 }
 
 function start() {
+  // A token typed into the address of an open page changes only its hash.
+  window.addEventListener('hashchange', () => {
+    if (new URLSearchParams(location.hash.slice(1)).get('token')) location.reload();
+  });
   $('new-session').addEventListener('submit', createSession);
   $('composer').addEventListener('submit', send);
   $('steer').addEventListener('click', () => post('steer', 'Steer'));
@@ -728,7 +744,7 @@ function start() {
   $('steer').disabled = true;
   $('cancel').disabled = true;
   if (!token) {
-    say('No token: open the address `bosun serve` printed (it ends in #token=…).', true);
+    say('No token: open the address `bosun serve` printed, or add #token=… with yours.', true);
     return;
   }
   every(SESSIONS_EVERY_MS, loadSessions);

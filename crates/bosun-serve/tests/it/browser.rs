@@ -87,6 +87,12 @@ async fn the_page_streams_a_task_and_runs_a_tool_once_its_approval_is_clicked() 
         // Each event drawn once: two tasks, one call, two turns.
         page.wait_for_count(".turn-end", 2).await;
         page.assert_counts(&[(".user-text", 2), (".tool-call", 1), (".turn-end", 2)]).await;
+
+        // 4. Another token typed into the address: the page takes it, and
+        //    says the server refused it.
+        page.client.goto(&format!("{address}#token=not-the-token")).await.unwrap();
+        page.wait_for_text("the refusal", "#status", "refused the token").await;
+        page.watch_errors().await;
     })
     .await;
 }
