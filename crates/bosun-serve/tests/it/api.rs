@@ -205,3 +205,107 @@ async fn the_openapi_document_names_every_route() {
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object(), "{}", doc["components"]);
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_reaches_the_running_turn_and_a_message_sent_meanwhile_waits_as_a_follow_up() {
+    let list = vec![
+        json!({"match": {"userMessage": "write", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "write_file", "arguments": {"path": "note.txt", "content": "written\n"}}]}}),
+        // The steering message is the newest user message of the next request.
+        json!({"match": {"userMessage": "also say hi", "turnIndex": 1}, "response": {"content": "Written, and hi."}}),
+        json!({"match": {"userMessage": "then stop", "turnIndex": 2}, "response": {"content": "Stopped."}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let id = served.create(&home.workspace("a"), "propose").await;
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/steer"), json!({"text": "x"})).await;
+    assert_eq!(status, 409, "no turn to steer");
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 409, "no turn to cancel");
+
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "write"})).await;
+    served.events_until(&id, None, |e| is(e, "approval_requested")).await;
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/steer"), json!({"text": "also say hi"})).await;
+    assert_eq!(status, 202);
+    let (status, sent) =
+        served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "then stop"})).await;
+    assert_eq!((status, &sent["queued"]), (202, &json!(true)));
+    let approval = served.approvals().await[0]["id"].as_str().unwrap().to_owned();
+    served.post(&format!("/v1/approvals/{approval}"), json!({"decision": "once"})).await;
+
+    // The follow-up runs as its own turn right after, in the same run.
+    let events = served.events_until(&id, None, |e| is(e, "result")).await;
+    let texts: Vec<&Value> =
+        events.iter().filter(|(_, e)| is(e, "text_delta")).map(|(_, e)| &e["text"]).collect();
+    assert_eq!(texts, [&json!("Written, and hi."), &json!("Stopped.")]);
+    let turns = events.iter().filter(|(_, e)| is(e, "turn_end") && e["outcome"] == "completed").count();
+    assert_eq!(turns, 2);
+    assert_eq!(events.last().unwrap().1["answer"], "Stopped.");
+    let asked: Vec<(&Value, &Value)> =
+        events.iter().filter(|(_, e)| is(e, "user_message")).map(|(_, e)| (&e["kind"], &e["text"])).collect();
+    assert_eq!(
+        asked,
+        [
+            (&json!("task"), &json!("write")),
+            (&json!("steer"), &json!("also say hi")),
+            (&json!("follow_up"), &json!("then stop"))
+        ]
+    );
+    let (_, view) = served.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(view["state"], "idle");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_turn_and_withdraws_its_approval() {
+    let Some(mock) = mock(write_then_answer("write", "note.txt", "unreachable")) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let workspace = home.workspace("a");
+    let id = served.create(&workspace, "propose").await;
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "write"})).await;
+    served.events_until(&id, None, |e| is(e, "approval_requested")).await;
+    assert_eq!(served.approvals().await.len(), 1);
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 202);
+    let events = served.events_until(&id, None, |e| is(e, "result")).await;
+    assert_eq!(events.last().unwrap().1["outcome"], "cancelled");
+    assert!(served.approvals().await.is_empty(), "the cancelled turn's approval is gone");
+    assert!(!workspace.join("note.txt").exists());
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_removes_the_session_and_its_events() {
+    let list = vec![json!({"match": {"userMessage": "hello"}, "response": {"content": "Hi."}})];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let id = served.create(&home.workspace("a"), "propose").await;
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "hello"})).await;
+    served.events_until(&id, None, |e| is(e, "result")).await;
+    assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 204);
+    assert_eq!(served.get(&format!("/v1/sessions/{id}")).await.0, 404);
+    assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 404);
+    let store = home.store();
+    assert!(store.show(&id).is_err(), "gone from the store");
+    assert!(store.events_after(&id, 0, 10).unwrap().is_empty());
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_store_never_run_the_same_session_at_once() {
+    let list = vec![json!({"match": {"userMessage": "hello"}, "response": {"content": "Hi."}})];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let first = Served::start(&home).await;
+    let second = Served::start(&home).await;
+    let id = first.create(&home.workspace("a"), "propose").await;
+    let (status, body) = second.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    first.stop().await;
+    let (status, body) = second.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200, "once the first let go: {body}");
+    second.stop().await;
+}
