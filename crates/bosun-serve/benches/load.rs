@@ -65,7 +65,8 @@ fn main() {
 
 async fn run() {
     let sessions: usize = std::env::var("BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
-    let answer = "All tests pass; nothing else to do here. ".repeat(ANSWER_CHARS / 41 + 1)[..ANSWER_CHARS].to_owned();
+    let answer =
+        "All tests pass; nothing else to do here. ".repeat(ANSWER_CHARS / 41 + 1)[..ANSWER_CHARS].to_owned();
     let long = "x".repeat(40 * RECONNECTS);
     let list = vec![
         json!({"match": {"userMessage": "stream"}, "response": {"content": answer}}),
@@ -102,8 +103,11 @@ async fn run() {
     let streamed = started.elapsed();
     let delivered: usize = watching.iter().map(Vec::len).sum();
     for events in &watching {
-        let back: String =
-            events.iter().filter(|(_, e)| is(e, "text_delta")).map(|(_, e)| e["text"].as_str().unwrap()).collect();
+        let back: String = events
+            .iter()
+            .filter(|(_, e)| is(e, "text_delta"))
+            .map(|(_, e)| e["text"].as_str().unwrap())
+            .collect();
         assert_eq!(back, answer, "every session got its whole answer");
     }
     let peak = resident_kib("VmHWM:");
@@ -127,7 +131,8 @@ async fn run() {
 
     // Reconnects over one long stream, read while it runs.
     let id = &ids[sessions - 1];
-    let is_long = |e: &serde_json::Value| is(e, "result") && e["answer"].as_str().is_some_and(|a| a.len() > 1000);
+    let is_long =
+        |e: &serde_json::Value| is(e, "result") && e["answer"].as_str().is_some_and(|a| a.len() > 1000);
     served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "long"})).await;
     let (mut pieces, mut catch_ups, mut after, mut reconnects) = (Vec::new(), Vec::new(), 0, 0);
     while reconnects < RECONNECTS && !pieces.last().is_some_and(|(_, e)| is_long(e)) {
@@ -158,12 +163,19 @@ async fn run() {
     let events_per_second = delivered as f64 / streamed.as_secs_f64();
     println!("bosun-serve load: {sessions} sessions on one server, aimock");
     println!("  created in {:.2} s ({:.1} ms each)", created.as_secs_f64(), ms(created) / sessions as f64);
-    println!("  memory per idle session: {idle_per_session:.0} KiB (resident {} -> {} MiB)", before / 1024, idle / 1024);
+    println!(
+        "  memory per idle session: {idle_per_session:.0} KiB (resident {} -> {} MiB)",
+        before / 1024,
+        idle / 1024
+    );
     println!(
         "  {delivered} events to {sessions} watchers in {:.2} s: {events_per_second:.0} events/s",
         streamed.as_secs_f64()
     );
-    println!("  memory per running session: {running_per_session:.0} KiB (peak resident {} MiB)", peak / 1024);
+    println!(
+        "  memory per running session: {running_per_session:.0} KiB (peak resident {} MiB)",
+        peak / 1024
+    );
     println!(
         "  approval round trip: median {:.1} ms, p95 {:.1} ms ({} trips)",
         ms(percentile(&trips, 0.5)),
