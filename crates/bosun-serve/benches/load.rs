@@ -71,9 +71,10 @@ async fn run() {
     let list = vec![
         json!({"match": {"userMessage": "stream"}, "response": {"content": answer}}),
         json!({"match": {"userMessage": "long"}, "response": {"content": long}}),
-        json!({"match": {"userMessage": "approve", "turnIndex": 0}, "response": {
+        // After the streamed answer: one assistant message before.
+        json!({"match": {"userMessage": "approve", "turnIndex": 1}, "response": {
             "toolCalls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "x"}}]}}),
-        json!({"match": {"userMessage": "approve", "turnIndex": 1}, "response": {"content": "ok"}}),
+        json!({"match": {"userMessage": "approve", "turnIndex": 2}, "response": {"content": "ok"}}),
     ];
     let mock = Aimock::start(&json!({ "fixtures": list })).expect("aimock (scripts/test installs it)");
     let home = Home::new(&mock);
@@ -129,34 +130,38 @@ async fn run() {
     }
     trips.sort();
 
-    // Reconnects over one long stream, read while it runs.
+    // Reconnects: one long stream read in pieces while it runs, then read
+    // again in pieces from the start, pass after pass, each pass checked
+    // against one whole read.
     let id = &ids[sessions - 1];
     let is_long =
         |e: &serde_json::Value| is(e, "result") && e["answer"].as_str().is_some_and(|a| a.len() > 1000);
     served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "long"})).await;
-    let (mut pieces, mut catch_ups, mut after, mut reconnects) = (Vec::new(), Vec::new(), 0, 0);
-    while reconnects < RECONNECTS && !pieces.last().is_some_and(|(_, e)| is_long(e)) {
-        let take = 1 + reconnects % 7;
-        let started = Instant::now();
-        let (mut count, mut first) = (0, None);
-        let got = served
-            .events_until(id, Some(after), |e| {
-                first.get_or_insert_with(|| started.elapsed());
-                count += 1;
-                count == take || is_long(e)
-            })
-            .await;
-        catch_ups.extend(first);
-        after = got.last().unwrap().0;
-        pieces.extend(got);
-        reconnects += 1;
+    let (mut catch_ups, mut reconnects, mut passes, mut whole) = (Vec::new(), 0, 0, Vec::new());
+    while reconnects < RECONNECTS {
+        let (mut pieces, mut after): (Vec<(u64, serde_json::Value)>, u64) = (Vec::new(), 0);
+        while !pieces.last().is_some_and(|(_, e)| is_long(e)) {
+            let take = 1 + reconnects % 7;
+            let started = Instant::now();
+            let (mut count, mut first) = (0, None);
+            let got = served
+                .events_until(id, Some(after), |e| {
+                    first.get_or_insert_with(|| started.elapsed());
+                    count += 1;
+                    count == take || is_long(e)
+                })
+                .await;
+            catch_ups.extend(first);
+            after = got.last().unwrap().0;
+            pieces.extend(got);
+            reconnects += 1;
+        }
+        if whole.is_empty() {
+            whole = served.events_until(id, None, is_long).await;
+        }
+        assert_eq!(pieces, whole, "no event lost or duplicated in pass {passes}");
+        passes += 1;
     }
-    if !pieces.last().is_some_and(|(_, e)| is_long(e)) {
-        pieces.extend(served.events_until(id, Some(after), is_long).await);
-    }
-    let whole = served.events_until(id, None, is_long).await;
-    let from_first = whole.iter().position(|(n, _)| *n == pieces[0].0).unwrap();
-    assert_eq!(pieces, whole[from_first..], "no event lost or duplicated across {reconnects} reconnects");
     catch_ups.sort();
     served.stop().await;
 
@@ -183,8 +188,8 @@ async fn run() {
         trips.len()
     );
     println!(
-        "  {reconnects} reconnects, {} events read in pieces, none lost or duplicated; catch-up median {:.2} ms, p95 {:.2} ms",
-        pieces.len(),
+        "  {reconnects} reconnects over {passes} passes of {} events, none lost or duplicated; catch-up median {:.2} ms, p95 {:.2} ms",
+        whole.len(),
         ms(percentile(&catch_ups, 0.5)),
         ms(percentile(&catch_ups, 0.95))
     );

@@ -156,8 +156,15 @@ async fn host(
     session: bosun_core::Session,
     id: String,
 ) -> Result<Arc<Hosted>, ApiError> {
-    let store = bosun_agent::parts::store(agent.settings(), &state.env)
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+    // The server's own connection when the session's store is the server's
+    // (the usual case): one connection, and one page cache, for every hub.
+    let internal = |e: bosun_agent::Error| ApiError::internal(format!("{e:#}"));
+    let path = bosun_agent::parts::store_path(agent.settings(), &state.env).map_err(internal)?;
+    let store = if path == state.store.path() {
+        state.store.clone()
+    } else {
+        bosun_agent::parts::store(agent.settings(), &state.env).map_err(internal)?
+    };
     let hub = EventHub::open(&id, store).map_err(ApiError::internal)?;
     let workspace = session.authority().workspace.as_ref().map(|w| w.path.clone()).unwrap_or_default();
     hub.publish(&bosun_agent::json_events::init_json(&id, agent.settings(), session.mode(), &workspace));

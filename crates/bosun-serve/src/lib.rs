@@ -33,6 +33,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use bosun_agent::Notices;
 use bosun_core::env::Env;
 use bosun_store::Store;
@@ -204,6 +205,13 @@ impl Server {
                 hosted.cancel();
             }
         };
+        // Events are small writes; without NODELAY each one after the first
+        // can wait for the client's delayed ACK (40 ms on Linux).
+        let listener = listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "serve: TCP_NODELAY not set");
+            }
+        });
         axum::serve(listener, router).with_graceful_shutdown(signal).await?;
         for hosted in self.state.sessions() {
             hosted.shut_down().await;
