@@ -147,6 +147,7 @@ impl Server {
             .route("/v1/sessions/{id}/steer", post(api::steer))
             .route("/v1/sessions/{id}/cancel", post(api::cancel))
             .route("/v1/sessions/{id}/resume", post(api::resume))
+            .route("/v1/sessions/{id}/fork", post(api::fork))
             .route("/v1/sessions/{id}/events", get(api::events))
             .route("/v1/approvals", get(api::list_approvals))
             .route("/v1/approvals/{id}", post(api::answer_approval))

@@ -125,6 +125,13 @@ async fn a_restart_mid_turn_cancels_it_and_the_session_resumes_with_its_events()
     let served = Served::start(&home).await;
     let (status, _) = served.get(&format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 404, "a new server holds no session until asked");
+    let (_, listed) = served.get("/v1/sessions?stored=true").await;
+    let stored = &listed["sessions"][0];
+    assert_eq!(
+        (stored["id"].as_str(), stored["state"].as_str()),
+        (Some(id.as_str()), Some("stored")),
+        "{listed}"
+    );
     let (status, view) = served.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
     assert_eq!(status, 200, "{view}");
     assert_eq!((view["id"].as_str(), view["state"].as_str()), (Some(id.as_str()), Some("idle")));
@@ -196,6 +203,7 @@ async fn the_openapi_document_names_every_route() {
         "/v1/sessions/{id}/steer",
         "/v1/sessions/{id}/cancel",
         "/v1/sessions/{id}/resume",
+        "/v1/sessions/{id}/fork",
         "/v1/sessions/{id}/events",
         "/v1/approvals",
         "/v1/approvals/{id}",
@@ -308,4 +316,39 @@ async fn two_servers_on_one_store_never_run_the_same_session_at_once() {
     let (status, body) = second.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
     assert_eq!(status, 200, "once the first let go: {body}");
     second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_goes_on_from_an_earlier_answer_and_keeps_the_old_branch() {
+    let list = vec![
+        json!({"match": {"userMessage": "first", "turnIndex": 0}, "response": {"content": "One."}}),
+        json!({"match": {"userMessage": "second", "turnIndex": 1}, "response": {"content": "Two."}}),
+        // After the fork at "One.", the request holds one assistant message.
+        json!({"match": {"userMessage": "branch", "turnIndex": 1}, "response": {"content": "From the fork."}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let id = served.create(&home.workspace("a"), "propose").await;
+    for (n, text) in ["first", "second"].iter().enumerate() {
+        served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": text})).await;
+        let mut seen = 0;
+        served
+            .events_until(&id, None, |e| {
+                seen += usize::from(is(e, "result"));
+                seen == n + 1
+            })
+            .await;
+    }
+    let detail = home.store().show(&id).unwrap();
+    let first_answer = detail.history.iter().find(|(_, m)| m.text() == "One.").unwrap().0;
+    let (status, forked) = served.post(&format!("/v1/sessions/{id}/fork"), json!({"at": first_answer})).await;
+    assert_eq!(status, 200, "{forked}");
+    assert_eq!(forked["session"]["id"], id.as_str());
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "branch"})).await;
+    let events = served.events_until(&id, None, |e| is(e, "result") && e["answer"] == "From the fork.").await;
+    assert_eq!(events.last().unwrap().1["outcome"], "completed");
+    let branches = home.store().show(&id).unwrap().branches;
+    assert_eq!(branches.len(), 2, "the old branch stays");
+    served.stop().await;
 }
