@@ -141,7 +141,9 @@ function sessionLabel(session) {
 }
 
 async function loadSessions() {
-  const data = await api('GET', '/v1/sessions');
+  // The store's other sessions too: after a restart the server holds none
+  // until one is resumed, which a click on it does.
+  const data = await api('GET', '/v1/sessions?stored=true');
   const list = (data && data.sessions) || [];
   sessions.clear();
   for (const session of list) sessions.set(session.id, session);
@@ -185,11 +187,22 @@ function renderSessions(list) {
     button.append(el('span', `badge session-state state-${state}`, state));
     button.append(el('span', 'session-detail muted', `${session.model || ''} · ${session.mode || ''}`));
     button.title = `${session.workspace}\n${session.id}`;
-    button.addEventListener('click', () => select(session.id));
+    button.addEventListener('click', () => (session.state === 'stored' ? resume(session.id) : select(session.id)));
     li.append(button);
     ul.append(li);
   }
   $('no-sessions').hidden = list.length > 0;
+}
+
+// Hosts a stored session on this server again, then shows it.
+async function resume(id) {
+  try {
+    await api('POST', `${sessionPath(id)}/resume`, {});
+    await loadSessions();
+    select(id);
+  } catch (error) {
+    say(`Cannot resume the session: ${error.message}`);
+  }
 }
 
 function renderHeader() {
