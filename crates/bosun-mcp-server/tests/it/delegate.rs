@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// The `bosun` binary: `BOSUN_TEST_BIN`, else the one built beside this test.
-fn bosun_bin() -> PathBuf {
+pub fn bosun_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("BOSUN_TEST_BIN") {
         return PathBuf::from(bin);
     }
