@@ -96,6 +96,10 @@ pub enum Command {
         #[arg(long = "allow-root", value_name = "DIR", required = true)]
         allow_roots: Vec<PathBuf>,
     },
+    /// Be an Agent Client Protocol agent over stdio, so an editor (Zed, or
+    /// any ACP client) runs bosun sessions in its project; approvals are
+    /// asked in the editor (docs/editors.md).
+    Acp,
     /// Print shell completions.
     Completions {
         /// The shell.
@@ -467,6 +471,7 @@ impl Command {
             Self::Mcp(_) => "mcp",
             Self::Serve(_) => "serve",
             Self::McpServer { .. } => "mcp-server",
+            Self::Acp => "acp",
             Self::Completions { .. } => "completions",
         }
     }

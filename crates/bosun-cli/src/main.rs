@@ -160,6 +160,13 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             bosun_mcp_server::BosunServer::new(options).serve_stdio().await?;
             Ok(Outcome::Success)
         }
+        Command::Acp => {
+            let mut options = bosun_acp::AcpOptions::new(env.clone());
+            // stdout carries the protocol: notices go to stderr.
+            options.notices = crate::mcp::stderr_notices(palettes.stderr);
+            bosun_acp::serve_stdio(options).await?;
+            Ok(Outcome::Success)
+        }
         Command::Completions { shell } => {
             // Into a buffer: `generate` panics when stdout's reader is gone.
             let mut script = Vec::new();

@@ -1,0 +1,10 @@
+//! The crate's error type.
+
+/// Why `bosun acp` stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcpError {
+    /// The ACP connection (its handshake or transport) failed.
+    #[error("ACP connection: {0}")]
+    Protocol(String),
+}

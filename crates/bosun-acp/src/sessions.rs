@@ -1,0 +1,264 @@
+//! The sessions one connection holds and what each ACP request does to
+//! them: `session/new` and `session/load` build a session through
+//! `bosun-agent` (the same trust gate and sandbox as the CLI's),
+//! `session/prompt` runs a turn under its own cancellation, which
+//! `session/cancel` fires, and `session/set_mode` changes the mode within
+//! the user's own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, EmbeddedResourceResource, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason,
+};
+use bosun_agent::{Agent, StoredSession};
+use bosun_core::{Mode, Session, TurnOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::AcpOptions;
+use crate::approve::EditorApprover;
+use crate::modes;
+use crate::updates::UpdateSink;
+
+/// One session the editor opened.
+struct Hosted {
+    agent: tokio::sync::Mutex<Option<Agent>>,
+    session: tokio::sync::Mutex<Session>,
+    workspace: PathBuf,
+    /// The user's own mode for the workspace: the loosest the editor may set.
+    user_mode: Mode,
+    /// The mode the editor chose, applied before the next turn.
+    mode: Mutex<Mode>,
+    /// The running turn's cancellation, while one runs.
+    running: Mutex<Option<CancellationToken>>,
+}
+
+/// Everything one connection holds.
+pub(crate) struct Sessions {
+    options: AcpOptions,
+    held: Mutex<HashMap<String, Arc<Hosted>>>,
+}
+
+fn failed(message: impl std::fmt::Display) -> Error {
+    Error::internal_error().data(serde_json::Value::String(message.to_string()))
+}
+
+fn invalid(message: impl std::fmt::Display) -> Error {
+    Error::invalid_params().data(serde_json::Value::String(message.to_string()))
+}
+
+impl Sessions {
+    pub(crate) fn new(options: AcpOptions) -> Self {
+        Self { options, held: Mutex::new(HashMap::new()) }
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<Hosted>, Error> {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| invalid(format!("no session `{id}` on this connection")))
+    }
+
+    async fn agent(&self, workspace: &Path) -> Result<Agent, Error> {
+        Agent::builder(workspace)
+            .env(self.options.env.clone())
+            .notices(self.options.notices.clone())
+            .build()
+            .await
+            .map_err(|e| failed(format!("{e:#}")))
+    }
+
+    fn host(&self, agent: Agent, session: Session, id: &str, workspace: PathBuf) -> Arc<Hosted> {
+        let user_mode = agent.settings().mode;
+        let hosted = Arc::new(Hosted {
+            agent: tokio::sync::Mutex::new(Some(agent)),
+            mode: Mutex::new(session.mode()),
+            session: tokio::sync::Mutex::new(session),
+            workspace,
+            user_mode,
+            running: Mutex::new(None),
+        });
+        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), hosted.clone());
+        hosted
+    }
+
+    /// `session/new`: a session in the client's folder.
+    pub(crate) async fn create(
+        &self,
+        request: NewSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<NewSessionResponse, Error> {
+        let workspace = workspace(&request.cwd)?;
+        let agent = self.agent(&workspace).await?;
+        let named = Arc::new(OnceLock::new());
+        let approver = Arc::new(EditorApprover::new(connection, named.clone(), workspace.clone()));
+        let (session, id) = match agent.new_session(approver).await {
+            Ok(made) => made,
+            Err(error) => {
+                agent.shutdown().await;
+                return Err(failed(format!("{error:#}")));
+            }
+        };
+        let _ = named.set(id.clone());
+        let mode = session.mode();
+        let hosted = self.host(agent, session, &id, workspace);
+        Ok(NewSessionResponse::new(id).modes(modes::state(mode, hosted.user_mode)))
+    }
+
+    /// `session/load`: a stored session, its history replayed as updates
+    /// before the answer.
+    pub(crate) async fn load(
+        &self,
+        request: LoadSessionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let env = &self.options.env;
+        let path = bosun_store::default_path(|name| env.get(name).map(str::to_owned))
+            .ok_or_else(|| failed("cannot tell where sessions are kept: set BOSUN_HOME or HOME"))?;
+        let store = bosun_store::Store::open_read_only(&path).map_err(failed)?;
+        let id = store.resolve_id(&request.session_id.0).map_err(invalid)?;
+        let stored = store.show(&id).map_err(invalid)?.summary.workspace;
+        let stored = stored.ok_or_else(|| invalid(format!("session `{id}` has no workspace")))?;
+        // The session runs where it was recorded; the editor must be there too.
+        let workspace = workspace(Path::new(&stored))?;
+        if self::workspace(&request.cwd)? != workspace {
+            return Err(invalid(format!("session `{id}` belongs to {}", workspace.display())));
+        }
+        let agent = self.agent(&workspace).await?;
+        let named = Arc::new(OnceLock::new());
+        let _ = named.set(id.clone());
+        let approver = Arc::new(EditorApprover::new(connection.clone(), named, workspace.clone()));
+        let (session, id) = match agent.open(StoredSession::Id(id), approver).await {
+            Ok(opened) => opened,
+            Err(error) => {
+                agent.shutdown().await;
+                return Err(failed(format!("{error:#}")));
+            }
+        };
+        UpdateSink::new(connection, id.clone(), workspace.clone())
+            .replay(session.history())
+            .map_err(failed)?;
+        let mode = session.mode();
+        let hosted = self.host(agent, session, &id, workspace);
+        Ok(LoadSessionResponse::new().modes(modes::state(mode, hosted.user_mode)))
+    }
+
+    /// `session/prompt`: one turn; the answer's stop reason says how it
+    /// ended (`cancelled` after `session/cancel`).
+    pub(crate) async fn prompt(
+        &self,
+        request: PromptRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<PromptResponse, Error> {
+        let id = request.session_id.0.to_string();
+        let hosted = self.get(&id)?;
+        let text = prompt_text(&request.prompt);
+        if text.trim().is_empty() {
+            return Err(invalid("the prompt has no text"));
+        }
+        let Ok(mut session) = hosted.session.try_lock() else {
+            return Err(invalid(format!("session `{id}` is already running a turn")));
+        };
+        let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
+        if session.mode() != mode {
+            session.set_mode(mode);
+        }
+        let token = CancellationToken::new();
+        *hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(token.clone());
+        let mut sink = UpdateSink::new(connection, id.clone(), hosted.workspace.clone());
+        let result = session.run_with(text, TurnOptions::cancel_on(token.clone()), &mut sink).await;
+        *hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        sink.close_open_calls();
+        match result {
+            Ok(outcome) => Ok(PromptResponse::new(match outcome.stop_reason {
+                bosun_core::StopReason::Length => StopReason::MaxTokens,
+                bosun_core::StopReason::Refusal => StopReason::Refusal,
+                _ => StopReason::EndTurn,
+            })),
+            Err(_) if token.is_cancelled() => Ok(PromptResponse::new(StopReason::Cancelled)),
+            Err(error) if error.is_cancelled() => Ok(PromptResponse::new(StopReason::Cancelled)),
+            Err(error) => Err(failed(format!("bosun session {id}: {error}"))),
+        }
+    }
+
+    /// `session/cancel`: the running turn stops (its pending approval is
+    /// denied, a started tool is stopped or waited for).
+    pub(crate) fn cancel(&self, id: &str) {
+        if let Ok(hosted) = self.get(id)
+            && let Some(token) = hosted.running.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
+        {
+            token.cancel();
+        }
+    }
+
+    /// `session/set_mode`: a mode no looser than the user's own.
+    pub(crate) async fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
+        let hosted = self.get(&request.session_id.0)?;
+        let asked = modes::parse(&request.mode_id.0)
+            .ok_or_else(|| invalid(format!("no mode `{}`", request.mode_id.0)))?;
+        if !modes::allowed(asked, hosted.user_mode) {
+            return Err(invalid(format!(
+                "mode `{asked}` is looser than the user's own for this workspace (`{}`)",
+                hosted.user_mode
+            )));
+        }
+        *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner) = asked;
+        // Now when no turn runs; else before the next one.
+        if let Ok(mut session) = hosted.session.try_lock() {
+            session.set_mode(asked);
+        }
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// Every session's turn cancelled and its agent's servers stopped.
+    pub(crate) async fn shutdown(&self) {
+        let held: Vec<_> =
+            self.held.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, h)| h).collect();
+        for hosted in held {
+            if let Some(token) = hosted.running.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                token.cancel();
+            }
+            if let Some(agent) = hosted.agent.lock().await.take() {
+                agent.shutdown().await;
+            }
+        }
+    }
+}
+
+/// The client's folder, which must be absolute; canonical.
+fn workspace(cwd: &Path) -> Result<PathBuf, Error> {
+    if !cwd.is_absolute() {
+        return Err(invalid(format!("the folder `{}` is not an absolute path", cwd.display())));
+    }
+    cwd.canonicalize().map_err(|e| invalid(format!("the folder `{}`: {e}", cwd.display())))
+}
+
+/// The prompt's text: its text blocks, linked resources by their URI, and
+/// embedded text resources with their URI.
+fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::ResourceLink(link) => parts.push(link.uri.clone()),
+            ContentBlock::Resource(embedded) => {
+                if let EmbeddedResourceResource::TextResourceContents(resource) = &embedded.resource {
+                    parts.push(format!("{}:\n```\n{}\n```", resource.uri, resource.text));
+                }
+            }
+            _ => {}
+        }
+    }
+    parts.join("\n")
+}
