@@ -1,0 +1,182 @@
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    PromptRequest, SessionUpdate, SetSessionModeRequest, StopReason, TextContent, ToolCallStatus, ToolKind,
+};
+use serde_json::json;
+
+use crate::support::{Answer, Home, Seen, mock};
+
+fn text(prompt: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::Text(TextContent::new(prompt))]
+}
+
+fn write_fixtures(word: &str, answer: &str) -> Vec<serde_json::Value> {
+    vec![
+        json!({"match": {"userMessage": word, "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "write_file", "arguments": {"path": "note.txt", "content": "from the editor\n"}}]}}),
+        json!({"match": {"userMessage": word, "turnIndex": 1}, "response": {"content": answer}}),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_streams_its_answer_and_a_stored_session_loads_with_its_history() {
+    let list = vec![
+        json!({"match": {"userMessage": "hello", "turnIndex": 0}, "response": {"content": "Hi from bosun."}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let (stop, id, init, modes) = home
+        .editor(Answer::Reject, seen.clone(), async |cx| {
+            let init = cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let done = cx
+                .send_request(PromptRequest::new(made.session_id.clone(), text("hello")))
+                .block_task()
+                .await?;
+            Ok((done.stop_reason, made.session_id, init, made.modes))
+        })
+        .await;
+    assert_eq!(init.protocol_version, ProtocolVersion::V1);
+    assert!(init.agent_capabilities.load_session);
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(seen.message_text(), "Hi from bosun.");
+    let modes = modes.unwrap();
+    assert_eq!(modes.current_mode_id.0.as_ref(), "propose");
+
+    // A new connection loads the stored session: its history comes first.
+    let loaded = Arc::new(Seen::default());
+    home.editor(Answer::Reject, loaded.clone(), async |cx| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+        cx.send_request(LoadSessionRequest::new(id.clone(), ws.clone())).block_task().await?;
+        Ok(())
+    })
+    .await;
+    let updates = loaded.updates();
+    assert!(
+        matches!(&updates[0], SessionUpdate::UserMessageChunk(c) if matches!(&c.content, ContentBlock::Text(t) if t.text == "hello")),
+        "{updates:?}"
+    );
+    assert_eq!(loaded.message_text(), "Hi from bosun.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_write_runs_and_shows_as_an_edit_with_its_diff() {
+    let Some(mock) = mock(write_fixtures("write", "Wrote it.")) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let stop = home
+        .editor(Answer::Allow, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let done =
+                cx.send_request(PromptRequest::new(made.session_id, text("write"))).block_task().await?;
+            Ok(done.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(seen.asked.lock().unwrap().len(), 1);
+    assert_eq!(std::fs::read_to_string(ws.join("note.txt")).unwrap(), "from the editor\n");
+    assert_eq!(seen.message_text(), "Wrote it.");
+    let updates = seen.updates();
+    let call = updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCall(call) => Some(call.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(call.kind, ToolKind::Edit);
+    assert_eq!(call.locations[0].path, ws.join("note.txt"));
+    assert!(
+        matches!(&call.content[0], agent_client_protocol::v1::schema::ToolCallContent::Diff(d) if d.new_text == "from the editor\n")
+    );
+    let completed = updates.iter().any(|u| {
+        matches!(u, SessionUpdate::ToolCallUpdate(up) if up.tool_call_id == call.tool_call_id && up.fields.status == Some(ToolCallStatus::Completed))
+    });
+    assert!(completed, "{updates:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_permission_leaves_no_effect_and_the_model_reads_the_denial() {
+    let Some(mock) = mock(write_fixtures("write", "Could not write.")) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let stop = home
+        .editor(Answer::Reject, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let done =
+                cx.send_request(PromptRequest::new(made.session_id, text("write"))).block_task().await?;
+            Ok(done.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(seen.asked.lock().unwrap().len(), 1);
+    assert!(!ws.join("note.txt").exists(), "a rejected call has no effect");
+    assert_eq!(seen.message_text(), "Could not write.");
+    assert!(mock.last_request().contains("denied"), "the model read the denial");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_while_a_permission_is_pending_stops_the_turn_with_no_effect() {
+    let Some(mock) = mock(write_fixtures("write", "never")) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let waiting = seen.clone();
+    let stop = home
+        .editor(Answer::Hold, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let turn = cx.send_request(PromptRequest::new(made.session_id.clone(), text("write")));
+            waiting.asked_signal.notified().await;
+            cx.send_notification(CancelNotification::new(made.session_id))?;
+            Ok(turn.block_task().await?.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!(!ws.join("note.txt").exists(), "a cancelled call has no effect");
+    // No call is left running in the editor's view.
+    let updates = seen.updates();
+    let last_status = updates.iter().rev().find_map(|u| match u {
+        SessionUpdate::ToolCallUpdate(up) => up.fields.status,
+        _ => None,
+    });
+    assert_eq!(last_status, Some(ToolCallStatus::Failed), "{updates:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_workspace_cannot_widen_the_editors_modes() {
+    let Some(mock) = mock(Vec::new()) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    // The repository asks for autonomy; it is not trusted, so it cannot.
+    std::fs::create_dir_all(ws.join(".bosun")).unwrap();
+    std::fs::write(ws.join(".bosun/config.toml"), "mode = \"autonomous\"\n").unwrap();
+    let seen = Arc::new(Seen::default());
+    let (modes, looser, stricter) = home
+        .editor(Answer::Reject, seen, async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let id = made.session_id.clone();
+            let looser =
+                cx.send_request(SetSessionModeRequest::new(id.clone(), "autonomous")).block_task().await;
+            let stricter = cx.send_request(SetSessionModeRequest::new(id, "read-only")).block_task().await;
+            Ok((made.modes, looser.is_err(), stricter.is_ok()))
+        })
+        .await;
+    let modes = modes.unwrap();
+    assert_eq!(modes.current_mode_id.0.as_ref(), "propose");
+    let offered: Vec<_> = modes.available_modes.iter().map(|m| m.id.0.to_string()).collect();
+    assert_eq!(offered, ["read-only", "plan", "propose"]);
+    assert!(looser, "a mode looser than the user's own is refused");
+    assert!(stricter, "a stricter one is taken");
+    assert!(mock.journal().is_empty(), "no model was asked");
+}
