@@ -9,7 +9,8 @@
 //! pipeline leaves to a person is asked of the editor
 //! (`session/request_permission`: allow once, allow for the session,
 //! reject); `session/cancel` stops the turn. bosun's modes are the
-//! session's ACP modes, none looser than the user's own.
+//! session's ACP modes, none looser than the user's own. When the client
+//! writes text files, `write_file` goes through it (`fs/write_text_file`).
 //!
 //! Sessions are built through `bosun-agent`, under the same trust gate and
 //! sandbox as the CLI's. Not here: the protocol itself (the
@@ -19,6 +20,7 @@
 
 mod approve;
 mod error;
+mod fs;
 mod modes;
 mod sessions;
 mod updates;
@@ -71,14 +73,20 @@ pub async fn serve_stdio(options: AcpOptions) -> Result<(), AcpError> {
 /// When the transport fails.
 pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
     let sessions = Arc::new(Sessions::new(options));
-    let (new, load, prompt, cancel, mode) =
-        (sessions.clone(), sessions.clone(), sessions.clone(), sessions.clone(), sessions.clone());
+    let (init, new, load, prompt, cancel, mode) = (
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+    );
     let served = Agent
         .v1()
         .name("bosun")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _connection| {
-                let _ = request;
+                init.client_writes_files(request.client_capabilities.fs.write_text_file);
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(

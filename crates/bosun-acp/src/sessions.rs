@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::Client;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::AcpOptions;
 use crate::approve::EditorApprover;
+use crate::fs::EditorWriteFile;
 use crate::modes;
 use crate::updates::UpdateSink;
 
@@ -43,6 +45,9 @@ struct Hosted {
 pub(crate) struct Sessions {
     options: AcpOptions,
     held: Mutex<HashMap<String, Arc<Hosted>>>,
+    /// Whether the client writes text files for its sessions
+    /// (`fs.writeTextFile` at `initialize`).
+    editor_writes: AtomicBool,
 }
 
 fn failed(message: impl std::fmt::Display) -> Error {
@@ -55,7 +60,7 @@ fn invalid(message: impl std::fmt::Display) -> Error {
 
 impl Sessions {
     pub(crate) fn new(options: AcpOptions) -> Self {
-        Self { options, held: Mutex::new(HashMap::new()) }
+        Self { options, held: Mutex::new(HashMap::new()), editor_writes: AtomicBool::new(false) }
     }
 
     fn get(&self, id: &str) -> Result<Arc<Hosted>, Error> {
@@ -67,13 +72,26 @@ impl Sessions {
             .ok_or_else(|| invalid(format!("no session `{id}` on this connection")))
     }
 
-    async fn agent(&self, workspace: &Path) -> Result<Agent, Error> {
-        Agent::builder(workspace)
-            .env(self.options.env.clone())
-            .notices(self.options.notices.clone())
-            .build()
-            .await
-            .map_err(|e| failed(format!("{e:#}")))
+    /// Takes what the client said it can do at `initialize`.
+    pub(crate) fn client_writes_files(&self, writes: bool) {
+        self.editor_writes.store(writes, Ordering::Relaxed);
+    }
+
+    /// The session's agent; its `write_file` the editor's when the client
+    /// writes files.
+    async fn agent(
+        &self,
+        workspace: &Path,
+        connection: &ConnectionTo<Client>,
+        named: &Arc<OnceLock<String>>,
+    ) -> Result<Agent, Error> {
+        let mut builder =
+            Agent::builder(workspace).env(self.options.env.clone()).notices(self.options.notices.clone());
+        if self.editor_writes.load(Ordering::Relaxed) {
+            let tool = EditorWriteFile::new(connection.clone(), named.clone(), workspace.to_owned());
+            builder = builder.tool(Arc::new(tool));
+        }
+        builder.build().await.map_err(|e| failed(format!("{e:#}")))
     }
 
     fn host(&self, agent: Agent, session: Session, id: &str, workspace: PathBuf) -> Arc<Hosted> {
@@ -97,8 +115,8 @@ impl Sessions {
         connection: ConnectionTo<Client>,
     ) -> Result<NewSessionResponse, Error> {
         let workspace = workspace(&request.cwd)?;
-        let agent = self.agent(&workspace).await?;
         let named = Arc::new(OnceLock::new());
+        let agent = self.agent(&workspace, &connection, &named).await?;
         let approver = Arc::new(EditorApprover::new(connection, named.clone(), workspace.clone()));
         let (session, id) = match agent.new_session(approver).await {
             Ok(made) => made,
@@ -132,9 +150,9 @@ impl Sessions {
         if self::workspace(&request.cwd)? != workspace {
             return Err(invalid(format!("session `{id}` belongs to {}", workspace.display())));
         }
-        let agent = self.agent(&workspace).await?;
         let named = Arc::new(OnceLock::new());
         let _ = named.set(id.clone());
+        let agent = self.agent(&workspace, &connection, &named).await?;
         let approver = Arc::new(EditorApprover::new(connection.clone(), named, workspace.clone()));
         let (session, id) = match agent.open(StoredSession::Id(id), approver).await {
             Ok(opened) => opened,

@@ -59,7 +59,8 @@ impl AgentBuilder {
         self
     }
 
-    /// A tool of the program's own, offered beside the workspace's.
+    /// A tool of the program's own, offered beside the workspace's; one
+    /// with a workspace tool's name replaces it (an editor's `write_file`).
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
         self
@@ -104,6 +105,7 @@ impl AgentBuilder {
             self.notices.tell(crate::Notice::Advice(advice));
         }
         let (workspace, mut tools) = crate::parts::tools(&self.dir, &self.env, &settings, &self.notices)?;
+        tools.retain(|t| !self.tools.iter().any(|own| own.definition().name == t.definition().name));
         tools.extend(self.tools);
         let root = workspace.root_path().to_path_buf();
         let mcp =

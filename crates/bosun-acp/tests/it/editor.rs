@@ -2,8 +2,9 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, SessionUpdate, SetSessionModeRequest, StopReason, TextContent, ToolCallStatus, ToolKind,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, SessionUpdate, SetSessionModeRequest, StopReason,
+    TextContent, ToolCallStatus, ToolKind,
 };
 use serde_json::json;
 
@@ -179,4 +180,33 @@ async fn an_untrusted_workspace_cannot_widen_the_editors_modes() {
     assert!(looser, "a mode looser than the user's own is refused");
     assert!(stricter, "a stricter one is taken");
     assert!(mock.journal().is_empty(), "no model was asked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_goes_through_the_editors_file_system_when_it_offers_one() {
+    let Some(mock) = mock(write_fixtures("write", "Wrote it.")) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let stop = home
+        .editor(Answer::Allow, seen.clone(), async |cx| {
+            let fs = FileSystemCapabilities::new().read_text_file(true).write_text_file(true);
+            let init = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(ClientCapabilities::new().fs(fs));
+            cx.send_request(init).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let done =
+                cx.send_request(PromptRequest::new(made.session_id, text("write"))).block_task().await?;
+            Ok(done.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    // Asked first, as bosun's own write_file is: the same pipeline judges it.
+    assert_eq!(seen.asked.lock().unwrap().len(), 1);
+    let written = seen.written.lock().unwrap().clone();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].path, ws.join("note.txt"));
+    assert_eq!(written[0].content, "from the editor\n");
+    assert_eq!(std::fs::read_to_string(ws.join("note.txt")).unwrap(), "from the editor\n");
+    assert!(mock.last_request().contains("through the editor"), "the model read the editor's result");
 }

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
@@ -46,6 +47,8 @@ pub struct Seen {
     pub asked: Mutex<Vec<RequestPermissionRequest>>,
     pub held: Mutex<Vec<Responder<RequestPermissionResponse>>>,
     pub asked_signal: tokio::sync::Notify,
+    /// The files the agent wrote through the editor.
+    pub written: Mutex<Vec<WriteTextFileRequest>>,
 }
 
 impl Seen {
@@ -112,7 +115,7 @@ impl Home {
         seen: Arc<Seen>,
         script: impl AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<R>,
     ) -> R {
-        let (updates, asked) = (seen.clone(), seen.clone());
+        let (updates, asked, written) = (seen.clone(), seen.clone(), seen.clone());
         let run = Client
             .v1()
             .name("test-editor")
@@ -144,6 +147,18 @@ impl Home {
                             Ok(())
                         }
                     }
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: WriteTextFileRequest, responder, _cx| {
+                    // The editor writes the file, as its buffer would be saved.
+                    if let Some(parent) = request.path.parent() {
+                        std::fs::create_dir_all(parent).unwrap();
+                    }
+                    std::fs::write(&request.path, &request.content).unwrap();
+                    written.written.lock().unwrap().push(request);
+                    responder.respond(WriteTextFileResponse::new())
                 },
                 agent_client_protocol::on_receive_request!(),
             )
