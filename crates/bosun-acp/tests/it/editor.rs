@@ -210,3 +210,42 @@ async fn a_write_goes_through_the_editors_file_system_when_it_offers_one() {
     assert_eq!(std::fs::read_to_string(ws.join("note.txt")).unwrap(), "from the editor\n");
     assert!(mock.last_request().contains("through the editor"), "the model read the editor's result");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_mid_tool_stops_the_running_command_and_leaves_no_call_running() {
+    let list = vec![
+        json!({"match": {"userMessage": "run", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "shell", "arguments": {"command": "sleep 3 && touch late.txt"}}]}}),
+        json!({"match": {"userMessage": "run", "turnIndex": 1}, "response": {"content": "never"}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let running = seen.clone();
+    let stop = home
+        .editor(Answer::Allow, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let turn = cx.send_request(PromptRequest::new(made.session_id.clone(), text("run")));
+            running.started_signal.notified().await;
+            cx.send_notification(CancelNotification::new(made.session_id))?;
+            Ok(turn.block_task().await?.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::Cancelled);
+    let updates = seen.updates();
+    let call = updates.iter().find_map(|u| match u {
+        SessionUpdate::ToolCall(call) => Some(call.clone()),
+        _ => None,
+    });
+    assert_eq!(call.unwrap().kind, ToolKind::Execute);
+    let last_status = updates.iter().rev().find_map(|u| match u {
+        SessionUpdate::ToolCallUpdate(up) => up.fields.status,
+        _ => None,
+    });
+    assert_eq!(last_status, Some(ToolCallStatus::Failed), "{updates:?}");
+    // The command was stopped, not left to finish.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(!ws.join("late.txt").exists(), "the cancelled command kept running");
+}

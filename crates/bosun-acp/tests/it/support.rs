@@ -47,6 +47,8 @@ pub struct Seen {
     pub asked: Mutex<Vec<RequestPermissionRequest>>,
     pub held: Mutex<Vec<Responder<RequestPermissionResponse>>>,
     pub asked_signal: tokio::sync::Notify,
+    /// Told when a tool call is shown running.
+    pub started_signal: tokio::sync::Notify,
     /// The files the agent wrote through the editor.
     pub written: Mutex<Vec<WriteTextFileRequest>>,
 }
@@ -121,6 +123,12 @@ impl Home {
             .name("test-editor")
             .on_receive_notification(
                 async move |notification: SessionNotification, _cx| {
+                    if let SessionUpdate::ToolCallUpdate(update) = &notification.update
+                        && update.fields.status
+                            == Some(agent_client_protocol::v1::schema::ToolCallStatus::InProgress)
+                    {
+                        updates.started_signal.notify_one();
+                    }
                     updates.updates.lock().unwrap().push(notification.update);
                     Ok(())
                 },
