@@ -21,6 +21,7 @@
 mod approve;
 mod error;
 mod fs;
+mod mcp;
 mod modes;
 mod sessions;
 mod updates;
@@ -30,7 +31,8 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest, SetSessionModeRequest,
+    LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
+    SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Stdio};
 use bosun_agent::Notices;
@@ -92,6 +94,7 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
                         .agent_capabilities(
                             AgentCapabilities::new()
                                 .load_session(true)
+                                .mcp_capabilities(McpCapabilities::new().http(true))
                                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
                         )
                         .agent_info(Implementation::new("bosun", env!("CARGO_PKG_VERSION"))),

@@ -14,9 +14,9 @@ use agent_client_protocol::Client;
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EmbeddedResourceResource, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason,
+    ContentBlock, EmbeddedResourceResource, LoadSessionRequest, LoadSessionResponse, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use bosun_agent::{Agent, StoredSession};
 use bosun_core::{Mode, Session, TurnOptions};
@@ -84,9 +84,12 @@ impl Sessions {
         workspace: &Path,
         connection: &ConnectionTo<Client>,
         named: &Arc<OnceLock<String>>,
+        servers: &[McpServer],
     ) -> Result<Agent, Error> {
+        let (env, notices) = (&self.options.env, &self.options.notices);
+        let settings = crate::mcp::settings_with(workspace, env, servers, notices).map_err(failed)?;
         let mut builder =
-            Agent::builder(workspace).env(self.options.env.clone()).notices(self.options.notices.clone());
+            Agent::builder(workspace).env(env.clone()).notices(notices.clone()).settings(settings);
         if self.editor_writes.load(Ordering::Relaxed) {
             let tool = EditorWriteFile::new(connection.clone(), named.clone(), workspace.to_owned());
             builder = builder.tool(Arc::new(tool));
@@ -116,7 +119,7 @@ impl Sessions {
     ) -> Result<NewSessionResponse, Error> {
         let workspace = workspace(&request.cwd)?;
         let named = Arc::new(OnceLock::new());
-        let agent = self.agent(&workspace, &connection, &named).await?;
+        let agent = self.agent(&workspace, &connection, &named, &request.mcp_servers).await?;
         let approver = Arc::new(EditorApprover::new(connection, named.clone(), workspace.clone()));
         let (session, id) = match agent.new_session(approver).await {
             Ok(made) => made,
@@ -152,7 +155,7 @@ impl Sessions {
         }
         let named = Arc::new(OnceLock::new());
         let _ = named.set(id.clone());
-        let agent = self.agent(&workspace, &connection, &named).await?;
+        let agent = self.agent(&workspace, &connection, &named, &request.mcp_servers).await?;
         let approver = Arc::new(EditorApprover::new(connection.clone(), named, workspace.clone()));
         let (session, id) = match agent.open(StoredSession::Id(id), approver).await {
             Ok(opened) => opened,

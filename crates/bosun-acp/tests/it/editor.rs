@@ -3,8 +3,8 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, SessionUpdate, SetSessionModeRequest, StopReason,
-    TextContent, ToolCallStatus, ToolKind,
+    LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest, SessionUpdate,
+    SetSessionModeRequest, StopReason, TextContent, ToolCallStatus, ToolKind,
 };
 use serde_json::json;
 
@@ -248,4 +248,39 @@ async fn a_cancel_mid_tool_stops_the_running_command_and_leaves_no_call_running(
     // The command was stopped, not left to finish.
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     assert!(!ws.join("late.txt").exists(), "the cancelled command kept running");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_the_editor_passes_is_started_and_its_tool_called() {
+    let Some(everything) = bosun_testing::mcp::everything_server() else { return };
+    let list = vec![
+        json!({"match": {"userMessage": "echo", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "mcp__everything__echo", "arguments": {"message": "ahoy-42"}}]}}),
+        json!({"match": {"userMessage": "echo", "turnIndex": 1}, "response": {"content": "done"}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let server = McpServer::Stdio(
+        McpServerStdio::new("everything", "node")
+            .args(vec![everything.display().to_string(), "stdio".into()]),
+    );
+    let stop = home
+        .editor(Answer::Allow, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx
+                .send_request(NewSessionRequest::new(ws.clone()).mcp_servers(vec![server]))
+                .block_task()
+                .await?;
+            let done =
+                cx.send_request(PromptRequest::new(made.session_id, text("echo"))).block_task().await?;
+            Ok(done.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    // An external tool: asked, as a configured server's would be.
+    assert_eq!(seen.asked.lock().unwrap().len(), 1);
+    assert_eq!(seen.message_text(), "done");
+    assert!(mock.last_request().contains("Echo: ahoy-42"), "the model read the server's answer");
 }
