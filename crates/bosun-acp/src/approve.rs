@@ -86,3 +86,33 @@ impl ApprovalHandler for EditorApprover {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+
+    fn chosen(id: &'static str) -> RequestPermissionOutcome {
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
+    }
+
+    #[test]
+    fn the_editors_answers_map_to_bosuns_decisions() {
+        assert_eq!(decision(&chosen(ALLOW_ONCE), false), ApprovalDecision::ApproveOnce);
+        assert_eq!(
+            decision(&chosen(ALLOW_ALWAYS), false),
+            ApprovalDecision::ApproveForSession { scope: GrantScope::Tool }
+        );
+        // A protected path's "always" covers this one call.
+        assert_eq!(
+            decision(&chosen(ALLOW_ALWAYS), true),
+            ApprovalDecision::ApproveForSession { scope: GrantScope::SameCall }
+        );
+        assert!(matches!(decision(&chosen(REJECT), false), ApprovalDecision::Deny { .. }));
+        assert!(matches!(decision(&chosen("made-up"), false), ApprovalDecision::Deny { .. }));
+        assert!(matches!(
+            decision(&RequestPermissionOutcome::Cancelled, false),
+            ApprovalDecision::Deny { .. }
+        ));
+    }
+}

@@ -10,7 +10,8 @@
 //! (`session/request_permission`: allow once, allow for the session,
 //! reject); `session/cancel` stops the turn. bosun's modes are the
 //! session's ACP modes, none looser than the user's own. When the client
-//! writes text files, `write_file` goes through it (`fs/write_text_file`).
+//! writes text files, `write_file` goes through it (`fs/write_text_file`);
+//! MCP servers it passes are started beside the configured ones.
 //!
 //! Sessions are built through `bosun-agent`, under the same trust gate and
 //! sandbox as the CLI's. Not here: the protocol itself (the

@@ -257,3 +257,28 @@ mod tests {
         assert_eq!(kind("mcp__gh__issues"), ToolKind::Other);
     }
 }
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use bosun_core::plan::PlanStep;
+
+    #[test]
+    fn a_plan_becomes_entries_with_their_status() {
+        let steps = bosun_core::plan::Plan::new(vec![
+            PlanStep::new("read", StepStatus::Completed),
+            PlanStep::new("fix", StepStatus::InProgress),
+            PlanStep::new("test", StepStatus::Pending),
+        ]);
+        let shown = plan(&steps);
+        let got: Vec<_> = shown.entries.iter().map(|e| (e.content.as_str(), e.status.clone())).collect();
+        assert_eq!(
+            got,
+            [
+                ("read", PlanEntryStatus::Completed),
+                ("fix", PlanEntryStatus::InProgress),
+                ("test", PlanEntryStatus::Pending)
+            ]
+        );
+    }
+}
