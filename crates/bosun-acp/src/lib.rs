@@ -23,6 +23,7 @@ mod approve;
 mod error;
 mod fs;
 mod mcp;
+mod model;
 mod modes;
 mod sessions;
 mod updates;
@@ -33,7 +34,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, McpCapabilities, NewSessionRequest, PromptCapabilities, PromptRequest,
-    SetSessionModeRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo, Stdio};
 use bosun_agent::Notices;
@@ -76,7 +77,8 @@ pub async fn serve_stdio(options: AcpOptions) -> Result<(), AcpError> {
 /// When the transport fails.
 pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
     let sessions = Arc::new(Sessions::new(options));
-    let (init, new, load, prompt, cancel, mode) = (
+    let (init, new, load, prompt, cancel, mode, option) = (
+        sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions.clone(),
@@ -133,6 +135,15 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _connection| {
                 responder.respond_with_result(mode.set_mode(request).await)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, connection| {
+                let sessions = option.clone();
+                connection.clone().spawn(async move {
+                    responder.respond_with_result(sessions.set_option(request, connection).await)
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )

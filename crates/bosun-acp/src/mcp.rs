@@ -12,7 +12,7 @@ use std::path::Path;
 use agent_client_protocol::v1::schema::McpServer as ClientServer;
 use bosun_agent::Notices;
 use bosun_agent::config::mcp::{McpServer, McpServerEntry, check_name};
-use bosun_agent::config::{Settings, Source};
+use bosun_agent::config::{Overrides, Settings, Source};
 use bosun_core::env::Env;
 
 /// Where the client's servers are said to come from (`bosun config show`,
@@ -25,9 +25,10 @@ pub(crate) fn settings_with(
     env: &Env,
     servers: &[ClientServer],
     notices: &Notices,
+    overrides: &Overrides,
 ) -> Result<Settings, String> {
-    let mut settings = bosun_agent::config::resolve(workspace, env, None, &Default::default())
-        .map_err(|e| format!("{e:#}"))?;
+    let mut settings =
+        bosun_agent::config::resolve(workspace, env, None, overrides).map_err(|e| format!("{e:#}"))?;
     for server in servers {
         let (name, entry) = match server {
             ClientServer::Stdio(stdio) => {

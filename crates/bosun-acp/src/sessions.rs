@@ -15,8 +15,8 @@ use agent_client_protocol::Error;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, EmbeddedResourceResource, LoadSessionRequest, LoadSessionResponse, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use bosun_agent::{Agent, StoredSession};
 use bosun_core::{Mode, Session, TurnOptions};
@@ -30,8 +30,17 @@ use crate::updates::UpdateSink;
 
 /// One session the editor opened.
 struct Hosted {
+    id: String,
+    /// The id the editor's tools and approvals name, shared with them.
+    named: Arc<OnceLock<String>>,
+    /// The MCP servers the client passed, for a reopened session.
+    servers: Vec<McpServer>,
+    /// The models offered, and the one the session runs on.
+    models: Vec<String>,
+    model: Mutex<String>,
     agent: tokio::sync::Mutex<Option<Agent>>,
-    session: tokio::sync::Mutex<Session>,
+    /// The session; `None` only if reopening it on another model failed.
+    session: tokio::sync::Mutex<Option<Session>>,
     workspace: PathBuf,
     /// The user's own mode for the workspace: the loosest the editor may set.
     user_mode: Mode,
@@ -85,9 +94,13 @@ impl Sessions {
         connection: &ConnectionTo<Client>,
         named: &Arc<OnceLock<String>>,
         servers: &[McpServer],
+        model: Option<String>,
     ) -> Result<Agent, Error> {
         let (env, notices) = (&self.options.env, &self.options.notices);
-        let settings = crate::mcp::settings_with(workspace, env, servers, notices).map_err(failed)?;
+        let mut overrides = bosun_agent::config::Overrides::default();
+        overrides.model = model;
+        let settings =
+            crate::mcp::settings_with(workspace, env, servers, notices, &overrides).map_err(failed)?;
         let mut builder =
             Agent::builder(workspace).env(env.clone()).notices(notices.clone()).settings(settings);
         if self.editor_writes.load(Ordering::Relaxed) {
@@ -97,17 +110,24 @@ impl Sessions {
         builder.build().await.map_err(|e| failed(format!("{e:#}")))
     }
 
-    fn host(&self, agent: Agent, session: Session, id: &str, workspace: PathBuf) -> Arc<Hosted> {
+    fn host(&self, agent: Agent, session: Session, opened: Opened) -> Arc<Hosted> {
+        let Opened { id, named, servers, workspace } = opened;
         let user_mode = agent.settings().mode;
+        let models = crate::model::offered(agent.settings());
         let hosted = Arc::new(Hosted {
+            id: id.clone(),
+            named,
+            servers,
+            model: Mutex::new(bosun_agent::model::model_label(agent.settings())),
+            models,
             agent: tokio::sync::Mutex::new(Some(agent)),
             mode: Mutex::new(session.mode()),
-            session: tokio::sync::Mutex::new(session),
+            session: tokio::sync::Mutex::new(Some(session)),
             workspace,
             user_mode,
             running: Mutex::new(None),
         });
-        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), hosted.clone());
+        self.held.lock().unwrap_or_else(PoisonError::into_inner).insert(id, hosted.clone());
         hosted
     }
 
@@ -119,7 +139,7 @@ impl Sessions {
     ) -> Result<NewSessionResponse, Error> {
         let workspace = workspace(&request.cwd)?;
         let named = Arc::new(OnceLock::new());
-        let agent = self.agent(&workspace, &connection, &named, &request.mcp_servers).await?;
+        let agent = self.agent(&workspace, &connection, &named, &request.mcp_servers, None).await?;
         let approver = Arc::new(EditorApprover::new(connection, named.clone(), workspace.clone()));
         let (session, id) = match agent.new_session(approver).await {
             Ok(made) => made,
@@ -130,8 +150,11 @@ impl Sessions {
         };
         let _ = named.set(id.clone());
         let mode = session.mode();
-        let hosted = self.host(agent, session, &id, workspace);
-        Ok(NewSessionResponse::new(id).modes(modes::state(mode, hosted.user_mode)))
+        let opened = Opened { id: id.clone(), named, servers: request.mcp_servers, workspace };
+        let hosted = self.host(agent, session, opened);
+        Ok(NewSessionResponse::new(id)
+            .modes(modes::state(mode, hosted.user_mode))
+            .config_options(hosted.config_options()))
     }
 
     /// `session/load`: a stored session, its history replayed as updates
@@ -155,8 +178,8 @@ impl Sessions {
         }
         let named = Arc::new(OnceLock::new());
         let _ = named.set(id.clone());
-        let agent = self.agent(&workspace, &connection, &named, &request.mcp_servers).await?;
-        let approver = Arc::new(EditorApprover::new(connection.clone(), named, workspace.clone()));
+        let agent = self.agent(&workspace, &connection, &named, &request.mcp_servers, None).await?;
+        let approver = Arc::new(EditorApprover::new(connection.clone(), named.clone(), workspace.clone()));
         let (session, id) = match agent.open(StoredSession::Id(id), approver).await {
             Ok(opened) => opened,
             Err(error) => {
@@ -168,8 +191,11 @@ impl Sessions {
             .replay(session.history())
             .map_err(failed)?;
         let mode = session.mode();
-        let hosted = self.host(agent, session, &id, workspace);
-        Ok(LoadSessionResponse::new().modes(modes::state(mode, hosted.user_mode)))
+        let opened = Opened { id, named, servers: request.mcp_servers, workspace };
+        let hosted = self.host(agent, session, opened);
+        Ok(LoadSessionResponse::new()
+            .modes(modes::state(mode, hosted.user_mode))
+            .config_options(hosted.config_options()))
     }
 
     /// `session/prompt`: one turn; the answer's stop reason says how it
@@ -185,8 +211,11 @@ impl Sessions {
         if text.trim().is_empty() {
             return Err(invalid("the prompt has no text"));
         }
-        let Ok(mut session) = hosted.session.try_lock() else {
+        let Ok(mut held) = hosted.session.try_lock() else {
             return Err(invalid(format!("session `{id}` is already running a turn")));
+        };
+        let Some(session) = held.as_mut() else {
+            return Err(failed(format!("session `{id}` could not be reopened")));
         };
         let mode = *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner);
         if session.mode() != mode {
@@ -236,10 +265,60 @@ impl Sessions {
         }
         *hosted.mode.lock().unwrap_or_else(PoisonError::into_inner) = asked;
         // Now when no turn runs; else before the next one.
-        if let Ok(mut session) = hosted.session.try_lock() {
+        if let Ok(mut held) = hosted.session.try_lock()
+            && let Some(session) = held.as_mut()
+        {
             session.set_mode(asked);
         }
         Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/set_config_option` of the model: the session reopened on
+    /// the chosen one (offered ones only; not while a turn runs).
+    pub(crate) async fn set_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+        connection: ConnectionTo<Client>,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let hosted = self.get(&request.session_id.0)?;
+        if &*request.config_id.0 != crate::model::MODEL_OPTION {
+            return Err(invalid(format!("no option `{}`", request.config_id.0)));
+        }
+        let chosen = request.value.as_value_id().map(|v| v.0.to_string()).unwrap_or_default();
+        if !hosted.models.contains(&chosen) {
+            return Err(invalid(format!("model `{chosen}` is not one offered")));
+        }
+        let Ok(mut held) = hosted.session.try_lock() else {
+            return Err(invalid("the model cannot change while a turn runs"));
+        };
+        let current = hosted.model.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if chosen != current {
+            let ws = &hosted.workspace;
+            let agent =
+                self.agent(ws, &connection, &hosted.named, &hosted.servers, Some(chosen.clone())).await?;
+            let approver = Arc::new(EditorApprover::new(connection, hosted.named.clone(), ws.clone()));
+            // The stored session is held by the open one: let it go first.
+            drop(held.take());
+            let reopened = match agent.open(StoredSession::Id(hosted.id.clone()), approver.clone()).await {
+                Ok((reopened, _)) => reopened,
+                Err(error) => {
+                    agent.shutdown().await;
+                    // Back on the model it ran on, if that still opens.
+                    if let Some(old) = hosted.agent.lock().await.as_ref()
+                        && let Ok((again, _)) = old.open(StoredSession::Id(hosted.id.clone()), approver).await
+                    {
+                        *held = Some(again);
+                    }
+                    return Err(failed(format!("{error:#}")));
+                }
+            };
+            *held = Some(reopened);
+            if let Some(old) = hosted.agent.lock().await.replace(agent) {
+                old.shutdown().await;
+            }
+            *hosted.model.lock().unwrap_or_else(PoisonError::into_inner) = chosen;
+        }
+        Ok(SetSessionConfigOptionResponse::new(hosted.config_options()))
     }
 
     /// Every session's turn cancelled and its agent's servers stopped.
@@ -254,6 +333,21 @@ impl Sessions {
                 agent.shutdown().await;
             }
         }
+    }
+}
+
+/// What a session was opened with, kept to reopen it.
+struct Opened {
+    id: String,
+    named: Arc<OnceLock<String>>,
+    servers: Vec<McpServer>,
+    workspace: PathBuf,
+}
+
+impl Hosted {
+    fn config_options(&self) -> Vec<agent_client_protocol::v1::schema::SessionConfigOption> {
+        let current = self.model.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        crate::model::options(&current, &self.models)
     }
 }
 

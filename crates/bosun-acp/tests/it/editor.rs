@@ -3,8 +3,9 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
-    LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest, SessionUpdate,
-    SetSessionModeRequest, StopReason, TextContent, ToolCallStatus, ToolKind,
+    LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest, SessionConfigValueId,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason, TextContent,
+    ToolCallStatus, ToolKind,
 };
 use serde_json::json;
 
@@ -283,4 +284,43 @@ async fn an_mcp_server_the_editor_passes_is_started_and_its_tool_called() {
     assert_eq!(seen.asked.lock().unwrap().len(), 1);
     assert_eq!(seen.message_text(), "done");
     assert!(mock.last_request().contains("Echo: ahoy-42"), "the model read the server's answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_a_session_option_and_choosing_another_reopens_the_session_on_it() {
+    let list =
+        vec![json!({"match": {"userMessage": "hello", "turnIndex": 0}, "response": {"content": "Hi."}})];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock, "propose");
+    let config = home.dir.path().join("xdg/bosun/config.toml");
+    let mut text_of = std::fs::read_to_string(&config).unwrap();
+    text_of.push_str("\n[models.\"openai/gpt-other\"]\ncontext_window = 100000\n");
+    std::fs::write(&config, text_of).unwrap();
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let (offered, stop) = home
+        .editor(Answer::Reject, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let id = made.session_id.clone();
+            let chosen = SetSessionConfigOptionRequest::new(
+                id.clone(),
+                "model",
+                SessionConfigValueId::new("openai/gpt-other"),
+            );
+            cx.send_request(chosen).block_task().await?;
+            let done = cx.send_request(PromptRequest::new(id, text("hello"))).block_task().await?;
+            Ok((made.config_options, done.stop_reason))
+        })
+        .await;
+    let offered = serde_json::to_value(offered.unwrap()).unwrap();
+    assert_eq!(offered[0]["id"], "model");
+    assert_eq!(offered[0]["currentValue"], "openai/gpt-test");
+    let values: Vec<_> =
+        offered[0]["options"].as_array().unwrap().iter().map(|o| o["value"].clone()).collect();
+    assert_eq!(values, [json!("openai/gpt-test"), json!("openai/gpt-other")]);
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(seen.message_text(), "Hi.");
+    let asked: serde_json::Value = serde_json::from_str(&mock.last_request()).unwrap_or_default();
+    assert!(mock.last_request().contains("gpt-other"), "the turn ran on the chosen model: {asked}");
 }
