@@ -125,9 +125,14 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, connection| {
+                // Begun here, in order, so a cancel sent after it finds it.
+                let turn = match prompt.begin(&request.session_id.0) {
+                    Ok(turn) => turn,
+                    Err(error) => return responder.respond_with_error(error),
+                };
                 let sessions = prompt.clone();
                 connection.clone().spawn(async move {
-                    responder.respond_with_result(sessions.prompt(request, connection).await)
+                    responder.respond_with_result(sessions.prompt(turn, request, connection).await)
                 })
             },
             agent_client_protocol::on_receive_request!(),

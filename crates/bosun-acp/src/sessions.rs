@@ -198,22 +198,39 @@ impl Sessions {
             .config_options(hosted.config_options()))
     }
 
+    /// Marks a turn of session `id` as begun, in the order requests arrive,
+    /// so a `session/cancel` sent right after the prompt finds it.
+    ///
+    /// # Errors
+    /// When there is no such session or a turn of it runs.
+    pub(crate) fn begin(&self, id: &str) -> Result<Turn, Error> {
+        let hosted = self.get(id)?;
+        let mut running = hosted.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if running.is_some() {
+            return Err(invalid(format!("session `{id}` is already running a turn")));
+        }
+        let token = CancellationToken::new();
+        *running = Some(token.clone());
+        drop(running);
+        Ok(Turn { hosted, token })
+    }
+
     /// `session/prompt`: one turn; the answer's stop reason says how it
     /// ended (`cancelled` after `session/cancel`).
     pub(crate) async fn prompt(
         &self,
+        turn: Turn,
         request: PromptRequest,
         connection: ConnectionTo<Client>,
     ) -> Result<PromptResponse, Error> {
         let id = request.session_id.0.to_string();
-        let hosted = self.get(&id)?;
+        let (hosted, token) = (turn.hosted.clone(), turn.token.clone());
         let text = prompt_text(&request.prompt);
         if text.trim().is_empty() {
             return Err(invalid("the prompt has no text"));
         }
-        let Ok(mut held) = hosted.session.try_lock() else {
-            return Err(invalid(format!("session `{id}` is already running a turn")));
-        };
+        // Held for the turn; a model change waits for no turn.
+        let mut held = hosted.session.lock().await;
         let Some(session) = held.as_mut() else {
             return Err(failed(format!("session `{id}` could not be reopened")));
         };
@@ -221,11 +238,9 @@ impl Sessions {
         if session.mode() != mode {
             session.set_mode(mode);
         }
-        let token = CancellationToken::new();
-        *hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(token.clone());
         let mut sink = UpdateSink::new(connection, id.clone(), hosted.workspace.clone());
         let result = session.run_with(text, TurnOptions::cancel_on(token.clone()), &mut sink).await;
-        *hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        drop(turn);
         sink.close_open_calls();
         match result {
             Ok(outcome) => Ok(PromptResponse::new(match outcome.stop_reason {
@@ -333,6 +348,19 @@ impl Sessions {
                 agent.shutdown().await;
             }
         }
+    }
+}
+
+/// A begun turn: its cancellation, cleared from the session when it ends
+/// (however it ends).
+pub(crate) struct Turn {
+    hosted: Arc<Hosted>,
+    token: CancellationToken,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        *self.hosted.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 
