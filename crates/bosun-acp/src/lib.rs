@@ -25,6 +25,7 @@ mod fs;
 mod mcp;
 mod model;
 mod modes;
+mod prompt;
 mod sessions;
 mod updates;
 
@@ -98,7 +99,9 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
                             AgentCapabilities::new()
                                 .load_session(true)
                                 .mcp_capabilities(McpCapabilities::new().http(true))
-                                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                                .prompt_capabilities(
+                                    PromptCapabilities::new().embedded_context(true).image(true),
+                                ),
                         )
                         .agent_info(Implementation::new("bosun", env!("CARGO_PKG_VERSION"))),
                 )

@@ -14,11 +14,12 @@ use agent_client_protocol::Client;
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EmbeddedResourceResource, LoadSessionRequest, LoadSessionResponse, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use bosun_agent::{Agent, StoredSession};
+use bosun_core::model::Support;
 use bosun_core::{Mode, Session, TurnOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +39,8 @@ struct Hosted {
     /// The models offered, and the one the session runs on.
     models: Vec<String>,
     model: Mutex<String>,
+    /// Whether the model takes images.
+    images: Mutex<Support>,
     agent: tokio::sync::Mutex<Option<Agent>>,
     /// The session; `None` only if reopening it on another model failed.
     session: tokio::sync::Mutex<Option<Session>>,
@@ -119,6 +122,7 @@ impl Sessions {
             named,
             servers,
             model: Mutex::new(bosun_agent::model::model_label(agent.settings())),
+            images: Mutex::new(crate::prompt::images(agent.settings())),
             models,
             agent: tokio::sync::Mutex::new(Some(agent)),
             mode: Mutex::new(session.mode()),
@@ -225,10 +229,8 @@ impl Sessions {
     ) -> Result<PromptResponse, Error> {
         let id = request.session_id.0.to_string();
         let (hosted, token) = (turn.hosted.clone(), turn.token.clone());
-        let text = prompt_text(&request.prompt);
-        if text.trim().is_empty() {
-            return Err(invalid("the prompt has no text"));
-        }
+        let images = *hosted.images.lock().unwrap_or_else(PoisonError::into_inner);
+        let parts = crate::prompt::parts(&request.prompt, images).map_err(invalid)?;
         // Held for the turn; a model change waits for no turn.
         let mut held = hosted.session.lock().await;
         let Some(session) = held.as_mut() else {
@@ -239,7 +241,7 @@ impl Sessions {
             session.set_mode(mode);
         }
         let mut sink = UpdateSink::new(connection, id.clone(), hosted.workspace.clone());
-        let result = session.run_with(text, TurnOptions::cancel_on(token.clone()), &mut sink).await;
+        let result = session.run_with(parts, TurnOptions::cancel_on(token.clone()), &mut sink).await;
         drop(turn);
         sink.close_open_calls();
         match result {
@@ -331,6 +333,14 @@ impl Sessions {
             if let Some(old) = hosted.agent.lock().await.replace(agent) {
                 old.shutdown().await;
             }
+            let settings = hosted
+                .agent
+                .lock()
+                .await
+                .as_ref()
+                .map(|a| crate::prompt::images(a.settings()))
+                .unwrap_or_default();
+            *hosted.images.lock().unwrap_or_else(PoisonError::into_inner) = settings;
             *hosted.model.lock().unwrap_or_else(PoisonError::into_inner) = chosen;
         }
         Ok(SetSessionConfigOptionResponse::new(hosted.config_options()))
@@ -385,23 +395,4 @@ fn workspace(cwd: &Path) -> Result<PathBuf, Error> {
         return Err(invalid(format!("the folder `{}` is not an absolute path", cwd.display())));
     }
     cwd.canonicalize().map_err(|e| invalid(format!("the folder `{}`: {e}", cwd.display())))
-}
-
-/// The prompt's text: its text blocks, linked resources by their URI, and
-/// embedded text resources with their URI.
-fn prompt_text(blocks: &[ContentBlock]) -> String {
-    let mut parts = Vec::new();
-    for block in blocks {
-        match block {
-            ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => parts.push(link.uri.clone()),
-            ContentBlock::Resource(embedded) => {
-                if let EmbeddedResourceResource::TextResourceContents(resource) = &embedded.resource {
-                    parts.push(format!("{}:\n```\n{}\n```", resource.uri, resource.text));
-                }
-            }
-            _ => {}
-        }
-    }
-    parts.join("\n")
 }
