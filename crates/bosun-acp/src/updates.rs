@@ -139,6 +139,13 @@ fn update(event: Event, workspace: &Path, open: &mut HashSet<CallId>) -> Option<
             call_id.to_string(),
             ToolCallUpdateFields::new().raw_output(serde_json::json!({ "progress": message })),
         )),
+        // A running command's newest lines, shown in place as it runs.
+        Event::ToolOutput { call_id, tail, lines } => SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.to_string(),
+            ToolCallUpdateFields::new()
+                .content(vec![ToolCallContent::Content(Content::new(text_block(tail.join("\n"))))])
+                .raw_output(serde_json::json!({ "lines": lines })),
+        )),
         Event::ToolEnd { call_id, is_error, output, .. } => {
             open.remove(&call_id);
             SessionUpdate::ToolCallUpdate(finished(&call_id, is_error, &output))

@@ -216,7 +216,7 @@ async fn a_write_goes_through_the_editors_file_system_when_it_offers_one() {
 async fn a_cancel_mid_tool_stops_the_running_command_and_leaves_no_call_running() {
     let list = vec![
         json!({"match": {"userMessage": "run", "turnIndex": 0}, "response": {
-            "toolCalls": [{"name": "shell", "arguments": {"command": "sleep 3 && touch late.txt"}}]}}),
+            "toolCalls": [{"name": "shell", "arguments": {"command": "echo started && sleep 3 && touch late.txt"}}]}}),
         json!({"match": {"userMessage": "run", "turnIndex": 1}, "response": {"content": "never"}}),
     ];
     let Some(mock) = mock(list) else { return };
@@ -229,7 +229,8 @@ async fn a_cancel_mid_tool_stops_the_running_command_and_leaves_no_call_running(
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
             let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
             let turn = cx.send_request(PromptRequest::new(made.session_id.clone(), text("run")));
-            running.started_signal.notified().await;
+            // Its output shows while it runs; then the person cancels.
+            running.output_signal.notified().await;
             cx.send_notification(CancelNotification::new(made.session_id))?;
             Ok(turn.block_task().await?.stop_reason)
         })
@@ -241,6 +242,8 @@ async fn a_cancel_mid_tool_stops_the_running_command_and_leaves_no_call_running(
         _ => None,
     });
     assert_eq!(call.unwrap().kind, ToolKind::Execute);
+    let shown = format!("{updates:?}");
+    assert!(shown.contains("started"), "the command's output was shown: {shown}");
     let last_status = updates.iter().rev().find_map(|u| match u {
         SessionUpdate::ToolCallUpdate(up) => up.fields.status,
         _ => None,

@@ -49,6 +49,8 @@ pub struct Seen {
     pub asked_signal: tokio::sync::Notify,
     /// Told when a tool call is shown running.
     pub started_signal: tokio::sync::Notify,
+    /// Told when a running call's output is shown.
+    pub output_signal: tokio::sync::Notify,
     /// The files the agent wrote through the editor.
     pub written: Mutex<Vec<WriteTextFileRequest>>,
 }
@@ -128,6 +130,12 @@ impl Home {
                             == Some(agent_client_protocol::v1::schema::ToolCallStatus::InProgress)
                     {
                         updates.started_signal.notify_one();
+                    }
+                    if let SessionUpdate::ToolCallUpdate(update) = &notification.update
+                        && update.fields.status.is_none()
+                        && update.fields.content.as_ref().is_some_and(|c| !c.is_empty())
+                    {
+                        updates.output_signal.notify_one();
                     }
                     updates.updates.lock().unwrap().push(notification.update);
                     Ok(())
