@@ -12,7 +12,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
 };
-use bosun_core::permission::ApprovalFuture;
+use bosun_core::permission::{AcceptFuture, ApprovalFuture};
 use bosun_core::{ApprovalDecision, ApprovalHandler, ApprovalRequest, GrantScope, Reason};
 
 use crate::updates::tool_call_fields;
@@ -60,6 +60,34 @@ pub(crate) fn decision(outcome: &RequestPermissionOutcome, protected: bool) -> A
 }
 
 impl ApprovalHandler for EditorApprover {
+    /// A stored session whose authority widened since it was recorded (a
+    /// new MCP server, a looser mode or rule) opens only when the person
+    /// allows it in the editor; a rejection or no answer keeps it closed.
+    fn accept_authority<'a>(&'a self, change: &'a bosun_core::AuthorityChange) -> AcceptFuture<'a> {
+        Box::pin(async move {
+            let Some(session) = self.session.get() else { return false };
+            let fields = agent_client_protocol::v1::schema::ToolCallUpdateFields::new()
+                .title(format!("Resume this session with more authority than it had: {change}"))
+                .kind(agent_client_protocol::v1::schema::ToolKind::Other);
+            let call = agent_client_protocol::v1::schema::ToolCallUpdate::new(
+                format!("authority-{session}"),
+                fields,
+            );
+            let options = vec![
+                PermissionOption::new(ALLOW_ONCE, "Resume with it", PermissionOptionKind::AllowOnce),
+                PermissionOption::new(REJECT, "Do not resume", PermissionOptionKind::RejectOnce),
+            ];
+            let asked = RequestPermissionRequest::new(session.clone(), call, options);
+            match self.connection.send_request(asked).block_task().await {
+                Ok(answer) => matches!(
+                    &answer.outcome,
+                    RequestPermissionOutcome::Selected(selected) if &*selected.option_id.0 == ALLOW_ONCE
+                ),
+                Err(_) => false,
+            }
+        })
+    }
+
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
         Box::pin(async move {
             let Some(session) = self.session.get() else {

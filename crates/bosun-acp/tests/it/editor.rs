@@ -327,3 +327,43 @@ async fn the_model_is_a_session_option_and_choosing_another_reopens_the_session_
     let asked: serde_json::Value = serde_json::from_str(&mock.last_request()).unwrap_or_default();
     assert!(mock.last_request().contains("gpt-other"), "the turn ran on the chosen model: {asked}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_session_opens_with_more_authority_only_when_the_person_allows_it() {
+    let Some(everything) = bosun_testing::mcp::everything_server() else { return };
+    let list =
+        vec![json!({"match": {"userMessage": "hello", "turnIndex": 0}, "response": {"content": "Hi."}})];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let id = home
+        .editor(Answer::Reject, Arc::new(Seen::default()), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            cx.send_request(PromptRequest::new(made.session_id.clone(), text("hello"))).block_task().await?;
+            Ok(made.session_id)
+        })
+        .await;
+    // Loaded again with a server it did not have: its tools widen what it may do.
+    let server = McpServer::Stdio(
+        McpServerStdio::new("everything", "node")
+            .args(vec![everything.display().to_string(), "stdio".into()]),
+    );
+    let load = |answer| {
+        let (home, id, ws, server) = (&home, id.clone(), ws.clone(), server.clone());
+        async move {
+            let seen = Arc::new(Seen::default());
+            let loaded = home
+                .editor(answer, seen.clone(), async |cx| {
+                    cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+                    let load = LoadSessionRequest::new(id, ws).mcp_servers(vec![server]);
+                    Ok(cx.send_request(load).block_task().await.is_ok())
+                })
+                .await;
+            let asked = seen.asked.lock().unwrap().len();
+            (loaded, asked)
+        }
+    };
+    assert_eq!(load(Answer::Reject).await, (false, 1), "refused: the session stays closed");
+    assert_eq!(load(Answer::Allow).await, (true, 1), "allowed: it opens");
+}
