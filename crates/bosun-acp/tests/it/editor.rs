@@ -367,3 +367,56 @@ async fn a_stored_session_opens_with_more_authority_only_when_the_person_allows_
     assert_eq!(load(Answer::Reject).await, (false, 1), "refused: the session stays closed");
     assert_eq!(load(Answer::Allow).await, (true, 1), "allowed: it opens");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_streams_as_thought_chunks_and_a_plan_as_plan_entries() {
+    let plan = json!({"plan": [
+        {"step": "read the code", "status": "completed"},
+        {"step": "fix the bug", "status": "in_progress"}
+    ]});
+    let list = vec![
+        json!({"match": {"userMessage": "plan it", "turnIndex": 0}, "response": {
+            "reasoning": "First a plan.", "toolCalls": [{"name": "update_plan", "arguments": plan}]}}),
+        json!({"match": {"userMessage": "plan it", "turnIndex": 1}, "response": {"content": "Planned."}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = Arc::new(Seen::default());
+    let stop = home
+        .editor(Answer::Reject, seen.clone(), async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let made = cx.send_request(NewSessionRequest::new(ws.clone())).block_task().await?;
+            let done =
+                cx.send_request(PromptRequest::new(made.session_id, text("plan it"))).block_task().await?;
+            Ok(done.stop_reason)
+        })
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let updates = seen.updates();
+    let thought: String = updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentThoughtChunk(chunk) => match &chunk.content {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thought, "First a plan.");
+    let entries = updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::Plan(plan) => Some(plan.entries.clone()),
+            _ => None,
+        })
+        .expect("a plan update");
+    let shown: Vec<_> = entries.iter().map(|e| (e.content.as_str(), e.status.clone())).collect();
+    use agent_client_protocol::v1::schema::PlanEntryStatus;
+    assert_eq!(
+        shown,
+        [("read the code", PlanEntryStatus::Completed), ("fix the bug", PlanEntryStatus::InProgress)]
+    );
+    assert_eq!(seen.message_text(), "Planned.");
+}
