@@ -2,8 +2,9 @@
 //! them: `session/new` and `session/load` build a session through
 //! `bosun-agent` (the same trust gate and sandbox as the CLI's),
 //! `session/prompt` runs a turn under its own cancellation, which
-//! `session/cancel` fires, and `session/set_mode` changes the mode within
-//! the user's own.
+//! `session/cancel` fires, `session/set_mode` changes the mode within the
+//! user's own, and `session/set_config_option` reopens the session on
+//! another model.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

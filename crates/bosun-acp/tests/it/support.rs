@@ -47,8 +47,6 @@ pub struct Seen {
     pub asked: Mutex<Vec<RequestPermissionRequest>>,
     pub held: Mutex<Vec<Responder<RequestPermissionResponse>>>,
     pub asked_signal: tokio::sync::Notify,
-    /// Told when a tool call is shown running.
-    pub started_signal: tokio::sync::Notify,
     /// Told when a running call's output is shown.
     pub output_signal: tokio::sync::Notify,
     /// The files the agent wrote through the editor.
@@ -125,12 +123,6 @@ impl Home {
             .name("test-editor")
             .on_receive_notification(
                 async move |notification: SessionNotification, _cx| {
-                    if let SessionUpdate::ToolCallUpdate(update) = &notification.update
-                        && update.fields.status
-                            == Some(agent_client_protocol::v1::schema::ToolCallStatus::InProgress)
-                    {
-                        updates.started_signal.notify_one();
-                    }
                     if let SessionUpdate::ToolCallUpdate(update) = &notification.update
                         && update.fields.status.is_none()
                         && update.fields.content.as_ref().is_some_and(|c| !c.is_empty())
