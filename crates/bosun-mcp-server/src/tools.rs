@@ -74,21 +74,7 @@ fn text<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str, String> {
 
 /// The workspace, when it is a folder under an allowed root.
 fn allowed_workspace(options: &McpServerOptions, given: &str) -> Result<PathBuf, String> {
-    let path = Path::new(given);
-    if !path.is_absolute() {
-        return Err(format!("the workspace `{given}` is not an absolute path"));
-    }
-    let real = path.canonicalize().map_err(|e| format!("the workspace `{given}`: {e}"))?;
-    if !real.is_dir() {
-        return Err(format!("the workspace `{given}` is not a folder"));
-    }
-    if options.allowed_roots.iter().any(|root| real.starts_with(root)) {
-        Ok(real)
-    } else {
-        Err(format!(
-            "the workspace `{given}` is not under a folder the user allowed (bosun mcp-server --allow-root DIR)"
-        ))
-    }
+    bosun_agent::workspace_guard::inside_roots(given, &options.allowed_roots)
 }
 
 fn mode_name(mode: &str) -> Result<(&'static str, Mode), String> {

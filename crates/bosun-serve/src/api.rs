@@ -190,13 +190,18 @@ pub(crate) async fn create_session(
     State(state): State<Arc<ServerState>>,
     Json(body): Json<CreateSession>,
 ) -> Result<(StatusCode, Json<SessionView>), ApiError> {
-    let workspace = PathBuf::from(&body.workspace);
-    if !workspace.is_absolute() || !workspace.is_dir() {
-        return Err(ApiError::bad_request(format!(
-            "`{}` is not an absolute path to a folder",
-            body.workspace
-        )));
-    }
+    let workspace = match &state.allowed_roots {
+        Some(roots) => bosun_agent::workspace_guard::inside_roots(&body.workspace, roots)
+            .map_err(ApiError::bad_request)?,
+        None => {
+            let workspace = PathBuf::from(&body.workspace);
+            if !workspace.is_absolute() || !workspace.is_dir() {
+                let shown = &body.workspace;
+                return Err(ApiError::bad_request(format!("`{shown}` is not an absolute path to a folder")));
+            }
+            workspace
+        }
+    };
     let mut overrides = bosun_agent::config::Overrides::default();
     overrides.model = body.model;
     overrides.mode = body.mode.as_deref().map(mode_name).transpose()?;

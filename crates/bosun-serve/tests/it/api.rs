@@ -352,3 +352,21 @@ async fn a_fork_goes_on_from_an_earlier_answer_and_keeps_the_old_branch() {
     assert_eq!(branches.len(), 2, "the old branch stays");
     served.stop().await;
 }
+
+#[tokio::test]
+async fn with_allowed_roots_a_workspace_elsewhere_is_refused() {
+    let Some(mock) = mock(Vec::new()) else { return };
+    let home = Home::new(&mock);
+    let (inside, outside) = (home.workspace("in"), home.workspace("out"));
+    let root = inside.canonicalize().unwrap();
+    let served = Served::start_with(&home, |options| options.allowed_roots = Some(vec![root])).await;
+    let (status, body) =
+        served.post("/v1/sessions", json!({"workspace": outside.display().to_string()})).await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("not under a folder the user allowed"), "{body}");
+    let sneaky = format!("{}/../out", inside.display());
+    let (status, _) = served.post("/v1/sessions", json!({"workspace": sneaky})).await;
+    assert_eq!(status, 400, "`..` does not lead out");
+    served.create(&inside, "propose").await;
+    served.stop().await;
+}
