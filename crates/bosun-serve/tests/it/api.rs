@@ -293,7 +293,16 @@ async fn delete_removes_the_session_and_its_events() {
     let id = served.create(&home.workspace("a"), "propose").await;
     served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "hello"})).await;
     served.events_until(&id, None, |e| is(e, "result")).await;
+    // A watcher of the session sees its stream end when it is deleted.
+    let watching = {
+        let url = format!("{}/v1/sessions/{id}/events", served.url);
+        let response = served.anonymous().get(url).bearer_auth(crate::support::TOKEN).send().await.unwrap();
+        tokio::spawn(async move { response.text().await.unwrap() })
+    };
     assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 204);
+    let seen =
+        tokio::time::timeout(crate::support::DEADLINE, watching).await.expect("the stream ends").unwrap();
+    assert!(seen.contains("\"type\":\"result\""), "it got everything first: {seen}");
     assert_eq!(served.get(&format!("/v1/sessions/{id}")).await.0, 404);
     assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 404);
     let store = home.store();
