@@ -1,0 +1,242 @@
+//! [`PgStore`]: a connection to the database (migrated when it opens), the
+//! lease settings its journals take, and what is read or deleted outside a
+//! journal.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bosun_core::JournalRecord;
+use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
+use tokio_postgres::{Client, GenericClient, NoTls};
+
+use crate::error::{PgError, column};
+use crate::lease::{self, LeaseSettings};
+use crate::schema;
+use crate::url::PgUrl;
+
+/// Sessions in one Postgres database, shared by every host pointed at it.
+/// Cheap to clone; clones share one connection for what is read outside a
+/// journal (each journal has its own).
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    url: PgUrl,
+    settings: LeaseSettings,
+    /// Connected again when the server dropped it.
+    client: Mutex<Option<Client>>,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgStore").field("url", &self.inner.url).field("leases", &self.inner.settings).finish()
+    }
+}
+
+/// What the store keeps of a session beside its records.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PgSession {
+    /// Its id.
+    pub id: String,
+    /// Its first prompt, on one line, shortened.
+    pub title: Option<String>,
+    /// The workspace it runs in.
+    pub workspace: Option<String>,
+    /// The model of its latest turn, when its journal was told.
+    pub model: Option<String>,
+    /// The base URL that model was reached at, when the user gave one.
+    pub base_url: Option<String>,
+    /// The reasoning effort that model ran at, when the user set one.
+    pub effort: Option<String>,
+    /// The parent session and its tool call, for a sub-agent's session.
+    pub parent: Option<(String, String)>,
+    /// The digest of the authority it runs under now.
+    pub authority_digest: String,
+    /// How many journal records it has.
+    pub record_count: i64,
+    /// When it was created, by the database's clock.
+    pub created_at: SystemTime,
+    /// When a record was last written to it, by the database's clock.
+    pub updated_at: SystemTime,
+}
+
+impl PgStore {
+    /// Connects to the database at `url` and brings its schema up to this
+    /// build's, with the default leases (15 s, renewed every 5 s).
+    ///
+    /// # Errors
+    /// When the URL does not parse, the server cannot be reached, or the
+    /// database was migrated by a newer bosun ([`PgError::NewerSchema`],
+    /// the database left untouched).
+    pub async fn connect(url: &str) -> Result<Self, PgError> {
+        Self::connect_with(url, LeaseSettings::default()).await
+    }
+
+    /// [`PgStore::connect`], with journals taking leases as `settings` say.
+    ///
+    /// # Errors
+    /// As [`PgStore::connect`].
+    pub async fn connect_with(url: &str, settings: LeaseSettings) -> Result<Self, PgError> {
+        let url = PgUrl::parse(url)?;
+        let mut client = connect(&url).await?;
+        schema::migrate_to(&mut client, schema::latest(), &url.redacted()).await?;
+        Ok(Self { inner: Arc::new(Inner { url, settings, client: Mutex::new(Some(client)) }) })
+    }
+
+    /// The URL it is connected to.
+    pub fn url(&self) -> &PgUrl {
+        &self.inner.url
+    }
+
+    /// The lease settings its journals take.
+    pub fn lease_settings(&self) -> &LeaseSettings {
+        &self.inner.settings
+    }
+
+    pub(crate) fn redacted(&self) -> String {
+        self.inner.url.redacted()
+    }
+
+    pub(crate) fn db(&self, error: &tokio_postgres::Error) -> PgError {
+        PgError::from_db(&self.redacted(), error)
+    }
+
+    /// The store's connection, made again if the server dropped it.
+    pub(crate) async fn client(&self) -> Result<MappedMutexGuard<'_, Client>, PgError> {
+        let mut guard = self.inner.client.lock().await;
+        if guard.as_ref().is_none_or(Client::is_closed) {
+            *guard = Some(connect(&self.inner.url).await?);
+        }
+        MutexGuard::try_map(guard, Option::as_mut)
+            .map_err(|_| PgError::Database("the store's connection vanished".into()))
+    }
+
+    /// The session `id`.
+    ///
+    /// # Errors
+    /// [`PgError::NotFound`] when there is none; when the database fails.
+    pub async fn session(&self, id: &str) -> Result<PgSession, PgError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT id, title, workspace, model, base_url, effort, parent_session, parent_call,
+                        authority_digest, record_count, created_at, updated_at
+                 FROM sessions WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(|e| self.db(&e))?
+            .ok_or_else(|| PgError::NotFound { what: "session", id: id.to_owned() })?;
+        let parent_session: Option<String> = row.try_get(6).map_err(column)?;
+        let parent_call: Option<String> = row.try_get(7).map_err(column)?;
+        Ok(PgSession {
+            id: row.try_get(0).map_err(column)?,
+            title: row.try_get(1).map_err(column)?,
+            workspace: row.try_get(2).map_err(column)?,
+            model: row.try_get(3).map_err(column)?,
+            base_url: row.try_get(4).map_err(column)?,
+            effort: row.try_get(5).map_err(column)?,
+            parent: parent_session.zip(parent_call),
+            authority_digest: row.try_get(8).map_err(column)?,
+            record_count: row.try_get(9).map_err(column)?,
+            created_at: row.try_get(10).map_err(column)?,
+            updated_at: row.try_get(11).map_err(column)?,
+        })
+    }
+
+    /// The ids of the sessions, most recently written first.
+    ///
+    /// # Errors
+    /// When the database fails.
+    pub async fn session_ids(&self) -> Result<Vec<String>, PgError> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT id FROM sessions ORDER BY updated_at DESC, id", &[])
+            .await
+            .map_err(|e| self.db(&e))?;
+        rows.iter().map(|row| row.try_get(0).map_err(column)).collect()
+    }
+
+    /// Every journal record of `session`, in order (empty when there is no
+    /// such session).
+    ///
+    /// # Errors
+    /// [`PgError::Corrupt`] when one is unreadable or the numbering has a
+    /// gap; when the database fails.
+    pub async fn records(&self, session: &str) -> Result<Vec<JournalRecord>, PgError> {
+        let client = self.client().await?;
+        read_records(&*client, session, &self.redacted()).await
+    }
+
+    /// Deletes `session` with its records and events. Refused while a live
+    /// holder has its lease.
+    ///
+    /// # Errors
+    /// [`PgError::Leased`], [`PgError::NotFound`]; when the database fails.
+    pub async fn delete(&self, session: &str) -> Result<(), PgError> {
+        let url = self.redacted();
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await.map_err(|e| PgError::from_db(&url, &e))?;
+        lease::check_free(&transaction, session, &self.inner.settings, &url).await?;
+        let deleted = transaction
+            .execute("DELETE FROM sessions WHERE id = $1", &[&session])
+            .await
+            .map_err(|e| PgError::from_db(&url, &e))?;
+        transaction
+            .execute("DELETE FROM leases WHERE session_id = $1", &[&session])
+            .await
+            .map_err(|e| PgError::from_db(&url, &e))?;
+        transaction.commit().await.map_err(|e| PgError::from_db(&url, &e))?;
+        if deleted == 0 {
+            return Err(PgError::NotFound { what: "session", id: session.to_owned() });
+        }
+        Ok(())
+    }
+}
+
+/// Opens a connection to `url`; its I/O runs as a task of the current
+/// runtime until the client is dropped.
+pub(crate) async fn connect(url: &PgUrl) -> Result<Client, PgError> {
+    let (client, connection) =
+        url.config().connect(NoTls).await.map_err(|e| PgError::from_db(&url.redacted(), &e))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::debug!(%error, "a Postgres connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// `session`'s records in order, each checked to parse and to follow the
+/// one before without a gap.
+pub(crate) async fn read_records(
+    client: &impl GenericClient,
+    session: &str,
+    url: &str,
+) -> Result<Vec<JournalRecord>, PgError> {
+    let rows = client
+        .query("SELECT seq, body FROM records WHERE session_id = $1 ORDER BY seq", &[&session])
+        .await
+        .map_err(|e| PgError::from_db(url, &e))?;
+    let mut records = Vec::with_capacity(rows.len());
+    for (expected, row) in (0_i64..).zip(&rows) {
+        let seq: i64 = row.try_get(0).map_err(column)?;
+        if seq != expected {
+            return Err(PgError::Corrupt {
+                session: session.to_owned(),
+                detail: format!("record {expected} is missing (the next stored is {seq})"),
+            });
+        }
+        let body: &str = row.try_get(1).map_err(column)?;
+        let record = serde_json::from_str(body).map_err(|e| PgError::Corrupt {
+            session: session.to_owned(),
+            detail: format!("record {seq} is unreadable: {e}"),
+        })?;
+        records.push(record);
+    }
+    Ok(records)
+}
