@@ -89,16 +89,6 @@ impl Server {
         let _ = driver.await;
         self.url_of(&name)
     }
-
-    /// The server's log so far, for failure messages.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
-    }
-
-    /// The directory of the binaries it runs.
-    pub fn bin(&self) -> &Path {
-        &self.bin
-    }
 }
 
 /// Where the binaries are: the newest `/usr/lib/postgresql/N/bin`, else the
