@@ -2,8 +2,12 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use crate::error::PgError;
+
+/// How long a connection may take unless the URL says (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A Postgres connection string: a URL (`postgres://user:password@host:port/db`,
 /// `postgresql://…`, query parameters such as `?host=/run/postgresql`) or the
@@ -20,8 +24,13 @@ impl PgUrl {
     /// # Errors
     /// [`PgError::Url`] when it is not a Postgres connection string.
     pub fn parse(text: &str) -> Result<Self, PgError> {
-        let config = tokio_postgres::Config::from_str(text)
+        let mut config = tokio_postgres::Config::from_str(text)
             .map_err(|e| PgError::Url { url: redact(text), detail: e.to_string() })?;
+        // A server that does not answer fails the connection rather than
+        // holding it (and a journal's drop, which releases its lease) forever.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         Ok(Self { text: text.to_owned(), config })
     }
 
@@ -135,6 +144,20 @@ mod tests {
         let url = PgUrl::parse("postgres://bosun:s3cret@localhost/bosun").unwrap();
         assert!(!format!("{url:?}").contains("s3cret"), "{url:?}");
         assert!(!url.to_string().contains("s3cret"));
+    }
+
+    #[test]
+    fn the_documented_forms_parse() {
+        for form in [
+            "postgres://bosun:pw@db.example:5432/bosun?connect_timeout=3",
+            "postgresql://bosun@127.0.0.1:5432/bosun",
+            "postgres://bosun@/bosun?host=/run/postgresql",
+            "host=127.0.0.1 port=5432 user=bosun dbname=bosun",
+            "postgres://bosun@127.0.0.1/bosun?options=-c%20search_path%3Dbosun",
+        ] {
+            let url = PgUrl::parse(form).unwrap();
+            assert!(url.config().get_connect_timeout().is_some(), "{form}");
+        }
     }
 
     #[test]
