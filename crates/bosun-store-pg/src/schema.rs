@@ -13,7 +13,7 @@ use crate::error::{PgError, column};
 
 /// The advisory lock every migration step takes (any constant both hosts
 /// agree on: `bosun` in ASCII).
-const MIGRATION_LOCK: i64 = 0x626f_7375_6e;
+const MIGRATION_LOCK: i64 = 0x0062_6f73_756e;
 
 /// Migrations in order; index + 1 is the version each one produces.
 pub(crate) const MIGRATIONS: &[&str] = &[

@@ -59,7 +59,7 @@ async fn invariant_15_a_session_resumes_from_postgres_in_a_new_connection() {
     assert!(matches!(records[0], JournalRecord::SessionStarted { .. }));
     let ended = records.iter().filter(|r| matches!(r, JournalRecord::TurnEnded { .. })).count();
     assert_eq!(ended, 3);
-    assert_eq!(store.session_ids().await.unwrap(), [id.clone()]);
+    assert_eq!(store.session_ids().await.unwrap(), std::slice::from_ref(&id));
     // A third connection reads what the second wrote.
     let third = PgStore::connect(&url).await.unwrap();
     let again = builder(ScriptedModel::new()).resume(third.open_session(&id).await.unwrap()).await.unwrap();

@@ -15,6 +15,7 @@
 //! says to skip (`scripts/test` installs `postgresql` when it is missing).
 //! A child process of the crash harness is handed the parent's database in
 //! `BOSUN_PG_URL` and starts no server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Read;
 use std::net::TcpListener;
