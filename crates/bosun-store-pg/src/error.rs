@@ -69,6 +69,21 @@ pub enum PgError {
         /// Its id.
         id: String,
     },
+    /// A part of a session id shorter than [`crate::MIN_ID_PREFIX`]
+    /// characters that is not a whole id.
+    #[error("session id `{given}` is too short: give at least {min} characters of it", min = crate::MIN_ID_PREFIX)]
+    ShortId {
+        /// What was given.
+        given: String,
+    },
+    /// A part of an id that more than one session's id starts or ends with.
+    #[error("session id `{given}` is ambiguous: it matches {}; give more characters", candidates.join(", "))]
+    Ambiguous {
+        /// What was given.
+        given: String,
+        /// The ids it matches (at most a few, then `…`).
+        candidates: Vec<String>,
+    },
     /// A record or an event that breaks the order of what is stored;
     /// nothing was written.
     #[error("session {session}: {detail}")]
@@ -166,7 +181,10 @@ impl From<PgError> for JournalError {
             | PgError::Url { .. } => JournalErrorKind::Unavailable,
             PgError::Corrupt { .. } | PgError::NewerSchema { .. } => JournalErrorKind::Corrupt,
             PgError::OutOfOrder { .. } => JournalErrorKind::OutOfOrder,
-            PgError::Invalid(_) | PgError::Database(_) => JournalErrorKind::Other,
+            PgError::Invalid(_)
+            | PgError::Database(_)
+            | PgError::ShortId { .. }
+            | PgError::Ambiguous { .. } => JournalErrorKind::Other,
         };
         JournalError::new(kind, error)
     }

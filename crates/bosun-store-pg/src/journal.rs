@@ -230,7 +230,16 @@ impl Writer {
     async fn client(&mut self) -> Result<&mut Client, PgError> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
-            self.client = Some(connect(&self.url).await?);
+            let client = connect(&self.url).await?;
+            // A transaction left open longer than a lease (a host paused
+            // inside an append) is ended by the server: it holds the lease
+            // row's lock, and another host waits on that lock to take over.
+            let limit = self.settings.lifetime.as_millis().max(1);
+            client
+                .batch_execute(&format!("SET idle_in_transaction_session_timeout = {limit}"))
+                .await
+                .map_err(|e| PgError::from_db(&self.redacted, &e))?;
+            self.client = Some(client);
         }
         self.client.as_mut().ok_or_else(|| PgError::Database("the journal's connection vanished".into()))
     }
@@ -280,14 +289,30 @@ impl Writer {
         match job {
             // The caller may have stopped waiting; the record is written
             // all the same.
-            Job::Write(record, reply) => drop(reply.send(self.write(&record).await)),
-            Job::Read(reply) => drop(reply.send(self.read().await)),
+            Job::Write(record, reply) => {
+                let written = self.write(&record).await;
+                self.forget_lost_connection(&written);
+                drop(reply.send(written));
+            }
+            Job::Read(reply) => {
+                let read = self.read().await;
+                self.forget_lost_connection(&read);
+                drop(reply.send(read));
+            }
             Job::Model(model, base_url) => {
                 self.model = Some(model);
                 self.base_url = base_url;
             }
             Job::Effort(effort) => self.effort = effort,
             Job::Parent(session, call) => self.parent = Some((session, call)),
+        }
+    }
+
+    /// After a failure of the connection, the next job connects again
+    /// (the client may not know yet that the server ended it).
+    fn forget_lost_connection<T>(&mut self, result: &Result<T, PgError>) {
+        if matches!(result, Err(PgError::Unavailable { .. })) {
+            self.client = None;
         }
     }
 

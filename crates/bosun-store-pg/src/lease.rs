@@ -74,14 +74,19 @@ pub(crate) fn host_name() -> String {
     rustix::system::uname().nodename().to_string_lossy().into_owned()
 }
 
-/// This boot of this machine (Linux), so a pid is only judged on the
-/// machine and the boot it belongs to; empty where unknown.
+/// This boot of this machine and this process's pid namespace (Linux),
+/// so a pid is only judged where it means the same process: containers
+/// share the boot id but not, unless told to, their pids. Empty where
+/// unknown, and then never judged.
 fn boot_id() -> &'static str {
     static BOOT: OnceLock<String> = OnceLock::new();
     BOOT.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default()
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned());
+        let namespace = std::fs::read_link("/proc/self/ns/pid").map(|p| p.to_string_lossy().into_owned());
+        match (boot, namespace) {
+            (Ok(boot), Ok(namespace)) if !boot.is_empty() => format!("{boot} {namespace}"),
+            _ => String::new(),
+        }
     })
 }
 
@@ -235,6 +240,20 @@ pub(crate) async fn release(
     forget(token);
     client
         .execute("DELETE FROM leases WHERE session_id = $1 AND token = $2", &[&session, &token])
+        .await
+        .map_err(|e| PgError::from_db(url, &e))?;
+    Ok(())
+}
+
+/// Deletes leases that ran out on sessions that do not exist (a process
+/// that died between taking a new session's lease and its first record).
+pub(crate) async fn sweep(client: &impl GenericClient, url: &str) -> Result<(), PgError> {
+    client
+        .execute(
+            "DELETE FROM leases l WHERE l.expires_at < clock_timestamp()
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = l.session_id)",
+            &[],
+        )
         .await
         .map_err(|e| PgError::from_db(url, &e))?;
     Ok(())

@@ -27,7 +27,7 @@ pub use error::PgError;
 pub use events::PgEvent;
 pub use journal::PgJournal;
 pub use lease::LeaseSettings;
-pub use store::{PgSession, PgStore};
+pub use store::{MIN_ID_PREFIX, PgSession, PgStore};
 pub use url::PgUrl;
 
 /// The schema version this build writes.

@@ -15,6 +15,12 @@ use crate::lease::{self, LeaseSettings};
 use crate::schema;
 use crate::url::PgUrl;
 
+/// The fewest characters of a session id [`PgStore::resolve_id`] takes
+/// for a part of it (as the SQLite store).
+pub const MIN_ID_PREFIX: usize = 8;
+/// Candidates an ambiguous id names.
+const AMBIGUOUS_SHOWN: usize = 5;
+
 /// Sessions in one Postgres database, shared by every host pointed at it.
 /// Cheap to clone; clones share one connection for what is read outside a
 /// journal (each journal has its own).
@@ -84,6 +90,7 @@ impl PgStore {
         let url = PgUrl::parse(url)?;
         let mut client = connect(&url).await?;
         schema::migrate_to(&mut client, schema::latest(), &url.redacted()).await?;
+        lease::sweep(&client, &url.redacted()).await?;
         Ok(Self { inner: Arc::new(Inner { url, settings, client: Mutex::new(Some(client)) }) })
     }
 
@@ -146,6 +153,50 @@ impl PgStore {
             created_at: row.try_get(10).map_err(column)?,
             updated_at: row.try_get(11).map_err(column)?,
         })
+    }
+
+    /// The id of the one session whose id is `given`, starts with it or
+    /// ends with it, by the SQLite store's rules (`bosun_store::Store::resolve_id`):
+    /// a whole id, or a part of at least [`MIN_ID_PREFIX`] characters.
+    ///
+    /// # Errors
+    /// [`PgError::ShortId`] for a shorter part, [`PgError::NotFound`] when
+    /// no id starts or ends with it, [`PgError::Ambiguous`] (naming the
+    /// candidates) when more than one does.
+    pub async fn resolve_id(&self, given: &str) -> Result<String, PgError> {
+        let client = self.client().await?;
+        let exact = client
+            .query_opt("SELECT id FROM sessions WHERE id = $1", &[&given])
+            .await
+            .map_err(|e| self.db(&e))?;
+        if let Some(row) = exact {
+            return row.try_get(0).map_err(column);
+        }
+        if given.chars().count() < MIN_ID_PREFIX {
+            return Err(PgError::ShortId { given: given.to_owned() });
+        }
+        let shown = AMBIGUOUS_SHOWN as i64;
+        let rows = client
+            .query(
+                "SELECT id FROM sessions WHERE starts_with(id, $1) OR right(id, length($1)) = $1
+                 ORDER BY id LIMIT $2",
+                &[&given, &(shown + 1)],
+            )
+            .await
+            .map_err(|e| self.db(&e))?;
+        let mut found =
+            rows.iter().map(|row| row.try_get(0).map_err(column)).collect::<Result<Vec<String>, _>>()?;
+        match found.len() {
+            0 => Err(PgError::NotFound { what: "session", id: given.to_owned() }),
+            1 => Ok(found.remove(0)),
+            _ => {
+                if found.len() > AMBIGUOUS_SHOWN {
+                    found.truncate(AMBIGUOUS_SHOWN);
+                    found.push("…".to_owned());
+                }
+                Err(PgError::Ambiguous { given: given.to_owned(), candidates: found })
+            }
+        }
     }
 
     /// The ids of the sessions, most recently written first.

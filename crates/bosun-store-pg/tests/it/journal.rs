@@ -248,3 +248,24 @@ async fn a_missing_server_is_unavailable_and_the_password_is_never_shown() {
     let journal = store.new_session().await.unwrap();
     assert!(!format!("{journal:?}").contains("s3cret"));
 }
+
+#[tokio::test]
+async fn a_session_id_resolves_from_a_part_of_it() {
+    let Some(url) = support::database().await else { return };
+    let store = PgStore::connect(&url).await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let journal = store.new_session().await.unwrap();
+        ids.push(journal.session_id().to_owned());
+        let mut session =
+            Session::builder(ScriptedModel::new().answer("hi")).journal(journal).build().await.unwrap();
+        session.run("hello", &mut Vec::new()).await.unwrap();
+    }
+    let id = &ids[0];
+    assert_eq!(&store.resolve_id(id).await.unwrap(), id);
+    assert_eq!(&store.resolve_id(&id[id.len() - 8..]).await.unwrap(), id);
+    assert!(matches!(store.resolve_id(&id[..4]).await, Err(PgError::ShortId { .. })));
+    // UUIDv7 ids made a moment apart share their first 8 characters.
+    assert!(matches!(store.resolve_id(&id[..8]).await, Err(PgError::Ambiguous { .. })));
+    assert!(matches!(store.resolve_id("ffffffff-none").await, Err(PgError::NotFound { .. })));
+}

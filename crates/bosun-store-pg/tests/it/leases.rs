@@ -165,12 +165,17 @@ async fn a_dead_holder_on_this_machine_is_taken_over_at_once() {
     let dead = i64::from(child.id());
     child.wait().unwrap();
     let client = support::sql(&url).await;
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    // This machine as leases name it: its boot and this pid namespace.
+    let boot = format!(
+        "{} {}",
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim(),
+        std::fs::read_link("/proc/self/ns/pid").unwrap().display()
+    );
     client
         .execute(
             "INSERT INTO leases (session_id, host, boot_id, pid, token, acquired_at, expires_at)
              VALUES ($1, $2, $3, $4, 'gone', clock_timestamp(), clock_timestamp() + interval '1 hour')",
-            &[&id, &store.lease_settings().host, &boot.trim(), &dead],
+            &[&id, &store.lease_settings().host, &boot, &dead],
         )
         .await
         .unwrap();
@@ -181,9 +186,28 @@ async fn a_dead_holder_on_this_machine_is_taken_over_at_once() {
         .execute(
             "INSERT INTO leases (session_id, host, boot_id, pid, token, acquired_at, expires_at)
              VALUES ($1, 'elsewhere', $2, $3, 'gone', clock_timestamp(), clock_timestamp() + interval '1 hour')",
-            &[&id, &boot.trim(), &dead],
+            &[&id, &boot, &dead],
         )
         .await
         .unwrap();
     assert!(matches!(store.open_session(&id).await, Err(PgError::Leased { .. })));
+}
+
+/// Two hosts taking over the same expired lease at once: one wins, the
+/// other is refused naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_taking_over_at_once_one_wins() {
+    let Some(url) = support::database().await else { return };
+    let a = PgStore::connect_with(&url, host("host-a")).await.unwrap();
+    let b = PgStore::connect_with(&url, host("host-b")).await.unwrap();
+    let c = PgStore::connect_with(&url, host("host-c")).await.unwrap();
+    let (id, session) = started(&a).await;
+    expire(&url, &id).await;
+    let (on_b, on_c) = tokio::join!(b.open_session(&id), c.open_session(&id));
+    match (&on_b, &on_c) {
+        (Ok(_), Err(PgError::Leased { host, .. })) => assert_eq!(host, "host-b"),
+        (Err(PgError::Leased { host, .. }), Ok(_)) => assert_eq!(host, "host-c"),
+        other => panic!("{other:?}"),
+    }
+    drop(session);
 }
