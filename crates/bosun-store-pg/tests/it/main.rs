@@ -13,3 +13,4 @@ mod events;
 mod journal;
 mod leases;
 mod migrations;
+mod setup;

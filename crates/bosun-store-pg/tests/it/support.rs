@@ -13,6 +13,7 @@
 //!
 //! A missing Postgres FAILS every test here, unless `BOSUN_SKIP_POSTGRES=1`
 //! says to skip (`scripts/test` installs `postgresql` when it is missing).
+//! `BOSUN_POSTGRES_BIN` names another directory of binaries.
 //! A child process of the crash harness is handed the parent's database in
 //! `BOSUN_PG_URL` and starts no server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -92,9 +93,17 @@ impl Server {
     }
 }
 
-/// Where the binaries are: the newest `/usr/lib/postgresql/N/bin`, else the
-/// directory of `postgres` on `PATH`.
+/// Names the directory of `initdb`, `postgres` and `pg_isready` to use
+/// instead of looking for them (a Postgres installed elsewhere).
+pub const BIN: &str = "BOSUN_POSTGRES_BIN";
+
+/// Where the binaries are: `BOSUN_POSTGRES_BIN`, else the newest
+/// `/usr/lib/postgresql/N/bin`, else the directory of `postgres` on `PATH`.
 fn find_bin() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(BIN) {
+        let dir = PathBuf::from(dir);
+        return (dir.join("postgres").is_file() && dir.join("initdb").is_file()).then_some(dir);
+    }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -137,8 +146,8 @@ fn free_port() -> Result<u16, Missing> {
 fn start() -> Result<Server, Missing> {
     let Some(bin) = find_bin() else {
         return Err(Missing::NotInstalled(
-            "Postgres is not installed (no /usr/lib/postgresql/*/bin/postgres, no postgres on PATH): \
-             apt-get install postgresql"
+            "Postgres is not installed (no postgres in BOSUN_POSTGRES_BIN, /usr/lib/postgresql/*/bin \
+             or on PATH): apt-get install postgresql"
                 .into(),
         ));
     };
