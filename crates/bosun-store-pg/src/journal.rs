@@ -14,7 +14,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bosun_core::journal::JournalFuture;
-use bosun_core::{Journal, JournalError, JournalErrorKind, JournalRecord, Message};
+use bosun_core::{
+    Journal, JournalError, JournalErrorKind, JournalRecord, Message, Spend, Spent, TurnRecordOutcome, Usage,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::Client;
 
@@ -66,6 +68,13 @@ struct Writer {
     parent: Option<(String, String)>,
     /// The heartbeat found the lease gone: it renews no more.
     lost: bool,
+    /// The open turn, for the session row's counters (as the SQLite
+    /// journal keeps them): its user message awaits its first commit, the
+    /// messages it added, whether it is open, the usage the row counts.
+    pending_user: bool,
+    turn_added: i64,
+    turn_open: bool,
+    turn_usage: Usage,
 }
 
 impl PgStore {
@@ -105,6 +114,10 @@ impl PgStore {
             effort: None,
             parent: None,
             lost: false,
+            pending_user: false,
+            turn_added: 0,
+            turn_open: false,
+            turn_usage: Usage::default(),
         };
         let (ready, opened) = oneshot::channel();
         let (jobs, queue) = mpsc::unbounded_channel();
@@ -370,6 +383,19 @@ impl Writer {
         let client = self.client().await?;
         let records = read_records(&*client, &session, &url).await?;
         self.next_seq = i64::try_from(records.len()).unwrap_or(i64::MAX);
+        // A turn left open by a crash: its user message is still to be
+        // committed with the turn's first batch.
+        self.pending_user = false;
+        for record in &records {
+            match record {
+                JournalRecord::TurnStarted { .. } => self.pending_user = true,
+                JournalRecord::Committed { .. } | JournalRecord::TurnEnded { .. } => {
+                    self.pending_user = false
+                }
+                _ => {}
+            }
+        }
+        self.turn_added = 0;
         Ok(records)
     }
 
@@ -390,6 +416,10 @@ impl Writer {
             (self.session.clone(), self.token.clone(), self.redacted.clone(), self.next_seq);
         let db = |e: tokio_postgres::Error| PgError::from_db(&url, &e);
         let out_of_order = |detail: String| PgError::OutOfOrder { session: session.clone(), detail };
+        let mut pending_user = self.pending_user;
+        let mut turn_added = self.turn_added;
+        let mut turn_open = self.turn_open;
+        let mut turn_usage = self.turn_usage;
         let client = self.client().await?;
         let transaction = client.transaction().await.map_err(db)?;
         lease::check_held(&transaction, &session, &token, &url).await?;
@@ -457,6 +487,7 @@ impl Writer {
                 "record {next_seq} ({kind}) would leave a gap: {stored} records are stored"
             )));
         }
+        let mut counters = Counters::default();
         match record {
             JournalRecord::SessionStarted { .. } if next_seq != 0 => {
                 return Err(out_of_order(format!(
@@ -464,6 +495,10 @@ impl Writer {
                 )));
             }
             JournalRecord::TurnStarted { message, .. } => {
+                pending_user = true;
+                turn_added = 0;
+                turn_open = true;
+                turn_usage = Usage::default();
                 if let Some(model) = &fields.model {
                     transaction
                         .execute(
@@ -482,6 +517,52 @@ impl Writer {
                     )
                     .await
                     .map_err(db)?;
+            }
+            JournalRecord::Committed { messages, .. } => {
+                let user = std::mem::take(&mut pending_user);
+                let mut usage = Usage::default();
+                for message in messages {
+                    // What tools spent on models (sampling) counts too.
+                    if let Message::Assistant { usage: used, .. } | Message::ToolResult { usage: used, .. } =
+                        message
+                    {
+                        usage += *used;
+                    }
+                }
+                let added = i64::from(user) + i64::try_from(messages.len()).unwrap_or_default();
+                turn_usage += usage;
+                turn_added += added;
+                counters.messages += added;
+                counters.usage += usage;
+            }
+            JournalRecord::TurnEnded { outcome, spend, .. } => {
+                // A rolled-back turn's messages leave history; what it spent
+                // stays spent. Rounds whose response never entered history
+                // are counted from the turn's spend.
+                if *outcome == TurnRecordOutcome::RolledBack {
+                    counters.messages -= turn_added;
+                }
+                counters.usage += uncounted(spend, turn_usage);
+                counters.spend.add(spend);
+                pending_user = false;
+                turn_added = 0;
+                turn_open = false;
+            }
+            // Steering enters the turn's history between two batches.
+            JournalRecord::Steered { .. } => {
+                counters.messages += 1;
+                turn_added += 1;
+            }
+            // A summary request is model usage like a round's; inside a
+            // turn its spend arrives with `turn_ended`, outside one it is
+            // the session's now.
+            JournalRecord::Compacted { usage: used, cost_micros, .. } if !used.is_zero() => {
+                counters.usage += *used;
+                if turn_open {
+                    turn_usage += *used;
+                } else {
+                    counters.spend.compaction = Spent::new(*used, *cost_micros);
+                }
             }
             // The session row shows the authority it runs under now.
             JournalRecord::AuthorityChanged { authority, .. } => {
@@ -504,18 +585,58 @@ impl Writer {
             )
             .await
             .map_err(db)?;
+        let (usage, spend) = if counters.usage.is_zero() && counters.spend.is_zero() {
+            (None, None)
+        } else {
+            let row = transaction
+                .query_one("SELECT usage, spend FROM sessions WHERE id = $1", &[&session])
+                .await
+                .map_err(db)?;
+            let mut usage: Usage = serde_json::from_str(row.try_get(0).map_err(column)?).unwrap_or_default();
+            let mut spend: Spend = serde_json::from_str(row.try_get(1).map_err(column)?).unwrap_or_default();
+            usage += counters.usage;
+            spend.add(&counters.spend);
+            let text = |value: serde_json::Result<String>| value.unwrap_or_else(|_| "{}".into());
+            (Some(text(serde_json::to_string(&usage))), Some(text(serde_json::to_string(&spend))))
+        };
         transaction
             .execute(
-                "UPDATE sessions SET record_count = record_count + 1, updated_at = clock_timestamp() WHERE id = $1",
-                &[&session],
+                "UPDATE sessions SET record_count = record_count + 1, message_count = message_count + $2,
+                        usage = COALESCE($3, usage), spend = COALESCE($4, spend), updated_at = clock_timestamp()
+                 WHERE id = $1",
+                &[&session, &counters.messages, &usage, &spend],
             )
             .await
             .map_err(db)?;
         transaction.commit().await.map_err(db)?;
         // Only what is committed changes the journal's view of itself.
         self.next_seq += 1;
+        self.pending_user = pending_user;
+        self.turn_added = turn_added;
+        self.turn_open = turn_open;
+        self.turn_usage = turn_usage;
         Ok(())
     }
+}
+
+/// What one record adds to the session row's counters.
+#[derive(Default)]
+struct Counters {
+    messages: i64,
+    usage: Usage,
+    spend: Spend,
+}
+
+/// What `spend` holds beyond `counted`, field by field.
+fn uncounted(spend: &Spend, counted: Usage) -> Usage {
+    let total = spend.total().usage;
+    let mut rest = Usage::default();
+    rest.input = total.input.saturating_sub(counted.input);
+    rest.output = total.output.saturating_sub(counted.output);
+    rest.cache_read = total.cache_read.saturating_sub(counted.cache_read);
+    rest.cache_write = total.cache_write.saturating_sub(counted.cache_write);
+    rest.reasoning = total.reasoning.saturating_sub(counted.reasoning);
+    rest
 }
 
 /// What a new session's row records beside its authority.

@@ -36,7 +36,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         effort TEXT,
         parent_session TEXT,
         parent_call TEXT,
-        record_count BIGINT NOT NULL DEFAULT 0
+        record_count BIGINT NOT NULL DEFAULT 0,
+        message_count BIGINT NOT NULL DEFAULT 0,
+        usage TEXT NOT NULL DEFAULT '{}',
+        spend TEXT NOT NULL DEFAULT '{}'
     );
     CREATE INDEX sessions_by_update ON sessions (updated_at DESC);
     CREATE INDEX sessions_by_workspace ON sessions (workspace, updated_at DESC);

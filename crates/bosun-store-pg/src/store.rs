@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use bosun_core::JournalRecord;
+use bosun_core::{JournalRecord, Spend, Usage};
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio_postgres::{Client, GenericClient, NoTls};
 
@@ -64,6 +64,13 @@ pub struct PgSession {
     pub authority_digest: String,
     /// How many journal records it has.
     pub record_count: i64,
+    /// How many messages its history holds (a rolled-back turn's are not
+    /// counted), as the SQLite store counts them.
+    pub message_count: i64,
+    /// What its model calls used, a rolled-back turn's included.
+    pub usage: Usage,
+    /// What its turns spent, by bucket and priced.
+    pub spend: Spend,
     /// When it was created, by the database's clock.
     pub created_at: SystemTime,
     /// When a record was last written to it, by the database's clock.
@@ -131,7 +138,7 @@ impl PgStore {
         let row = client
             .query_opt(
                 "SELECT id, title, workspace, model, base_url, effort, parent_session, parent_call,
-                        authority_digest, record_count, created_at, updated_at
+                        authority_digest, record_count, created_at, updated_at, message_count, usage, spend
                  FROM sessions WHERE id = $1",
                 &[&id],
             )
@@ -152,6 +159,9 @@ impl PgStore {
             record_count: row.try_get(9).map_err(column)?,
             created_at: row.try_get(10).map_err(column)?,
             updated_at: row.try_get(11).map_err(column)?,
+            message_count: row.try_get(12).map_err(column)?,
+            usage: json_column(&row, 13, id)?,
+            spend: json_column(&row, 14, id)?,
         })
     }
 
@@ -247,6 +257,19 @@ impl PgStore {
         }
         Ok(())
     }
+}
+
+/// Column `index` of `row`, JSON bosun wrote, read back.
+fn json_column<T: serde::de::DeserializeOwned>(
+    row: &tokio_postgres::Row,
+    index: usize,
+    session: &str,
+) -> Result<T, PgError> {
+    let text: &str = row.try_get(index).map_err(column)?;
+    serde_json::from_str(text).map_err(|e| PgError::Corrupt {
+        session: session.to_owned(),
+        detail: format!("its row's column {index} is unreadable: {e}"),
+    })
 }
 
 /// Opens a connection to `url`; its I/O runs as a task of the current

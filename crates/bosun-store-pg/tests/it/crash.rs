@@ -559,11 +559,14 @@ fn check_crash(url: &str, id: &str, kill: Kill, before: &[JournalRecord], what: 
     after
 }
 
-/// The session's row counts `records` and is titled with the first prompt,
+/// The session's row counts `records` and the messages they commit, and is
+/// titled with the first prompt,
 /// whether or not its turn was committed (invariant 21).
 fn check_row(url: &str, id: &str, records: &[JournalRecord], what: &str) {
     let row = block_on(async { PgStore::connect(url).await.unwrap().session(id).await.unwrap() });
     assert_eq!(row.record_count, records.len() as i64, "{what}: the row's record count");
+    let history = committed_messages(records);
+    assert_eq!(row.message_count, history.len() as i64, "{what}: the listed message count");
     let first_prompt = records.iter().find_map(|r| match r {
         JournalRecord::TurnStarted { message, .. } => Some(message.text()),
         _ => None,

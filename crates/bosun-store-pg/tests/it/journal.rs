@@ -56,6 +56,7 @@ async fn invariant_15_a_session_resumes_from_postgres_in_a_new_connection() {
     assert_eq!(shown.model.as_deref(), Some("openai/gpt-4o"));
     let records = store.records(&id).await.unwrap();
     assert_eq!(shown.record_count, records.len() as i64);
+    assert_eq!(shown.message_count, history.len() as i64);
     assert!(matches!(records[0], JournalRecord::SessionStarted { .. }));
     let ended = records.iter().filter(|r| matches!(r, JournalRecord::TurnEnded { .. })).count();
     assert_eq!(ended, 3);
@@ -268,4 +269,41 @@ async fn a_session_id_resolves_from_a_part_of_it() {
     // UUIDv7 ids made a moment apart share their first 8 characters.
     assert!(matches!(store.resolve_id(&id[..8]).await, Err(PgError::Ambiguous { .. })));
     assert!(matches!(store.resolve_id("ffffffff-none").await, Err(PgError::NotFound { .. })));
+}
+
+/// The session row counts messages and usage as the SQLite store does: a
+/// rolled-back turn's prompt names the session but is not counted, what
+/// every round used is.
+#[tokio::test]
+async fn invariant_21_the_row_counts_history_and_usage_and_a_failed_prompt_names_the_session() {
+    use bosun_core::{ModelError, Usage};
+    let Some(url) = support::database().await else { return };
+    let store = PgStore::connect(&url).await.unwrap();
+    let journal = store.new_session().await.unwrap();
+    let id = journal.session_id().to_owned();
+    let model = ScriptedModel::new()
+        .reply(Reply::new().error(ModelError::Server("boom".into())))
+        .reply(Reply::new().text("Looking.").tool_call("read", json!({"path": "a"})).usage(Usage::new(10, 2)))
+        .reply(Reply::new().text("It says hello.").usage(Usage::new(20, 3)))
+        .reply(Reply::new().error(ModelError::Server("boom again".into())));
+    let mut session = builder(model).journal(journal).build().await.unwrap();
+    session.run("first prompt", &mut Vec::new()).await.unwrap_err();
+    let row = store.session(&id).await.unwrap();
+    assert_eq!(row.title.as_deref(), Some("first prompt"), "the first prompt, though its turn failed");
+    assert_eq!(row.message_count, 0);
+
+    session.run("second prompt", &mut Vec::new()).await.unwrap();
+    session.run("third prompt", &mut Vec::new()).await.unwrap_err();
+    let history = session.history().to_vec();
+    drop(session);
+    let row = store.session(&id).await.unwrap();
+    assert_eq!(row.message_count, history.len() as i64);
+    assert_eq!(row.message_count, 4);
+    assert_eq!(row.usage, Usage::new(30, 5));
+    assert_eq!(row.spend.total().usage, Usage::new(30, 5));
+    assert_eq!(row.title.as_deref(), Some("first prompt"));
+
+    let resumed = builder(ScriptedModel::new()).resume(store.open_session(&id).await.unwrap()).await.unwrap();
+    assert_eq!(resumed.history(), history.as_slice());
+    assert_eq!(resumed.interrupted_prompt(), Some(&Message::user("third prompt")));
 }
