@@ -287,7 +287,6 @@ impl Writer {
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                biased;
                 job = queue.recv() => match job {
                     Some(job) => self.handle(job).await,
                     None => break,
