@@ -10,6 +10,7 @@ mod support;
 
 mod crash;
 mod events;
+mod full;
 mod journal;
 mod leases;
 mod migrations;

@@ -49,6 +49,29 @@ enum Missing {
 
 static SERVER: OnceLock<Result<Server, Missing>> = OnceLock::new();
 
+/// The variable that lets the full-disk test skip where no small file
+/// system can be mounted (the same as bosun-store's).
+pub const SKIP_FULL_DISK: &str = "BOSUN_SKIP_FULL_DISK";
+
+/// A server of its own whose directory `small` (for a tablespace) is a
+/// 2 MiB tmpfs, mounted in a private mount namespace (`unshare`, as root)
+/// that the server runs in; stopped when dropped. `None` as [`server`], or
+/// when no such file system can be mounted and `BOSUN_SKIP_FULL_DISK=1`.
+pub fn server_with_small_disk() -> Option<Server> {
+    server()?;
+    if !is_root() {
+        bosun_testing::skip_or_fail(SKIP_FULL_DISK, "mounting a small tmpfs for the server needs root");
+        return None;
+    }
+    match start(true) {
+        Ok(server) => Some(server),
+        Err(Missing::NotInstalled(why) | Missing::Failed(why)) => {
+            bosun_testing::skip_or_fail(SKIP_FULL_DISK, &format!("no server on a small disk: {why}"));
+            None
+        }
+    }
+}
+
 /// The shared server, started by the first test that asks; `None` when
 /// Postgres is not installed and `BOSUN_SKIP_POSTGRES=1` (the calling test
 /// then returns, having said it skipped).
@@ -57,7 +80,7 @@ static SERVER: OnceLock<Result<Server, Missing>> = OnceLock::new();
 /// When Postgres is not installed and skipping was not asked for, or when
 /// it would not start.
 pub fn server() -> Option<&'static Server> {
-    match SERVER.get_or_init(start) {
+    match SERVER.get_or_init(|| start(false)) {
         Ok(server) => Some(server),
         Err(Missing::NotInstalled(what)) => {
             bosun_testing::skip_or_fail(SKIP, what);
@@ -75,8 +98,14 @@ pub async fn database() -> Option<String> {
 }
 
 impl Server {
-    fn url_of(&self, database: &str) -> String {
+    /// The URL of `database` on this server.
+    pub fn url_of(&self, database: &str) -> String {
         format!("postgres://bosun@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Its temporary directory (the data directory is `data` in it).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Creates a database of its own for the calling test.
@@ -143,7 +172,9 @@ fn free_port() -> Result<u16, Missing> {
     listener.local_addr().map(|a| a.port()).map_err(|e| Missing::Failed(e.to_string()))
 }
 
-fn start() -> Result<Server, Missing> {
+/// Starts a server; with `small`, in a private mount namespace where
+/// `DIR/small` is a 2 MiB tmpfs.
+fn start(small: bool) -> Result<Server, Missing> {
     let Some(bin) = find_bin() else {
         return Err(Missing::NotInstalled(
             "Postgres is not installed (no postgres in BOSUN_POSTGRES_BIN, /usr/lib/postgresql/*/bin \
@@ -192,9 +223,27 @@ pid=$!
 read -r _ignored
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
-rm -rf "$dir""#;
-    let mut shell = command(Path::new("/bin/sh"))
-        .args(["-c", script, "sh"])
+rm -rf "$dir" 2>/dev/null"#;
+    let mut shell = if small {
+        // As root in a namespace of its own: mount, then run the script as
+        // `nobody`; unmount and delete once it ends.
+        std::fs::create_dir(dir.join("small")).map_err(|e| failed("a mount point", &e))?;
+        let outer = r#"mount -t tmpfs -o size=2m,mode=0700 tmpfs "$2/small" || exit 1
+chown nobody:nogroup "$2/small" || exit 1
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- /bin/sh -c "$BOSUN_PG_SCRIPT" sh "$@"
+umount "$2/small"
+rm -rf "$2""#;
+        let mut command = Command::new("unshare");
+        command
+            .args(["--mount", "--propagation", "private", "/bin/sh", "-c", outer, "sh"])
+            .env("BOSUN_PG_SCRIPT", script);
+        command
+    } else {
+        let mut command = command(Path::new("/bin/sh"));
+        command.args(["-c", script, "sh"]);
+        command
+    };
+    let mut shell = shell
         .arg(bin.join("postgres"))
         .arg(&dir)
         .arg(port.to_string())
