@@ -61,5 +61,13 @@ async fn a_full_disk_is_full_and_keeps_nothing_of_the_failed_write() {
         (row_before.record_count, row_before.message_count)
     );
     drop(session);
+
+    // Space again: the session resumes and goes on.
+    client.batch_execute("ALTER TABLE records SET TABLESPACE pg_default").await.unwrap();
+    let journal = store.open_session(&id).await.unwrap();
+    let mut resumed = Session::builder(ScriptedModel::new().answer("back")).resume(journal).await.unwrap();
+    resumed.run("again", &mut Vec::new()).await.unwrap();
+    assert_eq!(resumed.history().last().unwrap().text(), "back");
+    drop(resumed);
     drop(server);
 }
