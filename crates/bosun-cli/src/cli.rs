@@ -88,6 +88,14 @@ pub enum Command {
     /// Server-Sent Events, approvals answered over HTTP, and a page to watch
     /// and steer them (docs/serve.md).
     Serve(ServeArgs),
+    /// Be an MCP server over stdio, so another agent can hand bosun a task
+    /// in a folder you allow (tools `bosun_task` and `bosun_continue`;
+    /// approvals are asked of the calling client, or denied).
+    McpServer {
+        /// A folder the caller's workspaces must be inside (repeatable).
+        #[arg(long = "allow-root", value_name = "DIR", required = true)]
+        allow_roots: Vec<PathBuf>,
+    },
     /// Print shell completions.
     Completions {
         /// The shell.
@@ -458,6 +466,7 @@ impl Command {
             Self::Models(_) => "models",
             Self::Mcp(_) => "mcp",
             Self::Serve(_) => "serve",
+            Self::McpServer { .. } => "mcp-server",
             Self::Completions { .. } => "completions",
         }
     }

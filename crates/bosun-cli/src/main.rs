@@ -153,6 +153,13 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
         }
         Command::Mcp(command) => mcp::run(dir, profile, command, env).await.map(|()| Outcome::Success),
         Command::Serve(args) => serve::run(dir, profile, args, env, palettes.stderr).await,
+        Command::McpServer { allow_roots } => {
+            let mut options = bosun_mcp_server::McpServerOptions::new(env.clone(), &allow_roots)?;
+            // stdout carries the protocol: notices go to stderr.
+            options.notices = crate::mcp::stderr_notices(palettes.stderr);
+            bosun_mcp_server::BosunServer::new(options).serve_stdio().await?;
+            Ok(Outcome::Success)
+        }
         Command::Completions { shell } => {
             // Into a buffer: `generate` panics when stdout's reader is gone.
             let mut script = Vec::new();

@@ -91,10 +91,12 @@ pub struct After {
 #[openapi(
     info(title = "bosun serve", description = "Many bosun sessions behind one API. Every route needs `Authorization: Bearer TOKEN`."),
     paths(
-        create_session, list_sessions, show_session, send_message, steer, cancel, resume, delete_session,
+        create_session, list_sessions, show_session, send_message, steer, cancel, resume, fork, delete_session,
         events, list_approvals, answer_approval
     ),
-    components(schemas(CreateSession, Text, Sent, SessionView, SessionList, PendingApproval, ApprovalList, Answer)),
+    components(schemas(
+        CreateSession, Text, Sent, SessionView, SessionList, PendingApproval, ApprovalList, Answer, ForkAt, Forked
+    )),
     modifiers(&Bearer)
 )]
 pub(crate) struct ApiDoc;
@@ -156,8 +158,15 @@ async fn host(
     session: bosun_core::Session,
     id: String,
 ) -> Result<Arc<Hosted>, ApiError> {
-    let store = bosun_agent::parts::store(agent.settings(), &state.env)
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+    // The server's own connection when the session's store is the server's
+    // (the usual case): one connection, and one page cache, for every hub.
+    let internal = |e: bosun_agent::Error| ApiError::internal(format!("{e:#}"));
+    let path = bosun_agent::parts::store_path(agent.settings(), &state.env).map_err(internal)?;
+    let store = if path == state.store.path() {
+        state.store.clone()
+    } else {
+        bosun_agent::parts::store(agent.settings(), &state.env).map_err(internal)?
+    };
     let hub = EventHub::open(&id, store).map_err(ApiError::internal)?;
     let workspace = session.authority().workspace.as_ref().map(|w| w.path.clone()).unwrap_or_default();
     hub.publish(&bosun_agent::json_events::init_json(&id, agent.settings(), session.mode(), &workspace));
@@ -207,14 +216,48 @@ pub(crate) async fn create_session(
     Ok((StatusCode::CREATED, Json(hosted.view().await)))
 }
 
-/// Lists the sessions this server holds.
-#[utoipa::path(get, path = "/v1/sessions", responses((status = 200, body = SessionList)))]
-pub(crate) async fn list_sessions(State(state): State<Arc<ServerState>>) -> Json<SessionList> {
+/// Which sessions a listing shows.
+#[derive(Debug, Deserialize)]
+pub struct Listing {
+    /// Also the store's newest sessions this server does not hold (state
+    /// `stored`; `POST /v1/sessions/{id}/resume` hosts one).
+    pub stored: Option<bool>,
+}
+
+/// Stored sessions a listing shows at most.
+const STORED_LISTED: usize = 100;
+
+/// Lists the sessions this server holds, and with `?stored=true` the
+/// store's newest others.
+#[utoipa::path(get, path = "/v1/sessions", params(("stored" = Option<bool>, Query)),
+    responses((status = 200, body = SessionList)))]
+pub(crate) async fn list_sessions(
+    State(state): State<Arc<ServerState>>,
+    Query(listing): Query<Listing>,
+) -> Result<Json<SessionList>, ApiError> {
     let mut sessions = Vec::new();
     for hosted in state.sessions() {
         sessions.push(hosted.view().await);
     }
-    Json(SessionList { sessions })
+    if listing.stored == Some(true) {
+        let mut filter = bosun_store::ListFilter::default();
+        filter.limit = Some(STORED_LISTED);
+        let stored = state.store.list(&filter).map_err(|e| ApiError::internal(e.to_string()))?;
+        for summary in stored {
+            if sessions.iter().any(|s| s.id == summary.id) {
+                continue;
+            }
+            sessions.push(SessionView {
+                id: summary.id,
+                workspace: summary.workspace.unwrap_or_default(),
+                model: summary.model.unwrap_or_default(),
+                mode: String::new(),
+                state: "stored".to_owned(),
+                title: summary.title,
+            });
+        }
+    }
+    Ok(Json(SessionList { sessions }))
 }
 
 /// Shows one session.
@@ -280,14 +323,20 @@ pub(crate) async fn resume(
     if let Some(hosted) = state.session(&id) {
         return Ok(Json(hosted.view().await));
     }
-    let id = state.store.resolve_id(&id).map_err(|e| ApiError::not_found(e.to_string()))?;
+    let hosted = open_stored(&state, &id).await?;
+    Ok(Json(hosted.view().await))
+}
+
+/// Hosts stored session `id` (a whole id or a unique prefix).
+async fn open_stored(state: &ServerState, id: &str) -> Result<Arc<Hosted>, ApiError> {
+    let id = state.store.resolve_id(id).map_err(|e| ApiError::not_found(e.to_string()))?;
     let summary = state.store.show(&id).map_err(|e| ApiError::not_found(e.to_string()))?.summary;
     let workspace = summary
         .workspace
         .map(PathBuf::from)
         .ok_or_else(|| ApiError::conflict(format!("session `{id}` has no workspace to open")))?;
-    let agent = agent_for(&state, &workspace, bosun_agent::config::Overrides::default()).await?;
-    let (approver, named) = approver(&state);
+    let agent = agent_for(state, &workspace, bosun_agent::config::Overrides::default()).await?;
+    let (approver, named) = approver(state);
     let _ = named.set(id.clone());
     let (session, id) = match agent.open(StoredSession::Id(id), approver).await {
         Ok(opened) => opened,
@@ -296,8 +345,57 @@ pub(crate) async fn resume(
             return Err(ApiError::conflict(format!("{error:#}")));
         }
     };
-    let hosted = host(&state, agent, session, id).await?;
-    Ok(Json(hosted.view().await))
+    host(state, agent, session, id).await
+}
+
+/// Where a fork starts.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkAt {
+    /// The stored message to branch at (an assistant answer or a batch's
+    /// last result); none: the newest.
+    pub at: Option<i64>,
+}
+
+/// A fork's new branch and the session on it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Forked {
+    /// The new branch, now the session's head (the old one stays).
+    pub branch: String,
+    /// The session, hosted again on the new branch.
+    pub session: SessionView,
+}
+
+/// Starts a new branch of an idle session at a message and goes on there;
+/// the branch it leaves stays in the store.
+#[utoipa::path(post, path = "/v1/sessions/{id}/fork", params(("id" = String, Path)), request_body = ForkAt,
+    responses((status = 200, body = Forked), (status = 404), (status = 409, description = "a turn runs")))]
+pub(crate) async fn fork(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    Json(body): Json<ForkAt>,
+) -> Result<Json<Forked>, ApiError> {
+    if let Some(hosted) = state.session(&id) {
+        if hosted.is_running() {
+            return Err(ApiError::conflict("a turn is running: cancel it or wait for it first"));
+        }
+        // Let go of the session (its journal's lease) for the fork.
+        if let Some(hosted) = state.remove(&id) {
+            state.approvals.withdraw_session(&id);
+            hosted.shut_down().await;
+        }
+    }
+    let id = state.store.resolve_id(&id).map_err(|e| ApiError::not_found(e.to_string()))?;
+    let at = match body.at {
+        Some(at) => Some(at),
+        None => {
+            let detail = state.store.show(&id).map_err(|e| ApiError::not_found(e.to_string()))?;
+            detail.history.last().map(|(message, _)| *message)
+        }
+    };
+    let branch = state.store.fork_at(&id, at).map_err(|e| ApiError::conflict(e.to_string()))?;
+    let hosted = open_stored(&state, &id).await?;
+    Ok(Json(Forked { branch, session: hosted.view().await }))
 }
 
 /// Stops a session and deletes it from the store.

@@ -24,9 +24,9 @@ pub struct SessionView {
     pub workspace: String,
     /// The model, as `PROVIDER/MODEL` or `local/NAME`.
     pub model: String,
-    /// The permission mode.
+    /// The permission mode (empty for a stored session).
     pub mode: String,
-    /// `idle` or `running`.
+    /// `idle` or `running`; `stored` for one this server does not hold.
     pub state: String,
     /// The first task, shortened.
     pub title: Option<String>,

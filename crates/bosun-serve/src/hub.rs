@@ -19,6 +19,12 @@ const RECENT: usize = 1024;
 /// Events written to the store in one transaction at most.
 const WRITE_BATCH: usize = 256;
 
+/// Tries of one batch before the writer gives up (events stay in memory).
+const WRITE_ATTEMPTS: u32 = 20;
+
+/// The pause before a failed batch is tried again.
+const RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Events a reader gets at once.
 pub(crate) const READ_BATCH: usize = 256;
 
@@ -114,24 +120,50 @@ impl EventHub {
     }
 }
 
-/// Writes published events to the store in order, a batch at a time.
+/// Writes published events to the store in order, a batch at a time. A
+/// batch that fails is tried again with the next (events stay in memory
+/// meanwhile), so a busy or briefly failing store loses nothing.
 async fn write_to_store(
     session: String,
     store: Store,
     mut queued: mpsc::UnboundedReceiver<StoredEvent>,
     stored: Arc<AtomicU64>,
 ) {
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    while queued.recv_many(&mut batch, WRITE_BATCH).await > 0 {
-        let events = std::mem::take(&mut batch);
-        let last = events.last().map(|e| e.seq);
-        let (store, session) = (store.clone(), session.clone());
-        let written = tokio::task::spawn_blocking(move || store.append_events(&session, &events)).await;
-        match (written, last) {
-            (Ok(Ok(())), Some(last)) => stored.store(last, Ordering::SeqCst),
-            (Ok(Err(error)), _) => tracing::error!(%error, "serve: events not stored; they stay in memory"),
-            (Err(error), _) => tracing::error!(%error, "serve: the event writer failed"),
-            (Ok(Ok(())), None) => {}
+    let mut unwritten: Vec<StoredEvent> = Vec::new();
+    let mut failures = 0u32;
+    loop {
+        let closed = queued.recv_many(&mut unwritten, WRITE_BATCH).await == 0;
+        if unwritten.is_empty() {
+            return;
+        }
+        let events = unwritten.clone();
+        let (writing, name) = (store.clone(), session.clone());
+        let written = tokio::task::spawn_blocking(move || writing.append_events(&name, &events)).await;
+        match written {
+            Ok(Ok(())) => {
+                failures = 0;
+                if let Some(last) = unwritten.last() {
+                    stored.store(last.seq, Ordering::SeqCst);
+                }
+                unwritten.clear();
+            }
+            Ok(Err(error)) => {
+                failures += 1;
+                tracing::warn!(%error, failures, "serve: events not stored yet; trying again");
+            }
+            Err(error) => {
+                tracing::error!(%error, "serve: the event writer failed");
+                return;
+            }
+        }
+        if failures >= WRITE_ATTEMPTS {
+            tracing::error!(session, unwritten = unwritten.len(), "serve: events could not be stored");
+            return;
+        }
+        if failures > 0 {
+            tokio::time::sleep(RETRY_DELAY).await;
+        } else if closed && unwritten.is_empty() {
+            return;
         }
     }
 }

@@ -33,6 +33,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use bosun_agent::Notices;
 use bosun_core::env::Env;
 use bosun_store::Store;
@@ -146,6 +147,7 @@ impl Server {
             .route("/v1/sessions/{id}/steer", post(api::steer))
             .route("/v1/sessions/{id}/cancel", post(api::cancel))
             .route("/v1/sessions/{id}/resume", post(api::resume))
+            .route("/v1/sessions/{id}/fork", post(api::fork))
             .route("/v1/sessions/{id}/events", get(api::events))
             .route("/v1/approvals", get(api::list_approvals))
             .route("/v1/approvals/{id}", post(api::answer_approval))
@@ -204,6 +206,13 @@ impl Server {
                 hosted.cancel();
             }
         };
+        // Events are small writes; without NODELAY each one after the first
+        // can wait for the client's delayed ACK (40 ms on Linux).
+        let listener = listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "serve: TCP_NODELAY not set");
+            }
+        });
         axum::serve(listener, router).with_graceful_shutdown(signal).await?;
         for hosted in self.state.sessions() {
             hosted.shut_down().await;

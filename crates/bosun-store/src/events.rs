@@ -3,7 +3,7 @@
 //! `Last-Event-ID` missed comes from here, so it sees every event once
 //! across reconnects and restarts. Deleting the session deletes them.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use crate::error::StoreError;
 use crate::store::Store;
@@ -38,7 +38,11 @@ impl Store {
             return Ok(());
         }
         let mut connection = self.lock_to_write()?;
-        let transaction = connection.transaction().map_err(|e| self.sql(e))?;
+        // Immediate: the read of the last number and the inserts are one write
+        // transaction, so it waits for a journal's writer instead of failing
+        // when one commits between them.
+        let transaction =
+            connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.sql(e))?;
         let last = last_seq(&transaction, session).map_err(|e| self.sql(e))?;
         for (expected, event) in (last + 1..).zip(events) {
             if event.seq != expected {

@@ -29,7 +29,7 @@ pub use layer::{Layer, ProviderSettings, TrustLevel};
 pub use permissions::TypedRule;
 pub use rewind::RewindSettings;
 pub use sandbox::{SandboxMode, SandboxSettings};
-pub use trust::{ProjectConfig, edit_user_file, record as record_trust, top_table, trust_target};
+pub use trust::{ProjectConfig, edit_user_file, looseness, record as record_trust, top_table, trust_target};
 pub use web::WebSettings;
 
 /// The most sub-agents a session may run at once (`max_subagents`): the

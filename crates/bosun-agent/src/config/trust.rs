@@ -123,8 +123,9 @@ pub fn read_plain_file(path: &Path, max: u64) -> Result<String> {
     Ok(text)
 }
 
-/// How much a mode allows, for "only stricter".
-fn looseness(mode: Mode) -> u8 {
+/// How much a mode allows, for "only stricter": a front end that lets a
+/// caller choose a mode holds it to the user's with this too.
+pub fn looseness(mode: Mode) -> u8 {
     match mode {
         Mode::ReadOnly | Mode::Plan => 0,
         Mode::Propose => 1,

@@ -698,3 +698,57 @@ fn the_mcp_command_lists_each_server_its_state_and_its_tools() {
     let exit = pty.finish();
     assert_eq!(exit.status.code(), Some(0), "{}", exit.contents);
 }
+
+/// An agent delegating to an agent: the outer bosun's own MCP client runs
+/// `bosun mcp-server` (the same binary) as a configured server, and the
+/// outer model hands the inner bosun a task through `bosun_task`.
+#[test]
+fn bosun_delegates_a_task_to_bosun_over_mcp() {
+    let list = vec![
+        json!({"match": {"userMessage": "delegate", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "mcp__sub__bosun_task", "arguments": {"task": "inner hello", "workspace": "WS"}}]}}),
+        json!({"match": {"userMessage": "inner hello", "turnIndex": 0}, "response": {"content": "Inner answer."}}),
+        json!({"match": {"toolResultContains": "Inner answer.", "turnIndex": 1}, "response": {"content": "The delegate said so."}}),
+    ];
+    let sandbox = task_sandbox();
+    let ws = sandbox.ws().display().to_string();
+    let list: Vec<Value> = list
+        .into_iter()
+        .map(|f| serde_json::from_str(&f.to_string().replace("\"WS\"", &quoted(&ws))).unwrap())
+        .collect();
+    let Some(mock) = Aimock::start(&fixtures(list)) else { return };
+    let inner_xdg = sandbox.path("inner-xdg");
+    std::fs::create_dir_all(inner_xdg.join("bosun")).unwrap();
+    std::fs::write(
+        inner_xdg.join("bosun/config.toml"),
+        format!("model = \"openai/gpt-test\"\nbase_url = \"{}/v1\"\n", mock.url()),
+    )
+    .unwrap();
+    let table = format!(
+        "[mcp_servers.sub]\ncommand = {}\nargs = [\"mcp-server\", \"--allow-root\", {}]\n\
+         # The inner bosun reaches the model on loopback and keeps its own store.\n\
+         sandbox = \"off\"\n\
+         env = {{ XDG_CONFIG_HOME = {}, BOSUN_HOME = {} }}\nenv_vars = [\"OPENAI_API_KEY\"]\n",
+        quoted(&bosun_bin().display().to_string()),
+        quoted(&ws),
+        quoted(&inner_xdg.display().to_string()),
+        quoted(&sandbox.path("inner-bosun").display().to_string()),
+    );
+    write_user_config(&sandbox, &table);
+    let mut cmd = sandbox.exec(Api::OpenAiChat, &mock);
+    cmd.args(["--mode", "autonomous", "--json", "delegate"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    let events = json_events(&out.stdout);
+    let call = tool_end(&events, "mcp__sub__bosun_task");
+    assert_eq!(call["is_error"], false, "{call}");
+    assert!(call["output"].as_str().unwrap().starts_with("Inner answer."), "{call}");
+    let text: String = of_type(&events, "text_delta").iter().map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(text, "The delegate said so.");
+    // The inner session's progress reached the outer stream.
+    let progress: Vec<&str> =
+        of_type(&events, "tool_progress").iter().map(|e| e["message"].as_str().unwrap()).collect();
+    assert!(progress.iter().any(|m| m.contains("model round 1")), "{progress:?}");
+    // The inner session is the inner bosun's own, in its own store.
+    assert!(sandbox.path("inner-bosun/sessions.db").is_file());
+}

@@ -125,6 +125,13 @@ async fn a_restart_mid_turn_cancels_it_and_the_session_resumes_with_its_events()
     let served = Served::start(&home).await;
     let (status, _) = served.get(&format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 404, "a new server holds no session until asked");
+    let (_, listed) = served.get("/v1/sessions?stored=true").await;
+    let stored = &listed["sessions"][0];
+    assert_eq!(
+        (stored["id"].as_str(), stored["state"].as_str()),
+        (Some(id.as_str()), Some("stored")),
+        "{listed}"
+    );
     let (status, view) = served.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
     assert_eq!(status, 200, "{view}");
     assert_eq!((view["id"].as_str(), view["state"].as_str()), (Some(id.as_str()), Some("idle")));
@@ -196,6 +203,7 @@ async fn the_openapi_document_names_every_route() {
         "/v1/sessions/{id}/steer",
         "/v1/sessions/{id}/cancel",
         "/v1/sessions/{id}/resume",
+        "/v1/sessions/{id}/fork",
         "/v1/sessions/{id}/events",
         "/v1/approvals",
         "/v1/approvals/{id}",
@@ -203,5 +211,144 @@ async fn the_openapi_document_names_every_route() {
         assert!(paths.contains(path), "{path} missing from {paths:?}");
     }
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object(), "{}", doc["components"]);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_reaches_the_running_turn_and_a_message_sent_meanwhile_waits_as_a_follow_up() {
+    let list = vec![
+        json!({"match": {"userMessage": "write", "turnIndex": 0}, "response": {
+            "toolCalls": [{"name": "write_file", "arguments": {"path": "note.txt", "content": "written\n"}}]}}),
+        // The steering message is the newest user message of the next request.
+        json!({"match": {"userMessage": "also say hi", "turnIndex": 1}, "response": {"content": "Written, and hi."}}),
+        json!({"match": {"userMessage": "then stop", "turnIndex": 2}, "response": {"content": "Stopped."}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let id = served.create(&home.workspace("a"), "propose").await;
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/steer"), json!({"text": "x"})).await;
+    assert_eq!(status, 409, "no turn to steer");
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 409, "no turn to cancel");
+
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "write"})).await;
+    served.events_until(&id, None, |e| is(e, "approval_requested")).await;
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/steer"), json!({"text": "also say hi"})).await;
+    assert_eq!(status, 202);
+    let (status, sent) =
+        served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "then stop"})).await;
+    assert_eq!((status, &sent["queued"]), (202, &json!(true)));
+    let approval = served.approvals().await[0]["id"].as_str().unwrap().to_owned();
+    served.post(&format!("/v1/approvals/{approval}"), json!({"decision": "once"})).await;
+
+    // The follow-up runs as its own turn right after, in the same run.
+    let events = served.events_until(&id, None, |e| is(e, "result")).await;
+    let texts: Vec<&Value> =
+        events.iter().filter(|(_, e)| is(e, "text_delta")).map(|(_, e)| &e["text"]).collect();
+    assert_eq!(texts, [&json!("Written, and hi."), &json!("Stopped.")]);
+    let turns = events.iter().filter(|(_, e)| is(e, "turn_end") && e["outcome"] == "completed").count();
+    assert_eq!(turns, 2);
+    assert_eq!(events.last().unwrap().1["answer"], "Stopped.");
+    let asked: Vec<(&Value, &Value)> =
+        events.iter().filter(|(_, e)| is(e, "user_message")).map(|(_, e)| (&e["kind"], &e["text"])).collect();
+    assert_eq!(
+        asked,
+        [
+            (&json!("task"), &json!("write")),
+            (&json!("steer"), &json!("also say hi")),
+            (&json!("follow_up"), &json!("then stop"))
+        ]
+    );
+    let (_, view) = served.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(view["state"], "idle");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_turn_and_withdraws_its_approval() {
+    let Some(mock) = mock(write_then_answer("write", "note.txt", "unreachable")) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let workspace = home.workspace("a");
+    let id = served.create(&workspace, "propose").await;
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "write"})).await;
+    served.events_until(&id, None, |e| is(e, "approval_requested")).await;
+    assert_eq!(served.approvals().await.len(), 1);
+    let (status, _) = served.post(&format!("/v1/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 202);
+    let events = served.events_until(&id, None, |e| is(e, "result")).await;
+    assert_eq!(events.last().unwrap().1["outcome"], "cancelled");
+    assert!(served.approvals().await.is_empty(), "the cancelled turn's approval is gone");
+    assert!(!workspace.join("note.txt").exists());
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_removes_the_session_and_its_events() {
+    let list = vec![json!({"match": {"userMessage": "hello"}, "response": {"content": "Hi."}})];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let id = served.create(&home.workspace("a"), "propose").await;
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "hello"})).await;
+    served.events_until(&id, None, |e| is(e, "result")).await;
+    assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 204);
+    assert_eq!(served.get(&format!("/v1/sessions/{id}")).await.0, 404);
+    assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 404);
+    let store = home.store();
+    assert!(store.show(&id).is_err(), "gone from the store");
+    assert!(store.events_after(&id, 0, 10).unwrap().is_empty());
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_store_never_run_the_same_session_at_once() {
+    let list = vec![json!({"match": {"userMessage": "hello"}, "response": {"content": "Hi."}})];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let first = Served::start(&home).await;
+    let second = Served::start(&home).await;
+    let id = first.create(&home.workspace("a"), "propose").await;
+    let (status, body) = second.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    first.stop().await;
+    let (status, body) = second.post(&format!("/v1/sessions/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200, "once the first let go: {body}");
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_goes_on_from_an_earlier_answer_and_keeps_the_old_branch() {
+    let list = vec![
+        json!({"match": {"userMessage": "first", "turnIndex": 0}, "response": {"content": "One."}}),
+        json!({"match": {"userMessage": "second", "turnIndex": 1}, "response": {"content": "Two."}}),
+        // After the fork at "One.", the request holds one assistant message.
+        json!({"match": {"userMessage": "branch", "turnIndex": 1}, "response": {"content": "From the fork."}}),
+    ];
+    let Some(mock) = mock(list) else { return };
+    let home = Home::new(&mock);
+    let served = Served::start(&home).await;
+    let id = served.create(&home.workspace("a"), "propose").await;
+    for (n, text) in ["first", "second"].iter().enumerate() {
+        served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": text})).await;
+        let mut seen = 0;
+        served
+            .events_until(&id, None, |e| {
+                seen += usize::from(is(e, "result"));
+                seen == n + 1
+            })
+            .await;
+    }
+    let detail = home.store().show(&id).unwrap();
+    let first_answer = detail.history.iter().find(|(_, m)| m.text() == "One.").unwrap().0;
+    let (status, forked) = served.post(&format!("/v1/sessions/{id}/fork"), json!({"at": first_answer})).await;
+    assert_eq!(status, 200, "{forked}");
+    assert_eq!(forked["session"]["id"], id.as_str());
+    served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "branch"})).await;
+    let events = served.events_until(&id, None, |e| is(e, "result") && e["answer"] == "From the fork.").await;
+    assert_eq!(events.last().unwrap().1["outcome"], "completed");
+    let branches = home.store().show(&id).unwrap().branches;
+    assert_eq!(branches.len(), 2, "the old branch stays");
     served.stop().await;
 }

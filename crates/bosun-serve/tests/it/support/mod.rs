@@ -131,7 +131,7 @@ impl Served {
         &self,
         session: &str,
         after: Option<u64>,
-        until: impl Fn(&Value) -> bool,
+        mut until: impl FnMut(&Value) -> bool,
     ) -> Vec<(u64, Value)> {
         let mut request = self.request(reqwest::Method::GET, &format!("/v1/sessions/{session}/events"));
         if let Some(after) = after {
