@@ -136,33 +136,32 @@ impl PgStore {
     pub async fn session(&self, id: &str) -> Result<PgSession, PgError> {
         let client = self.client().await?;
         let row = client
-            .query_opt(
-                "SELECT id, title, workspace, model, base_url, effort, parent_session, parent_call,
-                        authority_digest, record_count, created_at, updated_at, message_count, usage, spend
-                 FROM sessions WHERE id = $1",
-                &[&id],
-            )
+            .query_opt(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"), &[&id])
             .await
             .map_err(|e| self.db(&e))?
             .ok_or_else(|| PgError::NotFound { what: "session", id: id.to_owned() })?;
-        let parent_session: Option<String> = row.try_get(6).map_err(column)?;
-        let parent_call: Option<String> = row.try_get(7).map_err(column)?;
-        Ok(PgSession {
-            id: row.try_get(0).map_err(column)?,
-            title: row.try_get(1).map_err(column)?,
-            workspace: row.try_get(2).map_err(column)?,
-            model: row.try_get(3).map_err(column)?,
-            base_url: row.try_get(4).map_err(column)?,
-            effort: row.try_get(5).map_err(column)?,
-            parent: parent_session.zip(parent_call),
-            authority_digest: row.try_get(8).map_err(column)?,
-            record_count: row.try_get(9).map_err(column)?,
-            created_at: row.try_get(10).map_err(column)?,
-            updated_at: row.try_get(11).map_err(column)?,
-            message_count: row.try_get(12).map_err(column)?,
-            usage: json_column(&row, 13, id)?,
-            spend: json_column(&row, 14, id)?,
-        })
+        session_of(&row)
+    }
+
+    /// Sessions, most recently written first: those in `workspace` only
+    /// when it is given, at most `limit`.
+    ///
+    /// # Errors
+    /// When the database fails or a row is unreadable.
+    pub async fn list(&self, workspace: Option<&str>, limit: usize) -> Result<Vec<PgSession>, PgError> {
+        let client = self.client().await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE $1::text IS NULL OR workspace = $1
+                     ORDER BY updated_at DESC, id LIMIT $2"
+                ),
+                &[&workspace, &limit],
+            )
+            .await
+            .map_err(|e| self.db(&e))?;
+        rows.iter().map(session_of).collect()
     }
 
     /// The id of the one session whose id is `given`, starts with it or
@@ -257,6 +256,33 @@ impl PgStore {
         }
         Ok(())
     }
+}
+
+/// The columns [`session_of`] reads, in its order.
+const SESSION_COLUMNS: &str = "id, title, workspace, model, base_url, effort, parent_session, parent_call, \
+     authority_digest, record_count, created_at, updated_at, message_count, usage, spend";
+
+/// A session's row as [`PgSession`].
+fn session_of(row: &tokio_postgres::Row) -> Result<PgSession, PgError> {
+    let id: String = row.try_get(0).map_err(column)?;
+    let parent_session: Option<String> = row.try_get(6).map_err(column)?;
+    let parent_call: Option<String> = row.try_get(7).map_err(column)?;
+    Ok(PgSession {
+        title: row.try_get(1).map_err(column)?,
+        workspace: row.try_get(2).map_err(column)?,
+        model: row.try_get(3).map_err(column)?,
+        base_url: row.try_get(4).map_err(column)?,
+        effort: row.try_get(5).map_err(column)?,
+        parent: parent_session.zip(parent_call),
+        authority_digest: row.try_get(8).map_err(column)?,
+        record_count: row.try_get(9).map_err(column)?,
+        created_at: row.try_get(10).map_err(column)?,
+        updated_at: row.try_get(11).map_err(column)?,
+        message_count: row.try_get(12).map_err(column)?,
+        usage: json_column(row, 13, &id)?,
+        spend: json_column(row, 14, &id)?,
+        id,
+    })
 }
 
 /// Column `index` of `row`, JSON bosun wrote, read back.

@@ -61,6 +61,9 @@ async fn invariant_15_a_session_resumes_from_postgres_in_a_new_connection() {
     let ended = records.iter().filter(|r| matches!(r, JournalRecord::TurnEnded { .. })).count();
     assert_eq!(ended, 3);
     assert_eq!(store.session_ids().await.unwrap(), std::slice::from_ref(&id));
+    assert_eq!(store.list(None, 10).await.unwrap(), std::slice::from_ref(&shown));
+    assert_eq!(store.list(Some("/work/project"), 10).await.unwrap().len(), 1);
+    assert!(store.list(Some("/elsewhere"), 10).await.unwrap().is_empty());
     // A third connection reads what the second wrote.
     let third = PgStore::connect(&url).await.unwrap();
     let again = builder(ScriptedModel::new()).resume(third.open_session(&id).await.unwrap()).await.unwrap();
