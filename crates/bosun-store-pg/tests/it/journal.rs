@@ -30,7 +30,13 @@ fn builder(model: ScriptedModel) -> bosun_core::SessionBuilder {
 async fn invariant_15_a_session_resumes_from_postgres_in_a_new_connection() {
     let Some(url) = support::database().await else { return };
     let store = PgStore::connect(&url).await.unwrap();
-    let journal = store.new_session().await.unwrap().with_model_at("openai/gpt-4o", None);
+    let journal = store
+        .new_session()
+        .await
+        .unwrap()
+        .with_model_at("openai/gpt-4o", Some("http://127.0.0.1:9/v1".into()))
+        .with_effort(Some("high".into()))
+        .with_parent("parent-session", "call-1");
     let id = journal.session_id().to_owned();
     let mut session = builder(model()).system_prompt("be brief").journal(journal).build().await.unwrap();
     session.run("What does a say?", &mut Vec::new()).await.unwrap();
@@ -54,6 +60,9 @@ async fn invariant_15_a_session_resumes_from_postgres_in_a_new_connection() {
     assert_eq!(shown.title.as_deref(), Some("What does a say?"));
     assert_eq!(shown.workspace.as_deref(), Some("/work/project"));
     assert_eq!(shown.model.as_deref(), Some("openai/gpt-4o"));
+    assert_eq!(shown.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(shown.effort.as_deref(), Some("high"));
+    assert_eq!(shown.parent, Some(("parent-session".to_owned(), "call-1".to_owned())));
     let records = store.records(&id).await.unwrap();
     assert_eq!(shown.record_count, records.len() as i64);
     assert_eq!(shown.message_count, history.len() as i64);
