@@ -211,3 +211,106 @@ async fn two_hosts_taking_over_at_once_one_wins() {
     }
     drop(session);
 }
+
+/// Set (to `1`) only in the environment of [`paused_host_driver`].
+const PAUSED_DRIVER: &str = "BOSUN_PG_PAUSED_DRIVER";
+
+/// The child of [`a_paused_host_writes_nothing_after_another_took_over`]:
+/// host A in a process of its own. It opens the session with a 1 s lease
+/// renewed every 100 ms, says it is ready, waits for a line on stdin (it is
+/// stopped with SIGSTOP meanwhile), then tries one append and prints how it
+/// ended.
+#[tokio::test(flavor = "current_thread")]
+#[ignore = "a child process of a lease test; inert without BOSUN_PG_PAUSED_DRIVER=1"]
+async fn paused_host_driver() {
+    use std::io::BufRead;
+    if std::env::var_os(PAUSED_DRIVER).is_none() {
+        return;
+    }
+    let url = std::env::var("BOSUN_PG_URL").unwrap();
+    let id = std::env::var("BOSUN_PG_SESSION").unwrap();
+    let settings = LeaseSettings::default()
+        .with_host("host-a")
+        .with_timing(Duration::from_secs(1), Duration::from_millis(100));
+    let store = PgStore::connect_with(&url, settings).await.unwrap();
+    let mut journal = store.open_session(&id).await.unwrap();
+    journal.load().await.unwrap();
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    let ended = JournalRecord::TurnEnded {
+        turn: 99,
+        outcome: TurnRecordOutcome::Completed,
+        spend: Default::default(),
+    };
+    match journal.append(&ended).await {
+        Ok(()) => println!("appended"),
+        Err(error) => println!("refused {:?}", error.kind()),
+    }
+}
+
+/// A host paused (SIGSTOP: its heartbeat stops too) past its lease, while
+/// another takes the session over and writes, writes nothing once it runs
+/// again: its append is refused as Unavailable.
+#[tokio::test]
+async fn a_paused_host_writes_nothing_after_another_took_over() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let Some(url) = support::database().await else { return };
+    let b = PgStore::connect_with(&url, host("host-b")).await.unwrap();
+    let (id, session) = started(&b).await;
+    drop(session);
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            bosun_testing::test_path!("paused_host_driver").as_str(),
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(PAUSED_DRIVER, "1")
+        .env("BOSUN_PG_URL", &url)
+        .env("BOSUN_PG_SESSION", &id)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim() != "ready" {
+        line.clear();
+        assert!(output.read_line(&mut line).unwrap() > 0, "the child ended before it was ready");
+    }
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+
+    // The lease runs out by the database's clock while A is stopped.
+    let client = support::sql(&url).await;
+    support::eventually(Duration::from_secs(30), "A's lease expired", || async {
+        client
+            .query_opt(
+                "SELECT 1 FROM leases WHERE session_id = $1 AND expires_at < clock_timestamp()",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    let records_before = b.records(&id).await.unwrap();
+    let taken = b.open_session(&id).await.unwrap();
+    let mut on_b = Session::builder(ScriptedModel::new().answer("from b")).resume(taken).await.unwrap();
+    on_b.run("B runs it now", &mut Vec::new()).await.unwrap();
+    let written_by_b = b.records(&id).await.unwrap();
+    assert!(written_by_b.len() > records_before.len());
+
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut output, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{rest}");
+    assert!(rest.contains("refused Unavailable"), "{rest}");
+    assert_eq!(b.records(&id).await.unwrap(), written_by_b, "the paused host wrote after the takeover");
+    drop(on_b);
+}
