@@ -79,6 +79,18 @@ pub enum RunResult<'a> {
     Cancelled,
 }
 
+impl<'a> RunResult<'a> {
+    /// How a turn's result reads: completed, cancelled (also when the sink
+    /// stopped it) or failed with its error.
+    pub fn of(result: &'a Result<bosun_core::TurnOutcome, bosun_core::TurnError>) -> Self {
+        match result {
+            Ok(outcome) => Self::Completed(outcome),
+            Err(error) if error.is_cancelled() => Self::Cancelled,
+            Err(error) => Self::Failed(error.to_string()),
+        }
+    }
+}
+
 /// The last line of a run's events (`"type": "result"`): the outcome, the
 /// answer, why the model stopped, the turn's usage and cost, and how long
 /// it took, as the peers' stream-json ends with.

@@ -9,6 +9,29 @@ use std::path::{Path, PathBuf};
 use crate::config::Env;
 use crate::error::{Result, bail};
 
+/// `given` as a workspace a caller (another program, over `bosun serve` or
+/// `bosun mcp-server`) named, when it is an absolute path to a folder
+/// inside one of `roots` (canonical paths): its canonical path. `..` and
+/// links are resolved first, so neither leads out.
+///
+/// # Errors
+/// A message naming the path and why it is refused.
+pub fn inside_roots(given: &str, roots: &[PathBuf]) -> std::result::Result<PathBuf, String> {
+    let path = Path::new(given);
+    if !path.is_absolute() {
+        return Err(format!("the workspace `{given}` is not an absolute path"));
+    }
+    let real = path.canonicalize().map_err(|e| format!("the workspace `{given}`: {e}"))?;
+    if !real.is_dir() {
+        return Err(format!("the workspace `{given}` is not a folder"));
+    }
+    if roots.iter().any(|root| real.starts_with(root)) {
+        Ok(real)
+    } else {
+        Err(format!("the workspace `{given}` is not under a folder the user allowed (--allow-root DIR)"))
+    }
+}
+
 /// Checks `dir` as a workspace: an error for `/` or the home folder (from
 /// `env`'s `HOME`) unless `allow_any`; otherwise the advice to give when no
 /// `.git` is found in it or any folder above it.

@@ -120,6 +120,10 @@ pub struct ServeArgs {
     /// An origin whose pages may call the API (repeatable; none: no CORS).
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
+    /// A folder sessions' workspaces must be inside (repeatable; none: any
+    /// folder bosun would work in).
+    #[arg(long = "allow-root", value_name = "DIR")]
+    pub allow_roots: Vec<std::path::PathBuf>,
 }
 
 /// `bosun mcp`.

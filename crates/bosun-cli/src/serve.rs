@@ -47,6 +47,14 @@ pub(crate) async fn run(
     }
     let mut options = ServeOptions::new(token, env.clone(), store);
     options.cors_origins = args.cors_origin;
+    if !args.allow_roots.is_empty() {
+        let roots = args
+            .allow_roots
+            .iter()
+            .map(|root| root.canonicalize().with_context(|| format!("--allow-root {}", root.display())))
+            .collect::<Result<Vec<_>>>()?;
+        options.allowed_roots = Some(roots);
+    }
     options.notices = crate::mcp::stderr_notices(stderr);
     Server::new(options).serve(listener, stop_signal()).await?;
     Ok(Outcome::Success)

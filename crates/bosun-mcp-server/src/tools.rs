@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use bosun_agent::json_events::{RunResult, result_json};
 use bosun_agent::{Agent, StoredSession};
-use bosun_core::{Mode, Session, TurnOptions};
+use bosun_core::{Session, TurnOptions};
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use rmcp::service::RequestContext;
@@ -74,32 +74,7 @@ fn text<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str, String> {
 
 /// The workspace, when it is a folder under an allowed root.
 fn allowed_workspace(options: &McpServerOptions, given: &str) -> Result<PathBuf, String> {
-    let path = Path::new(given);
-    if !path.is_absolute() {
-        return Err(format!("the workspace `{given}` is not an absolute path"));
-    }
-    let real = path.canonicalize().map_err(|e| format!("the workspace `{given}`: {e}"))?;
-    if !real.is_dir() {
-        return Err(format!("the workspace `{given}` is not a folder"));
-    }
-    if options.allowed_roots.iter().any(|root| real.starts_with(root)) {
-        Ok(real)
-    } else {
-        Err(format!(
-            "the workspace `{given}` is not under a folder the user allowed (bosun mcp-server --allow-root DIR)"
-        ))
-    }
-}
-
-fn mode_name(mode: &str) -> Result<(&'static str, Mode), String> {
-    Ok(match mode {
-        "read-only" => ("read-only", Mode::ReadOnly),
-        "plan" => ("plan", Mode::Plan),
-        "propose" => ("propose", Mode::Propose),
-        "write" => ("write", Mode::Write),
-        "autonomous" => ("autonomous", Mode::Autonomous),
-        other => return Err(format!("unknown mode `{other}`")),
-    })
+    bosun_agent::workspace_guard::inside_roots(given, &options.allowed_roots)
 }
 
 /// `bosun_task`.
@@ -115,8 +90,10 @@ pub(crate) async fn task(
     overrides.max_rounds =
         arguments.get("max_rounds").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
     overrides.max_cost = arguments.get("max_cost").and_then(Value::as_f64);
-    let asked = arguments.get("mode").and_then(Value::as_str).map(mode_name).transpose()?;
-    if let Some((name, mode)) = asked {
+    let asked = arguments.get("mode").and_then(Value::as_str);
+    let asked = asked.map(bosun_agent::config::parse_mode).transpose().map_err(|e| format!("{e:#}"))?;
+    if let Some(mode) = asked {
+        let name = mode.as_str();
         // The user's own mode for this workspace bounds the caller's.
         let settings = bosun_agent::config::resolve(&workspace, &options.env, None, &Default::default())
             .map_err(|e| format!("{e:#}"))?;
@@ -188,12 +165,7 @@ async fn run(
     let started = Instant::now();
     let mut progress = Progress::for_call(context);
     let result = session.run_with(task, TurnOptions::cancel_on(context.ct.clone()), &mut progress).await;
-    let shown = match &result {
-        Ok(outcome) => RunResult::Completed(outcome),
-        Err(error) if error.is_cancelled() => RunResult::Cancelled,
-        Err(error) => RunResult::Failed(error.to_string()),
-    };
-    let line = result_json(id, &shown, started.elapsed());
+    let line = result_json(id, &RunResult::of(&result), started.elapsed());
     let mut answer = match &result {
         Ok(outcome) => CallToolResult::success(vec![ContentBlock::text(outcome.answer.clone())]),
         Err(error) => CallToolResult::error(vec![ContentBlock::text(format!("bosun session {id}: {error}"))]),

@@ -117,21 +117,6 @@ pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
 
-fn mode_name(mode: &str) -> Result<&'static str, ApiError> {
-    Ok(match mode {
-        "read-only" => "read-only",
-        "propose" => "propose",
-        "write" => "write",
-        "autonomous" => "autonomous",
-        "plan" => "plan",
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "unknown mode `{other}`: read-only, propose, write, autonomous or plan"
-            )));
-        }
-    })
-}
-
 fn hosted(state: &ServerState, id: &str) -> Result<Arc<Hosted>, ApiError> {
     state.session(id).ok_or_else(|| ApiError::not_found(format!("session `{id}` on this server")))
 }
@@ -190,16 +175,28 @@ pub(crate) async fn create_session(
     State(state): State<Arc<ServerState>>,
     Json(body): Json<CreateSession>,
 ) -> Result<(StatusCode, Json<SessionView>), ApiError> {
-    let workspace = PathBuf::from(&body.workspace);
-    if !workspace.is_absolute() || !workspace.is_dir() {
-        return Err(ApiError::bad_request(format!(
-            "`{}` is not an absolute path to a folder",
-            body.workspace
-        )));
-    }
+    let workspace = match &state.allowed_roots {
+        Some(roots) => bosun_agent::workspace_guard::inside_roots(&body.workspace, roots)
+            .map_err(ApiError::bad_request)?,
+        None => {
+            let workspace = PathBuf::from(&body.workspace);
+            if !workspace.is_absolute() || !workspace.is_dir() {
+                let shown = &body.workspace;
+                return Err(ApiError::bad_request(format!("`{shown}` is not an absolute path to a folder")));
+            }
+            workspace
+        }
+    };
     let mut overrides = bosun_agent::config::Overrides::default();
     overrides.model = body.model;
-    overrides.mode = body.mode.as_deref().map(mode_name).transpose()?;
+    overrides.mode = match body.mode.as_deref() {
+        Some(mode) => Some(
+            bosun_agent::config::parse_mode(mode)
+                .map_err(|e| ApiError::bad_request(format!("{e:#}")))?
+                .as_str(),
+        ),
+        None => None,
+    };
     overrides.max_rounds = body.max_rounds;
     overrides.max_cost = body.max_cost;
     let agent = agent_for(&state, &workspace, overrides).await?;

@@ -171,12 +171,7 @@ impl Hosted {
             Some(session.run_with(text, TurnOptions::cancel_on(cancel.clone()), &mut sink).await);
         loop {
             if let Some(result) = result.take() {
-                let shown = match &result {
-                    Ok(outcome) => RunResult::Completed(outcome),
-                    Err(error) if error.is_cancelled() => RunResult::Cancelled,
-                    Err(error) => RunResult::Failed(error.to_string()),
-                };
-                self.hub.publish(&result_json(&self.id, &shown, started.elapsed()));
+                self.hub.publish(&result_json(&self.id, &RunResult::of(&result), started.elapsed()));
             }
             if !cancel.is_cancelled() {
                 started = Instant::now();

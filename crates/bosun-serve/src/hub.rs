@@ -39,6 +39,8 @@ pub(crate) struct EventHub {
     /// To the writer; taken at [`EventHub::close`].
     to_store: Mutex<Option<mpsc::UnboundedSender<StoredEvent>>>,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Fired at [`EventHub::close`]: readers end once they have read all.
+    closed: tokio_util::sync::CancellationToken,
 }
 
 struct State {
@@ -63,6 +65,7 @@ impl EventHub {
             stored,
             to_store: Mutex::new(Some(to_store)),
             writer: Mutex::new(Some(writer)),
+            closed: tokio_util::sync::CancellationToken::new(),
         }))
     }
 
@@ -96,6 +99,13 @@ impl EventHub {
         if let Some(writer) = writer {
             let _ = writer.await;
         }
+        self.closed.cancel();
+    }
+
+    /// Resolves once the session stopped (deleted, forked, the server
+    /// stopping): no event comes after.
+    pub(crate) async fn closed(&self) {
+        self.closed.cancelled().await;
     }
 
     /// A watch of the newest event's number.

@@ -68,12 +68,14 @@ pub struct ServeOptions {
     pub cors_origins: Vec<String>,
     /// Where the agents' notices go.
     pub notices: Notices,
+    /// When set, folders a session's workspace must be inside (canonical).
+    pub allowed_roots: Option<Vec<std::path::PathBuf>>,
 }
 
 impl ServeOptions {
     /// Options with no CORS origin and notices dropped.
     pub fn new(token: Token, env: Env, store: Store) -> Self {
-        Self { token, env, store, cors_origins: Vec::new(), notices: Notices::ignored() }
+        Self { token, env, store, cors_origins: Vec::new(), notices: Notices::ignored(), allowed_roots: None }
     }
 }
 
@@ -83,6 +85,7 @@ pub(crate) struct ServerState {
     pub(crate) env: Env,
     pub(crate) store: Store,
     pub(crate) notices: Notices,
+    pub(crate) allowed_roots: Option<Vec<std::path::PathBuf>>,
     sessions: Mutex<BTreeMap<String, Arc<Hosted>>>,
     pub(crate) approvals: Arc<approvals::Approvals>,
     /// Fired at shutdown: event streams end.
@@ -127,6 +130,7 @@ impl Server {
             env: options.env,
             store: options.store,
             notices: options.notices,
+            allowed_roots: options.allowed_roots,
             sessions: Mutex::new(BTreeMap::new()),
             approvals: Arc::default(),
             stopping: CancellationToken::new(),

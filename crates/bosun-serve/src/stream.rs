@@ -1,6 +1,7 @@
 //! A session's events as an SSE stream: what comes after the last number
 //! the client saw, read from the hub (memory or store) in batches, then
-//! waiting for the next; it ends when the server stops.
+//! waiting for the next; it ends when the server stops, or once it has
+//! read everything of a session that stopped.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ struct Reader {
     newest: tokio::sync::watch::Receiver<u64>,
     pending: std::vec::IntoIter<bosun_store::StoredEvent>,
     stopping: CancellationToken,
+    /// The session stopped: the stream ends after the next empty read.
+    closing: bool,
 }
 
 /// The stream of `hub`'s events after number `after`.
@@ -26,7 +29,7 @@ pub(crate) fn events(
     stopping: CancellationToken,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let newest = hub.watch();
-    let reader = Reader { hub, after, newest, pending: Vec::new().into_iter(), stopping };
+    let reader = Reader { hub, after, newest, pending: Vec::new().into_iter(), stopping, closing: false };
     futures_util::stream::unfold(reader, |mut reader| async move {
         loop {
             if let Some(event) = reader.pending.next() {
@@ -48,12 +51,18 @@ pub(crate) fn events(
                     return None;
                 }
             }
+            if reader.closing {
+                return None;
+            }
+            let hub = Arc::clone(&reader.hub);
             tokio::select! {
                 changed = reader.newest.changed() => {
                     if changed.is_err() {
                         return None;
                     }
                 }
+                // One more read for what came before it, then the end.
+                () = hub.closed() => reader.closing = true,
                 () = reader.stopping.cancelled() => return None,
             }
         }

@@ -349,8 +349,15 @@ fn a_flood_of_mcp_progress_is_a_few_json_events_ending_with_the_newest() {
         "{} progress events for {count} notifications in {elapsed:?}",
         progress.len()
     );
+    // Shown last is the newest the call saw before its result. rmcp hands
+    // each notification to its own task, so under load the last few may be
+    // handled after the result arrived, and then belong to no call: the
+    // last shown is near the end, not always the very end (core's own test,
+    // `a_calls_newest_report_is_shown_even_when_the_channel_was_full`, holds
+    // the exact property for reports a tool makes).
     let last = progress[progress.len() - 1]["message"].as_str().unwrap();
-    assert!(last.ends_with(&format!("{count}/{count}")), "the newest is shown last: {last}");
+    let done: u64 = last.rsplit(' ').next().and_then(|r| r.split('/').next()).unwrap().parse().unwrap();
+    assert!(done >= count - count / 20, "the newest is shown last, or nearly: {last}");
     let end = events.iter().position(|e| e["type"] == "tool_end").unwrap();
     let last_progress = events.iter().rposition(|e| e["type"] == "tool_progress").unwrap();
     assert!(last_progress < end, "progress comes before the call's end");

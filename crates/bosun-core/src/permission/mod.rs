@@ -39,15 +39,22 @@ pub enum Mode {
     Plan,
 }
 
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Mode {
+    /// Its name, as the config, the flags and the events write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Self::ReadOnly => "read-only",
             Self::Propose => "propose",
             Self::Write => "write",
             Self::Autonomous => "autonomous",
             Self::Plan => "plan",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -11,7 +11,6 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::mpsc;
 
 use super::invoke::{Bounds, Runnable, Step, attempt, backoff, wait_before_retry};
 use super::opening::OpeningCall;
@@ -28,7 +27,7 @@ use crate::message::{CallId, ContentPart, Message, SpentBy, StopReason, Usage, c
 use crate::model::{ModelResponse, ResponsePart};
 use crate::permission::{ApprovalDecision, ApprovalRequest, Permission, ProposedCall};
 use crate::spend::Spent;
-use crate::tool::{Progress, ProgressSink, ToolContext, ToolOutput};
+use crate::tool::{ProgressRoute, ProgressSink, ToolContext, ToolOutput};
 
 /// Result text of a call that was not run because the batch stopped first.
 pub const NOT_RUN: &str = "not run: the turn stopped before this call started";
@@ -354,8 +353,7 @@ impl Session {
             return Some(state.cancelled(emitter));
         }
         let bounds = Bounds::of(&self.limits);
-        let (progress_tx, progress_rx) = mpsc::channel(256);
-        let mut progress = ProgressQueue::new(progress_rx);
+        let (progress_tx, mut progress) = ProgressQueue::channel();
         let mut running = FuturesUnordered::new();
         for run in runnable {
             let call = &calls[run.index];
@@ -457,8 +455,7 @@ impl Session {
         emitter: &mut Emitter<'_>,
     ) -> Option<TurnErrorKind> {
         let bounds = Bounds::of(&self.limits);
-        let (progress_tx, progress_rx) = mpsc::channel(256);
-        let mut progress = ProgressQueue::new(progress_rx);
+        let (progress_tx, mut progress) = ProgressQueue::channel();
         for run in runnable {
             if state.cancel.is_cancelled() {
                 return Some(state.cancelled(emitter));
@@ -498,12 +495,7 @@ impl Session {
         state.cancel.is_cancelled().then(|| state.cancelled(emitter))
     }
 
-    fn context(
-        &self,
-        state: &TurnState,
-        call: &Call,
-        progress: &mpsc::Sender<(CallId, Progress)>,
-    ) -> ToolContext {
+    fn context(&self, state: &TurnState, call: &Call, progress: &ProgressRoute) -> ToolContext {
         ToolContext {
             call_id: call.id,
             turn: state.turn,

@@ -7,20 +7,26 @@
 //! replacement for the one before.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::message::CallId;
-use crate::tool::Progress;
+use crate::tool::{Progress, ProgressRoute, Report};
+
+/// Reports a batch's channel holds before a call's newest is kept aside.
+const CHANNEL_REPORTS: usize = 256;
 
 /// Shortest time between two progress events of one call.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The receiving end of a batch's progress channel.
 pub(super) struct ProgressQueue {
-    received: mpsc::Receiver<(CallId, Progress)>,
+    received: mpsc::Receiver<Report>,
+    /// Each call's newest line or output that found the channel full.
+    overflow: Arc<Mutex<HashMap<CallId, (u64, Progress)>>>,
     calls: HashMap<CallId, Slot>,
 }
 
@@ -30,11 +36,17 @@ struct Slot {
     shown: Instant,
     /// The newest report not passed on yet.
     held: Option<Progress>,
+    /// The number of the newest report taken in.
+    seen: u64,
 }
 
 impl ProgressQueue {
-    pub(super) fn new(received: mpsc::Receiver<(CallId, Progress)>) -> Self {
-        Self { received, calls: HashMap::new() }
+    /// The route a batch's calls report on, and its queue.
+    pub(super) fn channel() -> (ProgressRoute, Self) {
+        let (sender, received) = mpsc::channel(CHANNEL_REPORTS);
+        let overflow = Arc::new(Mutex::new(HashMap::new()));
+        let route = ProgressRoute { sender, overflow: Arc::clone(&overflow) };
+        (route, Self { received, overflow, calls: HashMap::new() })
     }
 
     /// The next report to emit: one that arrives when its call's last was
@@ -56,8 +68,8 @@ impl ProgressQueue {
             };
             tokio::select! {
                 received = self.received.recv() => {
-                    let (id, progress) = received?;
-                    if let Some(shown) = self.admit(id, progress) {
+                    let report = received?;
+                    if let Some(shown) = self.admit(report) {
                         return Some(shown);
                     }
                 }
@@ -75,37 +87,47 @@ impl ProgressQueue {
     }
 
     /// What a call that ended still has to show, in order: reports queued
-    /// in the channel (of any call) that may pass now, then the call's held
-    /// one. Its throttle is dropped; a retry starts afresh.
+    /// in the channel (of any call) that may pass now, then the call's
+    /// newest: the one it holds, or the one kept aside when the channel was
+    /// full, whichever came later. Its throttle is dropped; a retry starts
+    /// afresh.
     pub(super) fn finish(&mut self, call: CallId) -> Vec<(CallId, Progress)> {
         let mut shown = Vec::new();
-        while let Ok((id, progress)) = self.received.try_recv() {
-            shown.extend(self.admit(id, progress));
+        while let Ok(report) = self.received.try_recv() {
+            shown.extend(self.admit(report));
         }
-        if let Some(Slot { held: Some(progress), .. }) = self.calls.remove(&call) {
-            shown.push((call, progress));
+        let slot = self.calls.remove(&call);
+        let aside = self.overflow.lock().unwrap_or_else(PoisonError::into_inner).remove(&call);
+        let seen = slot.as_ref().map_or(0, |s| s.seen);
+        match (aside, slot) {
+            (Some((seq, progress)), _) if seq > seen => shown.push((call, progress)),
+            (_, Some(Slot { held: Some(progress), .. })) => shown.push((call, progress)),
+            _ => {}
         }
         shown
     }
 
-    /// Passes `progress` on, or holds it as its call's newest.
-    fn admit(&mut self, id: CallId, progress: Progress) -> Option<(CallId, Progress)> {
+    /// Passes a report on, or holds it as its call's newest.
+    fn admit(&mut self, report: Report) -> Option<(CallId, Progress)> {
+        let Report { call_id: id, seq, progress } = report;
         if matches!(progress, Progress::Child { .. }) {
             return Some((id, progress));
         }
         let now = Instant::now();
         match self.calls.get_mut(&id) {
             Some(slot) if now < slot.shown + PROGRESS_INTERVAL => {
+                slot.seen = slot.seen.max(seq);
                 slot.held = Some(progress);
                 None
             }
             Some(slot) => {
+                slot.seen = slot.seen.max(seq);
                 slot.shown = now;
                 slot.held = None;
                 Some((id, progress))
             }
             None => {
-                self.calls.insert(id, Slot { shown: now, held: None });
+                self.calls.insert(id, Slot { shown: now, held: None, seen: seq });
                 Some((id, progress))
             }
         }

@@ -1,10 +1,14 @@
 //! The [`Tool`] trait: something the model can ask the session to do.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{CallId, ContentPart};
@@ -120,11 +124,30 @@ impl ToolContext {
 }
 
 /// Sends progress lines of a running call to the session's event stream.
-/// Progress is presentation only: when the consumer lags, lines are dropped.
+/// Progress is presentation only: when the consumer lags, lines are dropped,
+/// but never a call's newest line or output (see [`ProgressRoute`]).
 #[derive(Clone)]
 pub struct ProgressSink {
     call_id: CallId,
-    sender: Option<mpsc::Sender<(CallId, Progress)>>,
+    route: Option<ProgressRoute>,
+    /// The number of this call's last report (shared by clones).
+    sent: Arc<AtomicU64>,
+}
+
+/// One report of a running call, numbered per call from 1.
+pub(crate) struct Report {
+    pub(crate) call_id: CallId,
+    pub(crate) seq: u64,
+    pub(crate) progress: Progress,
+}
+
+/// Where a batch's calls report: a bounded channel, and beside it, for a
+/// line or output that finds the channel full, each call's newest such
+/// report, so the one a call ends on is shown even when the consumer lagged.
+#[derive(Clone)]
+pub(crate) struct ProgressRoute {
+    pub(crate) sender: mpsc::Sender<Report>,
+    pub(crate) overflow: Arc<Mutex<HashMap<CallId, (u64, Progress)>>>,
 }
 
 /// What a running call reports.
@@ -149,21 +172,37 @@ impl Progress {
 }
 
 impl ProgressSink {
-    pub(crate) fn new(call_id: CallId, sender: mpsc::Sender<(CallId, Progress)>) -> Self {
-        Self { call_id, sender: Some(sender) }
+    pub(crate) fn new(call_id: CallId, route: ProgressRoute) -> Self {
+        Self { call_id, route: Some(route), sent: Arc::new(AtomicU64::new(0)) }
     }
 
     /// A sink that discards everything.
     pub fn disconnected() -> Self {
-        Self { call_id: CallId::from(uuid::Uuid::nil()), sender: None }
+        Self { call_id: CallId::from(uuid::Uuid::nil()), route: None, sent: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// Sends `progress`; a line or output that finds the channel full is
+    /// kept aside as the call's newest.
+    fn send(&self, progress: Progress) {
+        let Some(route) = &self.route else { return };
+        let seq = self.sent.fetch_add(1, Ordering::SeqCst) + 1;
+        let report = Report { call_id: self.call_id, seq, progress };
+        if let Err(TrySendError::Full(report) | TrySendError::Closed(report)) = route.sender.try_send(report)
+        {
+            if matches!(report.progress, Progress::Child { .. }) {
+                return;
+            }
+            let mut overflow = route.overflow.lock().unwrap_or_else(PoisonError::into_inner);
+            let newer = overflow.get(&self.call_id).is_none_or(|(kept, _)| *kept < seq);
+            if newer {
+                overflow.insert(self.call_id, (seq, report.progress));
+            }
+        }
     }
 
     /// Reports one line of progress.
     pub fn report(&self, message: impl Into<String>) {
-        if let Some(sender) = &self.sender {
-            // A full channel means the consumer lags; progress is droppable.
-            let _ = sender.try_send((self.call_id, Progress::Line(message.into())));
-        }
+        self.send(Progress::Line(message.into()));
     }
 
     /// Reports the newest lines of the call's output and how many lines
@@ -173,7 +212,7 @@ impl ProgressSink {
     /// [`OUTPUT_TAIL_LINES`](crate::event::OUTPUT_TAIL_LINES) lines, each cut to
     /// [`OUTPUT_LINE_BYTES`](crate::event::OUTPUT_LINE_BYTES).
     pub fn output(&self, mut tail: Vec<String>, lines: u64) {
-        if let Some(sender) = &self.sender {
+        if self.route.is_some() {
             use crate::event::{OUTPUT_LINE_BYTES, OUTPUT_TAIL_LINES};
             tail.drain(..tail.len().saturating_sub(OUTPUT_TAIL_LINES));
             for line in &mut tail {
@@ -185,19 +224,14 @@ impl ProgressSink {
                     line.truncate(end);
                 }
             }
-            let _ = sender.try_send((self.call_id, Progress::Output { tail, lines }));
+            self.send(Progress::Output { tail, lines });
         }
     }
 
     /// Passes on an event of a child session this call runs, tagged with
     /// the child's id (dropped, like progress, when the consumer lags).
     pub fn child_event(&self, child: &str, event: crate::event::Event) {
-        if let Some(sender) = &self.sender {
-            let _ = sender.try_send((
-                self.call_id,
-                Progress::Child { child: child.to_owned(), event: Box::new(event) },
-            ));
-        }
+        self.send(Progress::Child { child: child.to_owned(), event: Box::new(event) });
     }
 }
 
@@ -205,7 +239,7 @@ impl fmt::Debug for ProgressSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProgressSink")
             .field("call_id", &self.call_id)
-            .field("connected", &self.sender.is_some())
+            .field("connected", &self.route.is_some())
             .finish()
     }
 }

@@ -251,6 +251,28 @@ async fn a_progress_flood_is_coalesced_to_a_bounded_rate_per_call_and_ends_with_
     Ok(())
 }
 
+#[tokio::test]
+async fn a_calls_newest_report_is_shown_even_when_the_channel_was_full() -> TestResult {
+    // 10,000 reports with no pause: the batch's channel fills long before
+    // the last, which must still be the last shown.
+    let model = ScriptedModel::new().tool_call("burst", json!({})).answer("done");
+    let burst = FnTool::new("burst", ToolCategory::Read, |_, context| {
+        Box::pin(async move {
+            for i in 1..=10_000 {
+                context.progress.report(format!("{i}/10000"));
+            }
+            ToolOutput::text("ok")
+        })
+    });
+    let mut session = Session::builder(model).tool(burst).build().await?;
+    let mut events = Vec::new();
+    session.run("go", &mut events).await?;
+    let shown = progress_messages(&events);
+    assert_eq!(shown.last().map(|(_, m)| *m), Some("10000/10000"), "{} shown", shown.len());
+    assert!(shown.len() < 300, "coalesced: {} shown", shown.len());
+    Ok(())
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_held_report_is_shown_when_its_interval_is_up_while_the_call_runs() -> TestResult {
     // The call reports twice at once, then waits for the second report to

@@ -293,7 +293,16 @@ async fn delete_removes_the_session_and_its_events() {
     let id = served.create(&home.workspace("a"), "propose").await;
     served.post(&format!("/v1/sessions/{id}/messages"), json!({"text": "hello"})).await;
     served.events_until(&id, None, |e| is(e, "result")).await;
+    // A watcher of the session sees its stream end when it is deleted.
+    let watching = {
+        let url = format!("{}/v1/sessions/{id}/events", served.url);
+        let response = served.anonymous().get(url).bearer_auth(crate::support::TOKEN).send().await.unwrap();
+        tokio::spawn(async move { response.text().await.unwrap() })
+    };
     assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 204);
+    let seen =
+        tokio::time::timeout(crate::support::DEADLINE, watching).await.expect("the stream ends").unwrap();
+    assert!(seen.contains("\"type\":\"result\""), "it got everything first: {seen}");
     assert_eq!(served.get(&format!("/v1/sessions/{id}")).await.0, 404);
     assert_eq!(served.delete(&format!("/v1/sessions/{id}")).await, 404);
     let store = home.store();
@@ -350,5 +359,23 @@ async fn a_fork_goes_on_from_an_earlier_answer_and_keeps_the_old_branch() {
     assert_eq!(events.last().unwrap().1["outcome"], "completed");
     let branches = home.store().show(&id).unwrap().branches;
     assert_eq!(branches.len(), 2, "the old branch stays");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn with_allowed_roots_a_workspace_elsewhere_is_refused() {
+    let Some(mock) = mock(Vec::new()) else { return };
+    let home = Home::new(&mock);
+    let (inside, outside) = (home.workspace("in"), home.workspace("out"));
+    let root = inside.canonicalize().unwrap();
+    let served = Served::start_with(&home, |options| options.allowed_roots = Some(vec![root])).await;
+    let (status, body) =
+        served.post("/v1/sessions", json!({"workspace": outside.display().to_string()})).await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("not under a folder the user allowed"), "{body}");
+    let sneaky = format!("{}/../out", inside.display());
+    let (status, _) = served.post("/v1/sessions", json!({"workspace": sneaky})).await;
+    assert_eq!(status, 400, "`..` does not lead out");
+    served.create(&inside, "propose").await;
     served.stop().await;
 }

@@ -76,10 +76,16 @@ pub struct Served {
 
 impl Served {
     pub async fn start(home: &Home) -> Self {
+        Self::start_with(home, |_| {}).await
+    }
+
+    /// [`Served::start`] with options changed by `change`.
+    pub async fn start_with(home: &Home, change: impl FnOnce(&mut ServeOptions)) -> Self {
         bosun_providers::tls::install_default_provider();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let options = ServeOptions::new(Token::new(TOKEN).unwrap(), home.env(), home.store());
+        let mut options = ServeOptions::new(Token::new(TOKEN).unwrap(), home.env(), home.store());
+        change(&mut options);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(Server::new(options).serve(listener, async move {
             let _ = stopped.await;
