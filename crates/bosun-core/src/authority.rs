@@ -98,10 +98,16 @@ impl fmt::Debug for AuthorityDigest {
 }
 
 impl AuthoritySnapshot {
-    /// The digest of the canonical form. serde_json's default map is sorted,
-    /// so equal snapshots always give equal bytes.
+    /// The digest of the canonical form: every object's keys sorted, so equal
+    /// snapshots give equal bytes whether or not some dependency turns on
+    /// serde_json's `preserve_order` (digests stored by earlier builds stay valid).
     pub fn digest(&self) -> AuthorityDigest {
-        let canonical = serde_json::to_value(self).map(|v| v.to_string()).unwrap_or_default();
+        let canonical = serde_json::to_value(self)
+            .map(|mut v| {
+                v.sort_all_objects();
+                v.to_string()
+            })
+            .unwrap_or_default();
         let hash = Sha256::digest(canonical.as_bytes());
         AuthorityDigest(hash.iter().map(|b| format!("{b:02x}")).collect())
     }

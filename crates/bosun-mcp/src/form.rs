@@ -90,8 +90,9 @@ impl Choice {
 }
 
 /// The fields of a requested schema: the required ones first, each group in
-/// the schema's order as bosun-mcp passes it on (JSON objects here keep
-/// their keys sorted, so the server's own order is not known).
+/// the schema's order as bosun-mcp passes it on: the server's own order in a
+/// build where serde_json keeps insertion order (the ACP crate turns that on
+/// in bosun's binary), sorted by key otherwise.
 pub fn fields(schema: &Value) -> Vec<Field> {
     let required: Vec<&str> = schema
         .get("required")

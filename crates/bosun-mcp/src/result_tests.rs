@@ -76,7 +76,7 @@ fn structured_content_is_added_only_when_nothing_says_it() {
     }));
     assert!(texts(&repeats_blocks).is_empty(), "the image is not repeated as base64 text");
 
-    let only_structured = map(json!({"content": [], "structuredContent": {"ok": true, "n": 2}}));
+    let only_structured = map(json!({"content": [], "structuredContent": {"n": 2, "ok": true}}));
     assert_eq!(texts(&only_structured), ["{\"n\":2,\"ok\":true}"]);
 
     let more = map(json!({

@@ -127,3 +127,16 @@ fn invariant_07_a_moved_workspace_is_the_same_directory_and_another_one_widens()
     assert!(copied.widens(), "{copied}");
     Ok(())
 }
+
+/// A stored session's digest must read the same in every build: one whose
+/// JSON maps keep insertion order (a dependency may turn serde_json's
+/// `preserve_order` on for the whole build) and one whose maps are sorted.
+/// The digest is pinned to the value builds have always stored.
+#[test]
+fn invariant_07_an_authority_digest_is_the_same_whatever_order_json_maps_keep() -> TestResult {
+    let snapshot = builder_with(&["alpha", "beta"]).authority_snapshot()?;
+    assert_eq!(snapshot.digest().as_str(), PINNED_DIGEST);
+    Ok(())
+}
+
+const PINNED_DIGEST: &str = "0d1f971954b93121c5f61d3b5158727d269fb9f3ec11627d2b0724888a233103";

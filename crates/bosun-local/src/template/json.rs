@@ -9,9 +9,9 @@
 //! Key order is the order the value iterates in: the fields of the structs the
 //! renderer builds keep their declared order (`{"type": "function", "function":
 //! {"name": …}}` as HF writes it), while `serde_json` objects (tool schemas,
-//! tool-call arguments) iterate sorted, because this workspace builds
-//! `serde_json` without `preserve_order` (its canonical JSON digests rely on
-//! sorted maps). A tool schema's keys therefore render sorted.
+//! tool-call arguments) become minijinja maps, which are sorted (minijinja is
+//! built without its `preserve_order`), whatever order serde_json keeps in
+//! this build. A tool schema's keys therefore render sorted.
 
 use std::io;
 
@@ -256,7 +256,7 @@ mod tests {
 
     #[test]
     fn default_style_is_python_json_dumps() {
-        let value = json!({"b": [1, 2.5, null, true], "a": "<tag> & 'quote' é \"x\"\n"});
+        let value = json!({"a": "<tag> & 'quote' é \"x\"\n", "b": [1, 2.5, null, true]});
         assert_eq!(
             py(&value, &JsonStyle::default()),
             r#"{"a": "<tag> & 'quote' é \"x\"\n", "b": [1, 2.5, null, true]}"#

@@ -28,9 +28,9 @@
 //! from requests when the model reports no reasoning replay.
 //!
 //! Differences from HF left on purpose: object keys that come from `serde_json`
-//! values (tool schemas, tool-call arguments) render sorted, because the
-//! workspace's `serde_json` has no `preserve_order` (see `json`); maps a
-//! template builds itself also iterate sorted; `strftime_now` is UTC; the
+//! values (tool schemas, tool-call arguments) render sorted, because
+//! minijinja's maps are sorted (see `json`); maps a template builds itself
+//! also iterate sorted; `strftime_now` is UTC; the
 //! `{% generation %}` tag is not supported. The rendered text may begin with
 //! `bos_token` when the template prints it; the tokenizer must then not add
 //! another.

@@ -552,7 +552,7 @@ async fn the_old_text_of_an_edit_can_only_quote_the_file_it_names() {
         .after("=", "info");
     let file = write(&editor);
     let schema = json!({"type": "object", "properties": {
-        "path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}
+        "new_text": {"type": "string"}, "old_text": {"type": "string"}, "path": {"type": "string"}
     }, "required": ["path", "old_text", "new_text"]});
     let tools = [ToolDefinition::new("edit_file", "Replaces text in a file.", schema)];
     let (tools, file) = (&tools, &file);
@@ -575,8 +575,9 @@ async fn the_old_text_of_an_edit_can_only_quote_the_file_it_names() {
         }
     };
 
-    // The file not read: nothing holds the quote. (The schema's own
-    // order is alphabetical here, so the call is written in it.)
+    // The file not read: nothing holds the quote. (The schema is written in
+    // alphabetical order, so its order is the same whether or not this
+    // build's JSON maps keep insertion order, and the call is written in it.)
     let alphabetical =
         "{\"name\":\"edit_file\",\"arguments\":{\"new_text\":\"LOG_LEVEL=debug\",\"old_text\":\"";
     let free = with_punctuation()
