@@ -81,7 +81,7 @@ fn structured_content_is_added_only_when_nothing_says_it() {
 
     let more = map(json!({
         "content": [{"type": "text", "text": "done"}],
-        "structuredContent": {"status": "done", "id": 41},
+        "structuredContent": {"id": 41, "status": "done"},
     }));
     assert_eq!(texts(&more), ["done", "{\"id\":41,\"status\":\"done\"}"]);
 }
