@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use bosun_core::{ApprovalHandler, Model, Session, SessionBuilder, Tool};
 use bosun_mcp::McpServers;
+use bosun_store_pg::PgStore;
 use bosun_tools::Workspace;
 
 use crate::children;
@@ -30,6 +31,7 @@ pub struct AgentBuilder {
     model: Option<(Arc<dyn Model>, Option<u64>)>,
     requests: ServerRequests,
     notices: Notices,
+    shared: Option<PgStore>,
 }
 
 impl AgentBuilder {
@@ -86,6 +88,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Keep sessions' journals in `store`, a Postgres database several
+    /// hosts share (`bosun serve` with `store_url`), instead of the local
+    /// file ([`crate::shared`] says what stays local).
+    pub fn shared_store(mut self, store: PgStore) -> Self {
+        self.shared = Some(store);
+        self
+    }
+
     /// Resolves the configuration, opens the workspace and starts the
     /// configured MCP servers.
     ///
@@ -120,6 +130,7 @@ impl AgentBuilder {
             model: self.model,
             requests: self.requests,
             notices: self.notices,
+            shared: self.shared,
         })
     }
 }
@@ -155,6 +166,7 @@ pub struct Agent {
     model: Option<(Arc<dyn Model>, Option<u64>)>,
     requests: ServerRequests,
     notices: Notices,
+    shared: Option<PgStore>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -184,6 +196,7 @@ impl Agent {
             model: None,
             requests: ServerRequests::refused(),
             notices: Notices::ignored(),
+            shared: None,
         }
     }
 
@@ -252,22 +265,17 @@ impl Agent {
     ) -> Result<(Session, String)> {
         let (model, window) = self.model(settings).await?;
         let store = crate::parts::store(settings, &self.env)?;
-        let journal = store
-            .new_session()
-            .with_model_at(crate::model::model_label(settings), crate::stored::recorded_base_url(settings))
-            .with_effort(crate::stored::recorded_effort(settings));
+        let journal = crate::shared::new_journal(&store, self.shared.as_ref(), settings).await?;
         let id = journal.session_id().to_owned();
         let (system, warning) = crate::parts::system_prompt(&self.workspace, settings, &self.env);
         if let Some(warning) = warning {
             self.notices.warn(warning);
         }
         let builder = self.top_level(settings, &store, &id, (model, window))?;
-        let session = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id)
+        let builder = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id)
             .system_prompt(system)
-            .journal(journal)
-            .shared_approver(approver)
-            .build()
-            .await?;
+            .shared_approver(approver);
+        let session = journal.build(builder).await?;
         Ok((session, id))
     }
 
@@ -319,6 +327,9 @@ impl Agent {
         // One store and one read of the session: its id, the settings it
         // resumes under, and whether it is a sub-agent's.
         let store = crate::parts::store(settings, &self.env)?;
+        if let Some(shared) = &self.shared {
+            return self.open_shared(shared, &store, settings, which, approver).await;
+        }
         let (id, summary) = crate::stored::find(&store, &self.workspace.identity().path, &which)?;
         let settings = &crate::stored::settings_for(settings, &summary);
         let (model, window) = self.model(settings).await?;
@@ -334,6 +345,38 @@ impl Agent {
             }
             None => self.top_level(settings, &store, &id, (model, window))?,
         };
+        self.resume_on(builder, settings, id, approver, journal).await
+    }
+
+    /// [`Agent::open_as`] for a session in the shared store: found there,
+    /// its journal's lease taken there (refused while another host holds
+    /// it), its local parts (rewind, artifacts, sub-agents) in `store`.
+    async fn open_shared(
+        &self,
+        shared: &PgStore,
+        store: &bosun_store::Store,
+        settings: &Settings,
+        which: StoredSession,
+        approver: Arc<dyn ApprovalHandler>,
+    ) -> Result<(Session, String)> {
+        let (id, recorded) = crate::shared::find(shared, &self.workspace.identity().path, &which).await?;
+        let settings = &crate::stored::settings_for_recorded(settings, &recorded.recorded());
+        let (model, window) = self.model(settings).await?;
+        let journal = crate::shared::open_journal(shared, &id, settings).await?;
+        let builder = self.top_level(settings, store, &id, (model, window))?;
+        self.resume_on(builder, settings, id, approver, journal).await
+    }
+
+    /// Resumes stored session `id` from `journal` with `builder`'s parts
+    /// and the hooks, telling how its authority changed since it was recorded.
+    async fn resume_on(
+        &self,
+        builder: SessionBuilder,
+        settings: &Settings,
+        id: String,
+        approver: Arc<dyn ApprovalHandler>,
+        journal: impl bosun_core::Journal + 'static,
+    ) -> Result<(Session, String)> {
         let builder = crate::parts::with_hooks(builder, settings, &self.env, &self.workspace, &id);
         let session = builder
             .shared_approver(approver)

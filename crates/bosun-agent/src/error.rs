@@ -29,6 +29,9 @@ pub enum Error {
     /// The session store could not be opened or read.
     #[error(transparent)]
     Store(#[from] bosun_store::StoreError),
+    /// The Postgres store (`store_url`) could not be reached or read.
+    #[error(transparent)]
+    SharedStore(#[from] bosun_store_pg::PgError),
     /// A hook in a settings file is not valid.
     #[error(transparent)]
     Hook(#[from] bosun_tools::hooks::HookConfigError),

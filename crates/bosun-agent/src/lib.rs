@@ -26,6 +26,7 @@ pub mod parts;
 pub mod rewind;
 pub mod sampling;
 pub mod sandboxing;
+pub mod shared;
 pub mod stored;
 pub mod warm;
 pub mod workspace_guard;

@@ -97,12 +97,17 @@ pub fn settings_for(settings: &Settings, summary: &SessionSummary) -> Settings {
     apply(settings, &recorded)
 }
 
+/// [`settings_for`] a session whose record is not the local store's.
+pub(crate) fn settings_for_recorded(settings: &Settings, recorded: &Recorded<'_>) -> Settings {
+    apply(settings, recorded)
+}
+
 /// What a session recorded of how it ran.
-struct Recorded<'a> {
-    id: &'a str,
-    model: Option<&'a str>,
-    base_url: Option<&'a str>,
-    effort: Option<&'a str>,
+pub(crate) struct Recorded<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) model: Option<&'a str>,
+    pub(crate) base_url: Option<&'a str>,
+    pub(crate) effort: Option<&'a str>,
 }
 
 fn apply(settings: &Settings, summary: &Recorded<'_>) -> Settings {

@@ -46,6 +46,13 @@ pub(crate) async fn run(
         eprintln!("{}", stderr.dim(&format!("bosun: a new API token is kept in {}", token_file.display())));
     }
     let mut options = ServeOptions::new(token, env.clone(), store);
+    if let Some(url) = &settings.store_url {
+        let shared = bosun_agent::shared::connect(&settings)
+            .await
+            .with_context(|| format!("cannot open the shared store {url} (store_url)"))?;
+        eprintln!("{}", stderr.dim(&format!("bosun: sessions are kept in {url}, shared with other servers")));
+        options.shared = shared;
+    }
     options.cors_origins = args.cors_origin;
     if !args.allow_roots.is_empty() {
         let roots = args

@@ -20,6 +20,7 @@ use crate::approvals::{HttpApprover, PendingApproval};
 use crate::error::ApiError;
 use crate::hosted::{Hosted, SessionView, Taken};
 use crate::hub::EventHub;
+use crate::sessions::SessionStore;
 
 /// What a new session runs with.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -127,13 +128,12 @@ async fn agent_for(
     workspace: &std::path::Path,
     overrides: bosun_agent::config::Overrides,
 ) -> Result<Agent, ApiError> {
-    Agent::builder(workspace)
-        .env(state.env.clone())
-        .overrides(overrides)
-        .notices(state.notices.clone())
-        .build()
-        .await
-        .map_err(|e| ApiError::bad_request(format!("{e:#}")))
+    let mut builder =
+        Agent::builder(workspace).env(state.env.clone()).overrides(overrides).notices(state.notices.clone());
+    if let SessionStore::Shared(shared) = &state.sessions_store {
+        builder = builder.shared_store(shared.clone());
+    }
+    builder.build().await.map_err(|e| ApiError::bad_request(format!("{e:#}")))
 }
 
 /// Hosts a built session: its stream opened and `init` published.
@@ -146,13 +146,20 @@ async fn host(
     // The server's own connection when the session's store is the server's
     // (the usual case): one connection, and one page cache, for every hub.
     let internal = |e: bosun_agent::Error| ApiError::internal(format!("{e:#}"));
-    let path = bosun_agent::parts::store_path(agent.settings(), &state.env).map_err(internal)?;
-    let store = if path == state.store.path() {
-        state.store.clone()
-    } else {
-        bosun_agent::parts::store(agent.settings(), &state.env).map_err(internal)?
+    let store = match &state.sessions_store {
+        SessionStore::Shared(shared) => SessionStore::Shared(shared.clone()),
+        SessionStore::Local(local) => {
+            let path = bosun_agent::parts::store_path(agent.settings(), &state.env).map_err(internal)?;
+            if path == local.path() {
+                SessionStore::Local(local.clone())
+            } else {
+                SessionStore::Local(
+                    bosun_agent::parts::store(agent.settings(), &state.env).map_err(internal)?,
+                )
+            }
+        }
     };
-    let hub = EventHub::open(&id, store).map_err(ApiError::internal)?;
+    let hub = EventHub::open(&id, store).await.map_err(ApiError::internal)?;
     let workspace = session.authority().workspace.as_ref().map(|w| w.path.clone()).unwrap_or_default();
     hub.publish(&bosun_agent::json_events::init_json(&id, agent.settings(), session.mode(), &workspace));
     let hosted = Hosted::new(agent, session, id, hub);
@@ -237,9 +244,7 @@ pub(crate) async fn list_sessions(
         sessions.push(hosted.view().await);
     }
     if listing.stored == Some(true) {
-        let mut filter = bosun_store::ListFilter::default();
-        filter.limit = Some(STORED_LISTED);
-        let stored = state.store.list(&filter).map_err(|e| ApiError::internal(e.to_string()))?;
+        let stored = state.sessions_store.list(STORED_LISTED).await.map_err(ApiError::internal)?;
         for summary in stored {
             if sessions.iter().any(|s| s.id == summary.id) {
                 continue;
@@ -326,10 +331,9 @@ pub(crate) async fn resume(
 
 /// Hosts stored session `id` (a whole id or a unique prefix).
 async fn open_stored(state: &ServerState, id: &str) -> Result<Arc<Hosted>, ApiError> {
-    let id = state.store.resolve_id(id).map_err(|e| ApiError::not_found(e.to_string()))?;
-    let summary = state.store.show(&id).map_err(|e| ApiError::not_found(e.to_string()))?.summary;
-    let workspace = summary
-        .workspace
+    let id = state.sessions_store.resolve_id(id).await.map_err(store_error)?;
+    let workspace = state.sessions_store.workspace(&id).await.map_err(store_error)?;
+    let workspace = workspace
         .map(PathBuf::from)
         .ok_or_else(|| ApiError::conflict(format!("session `{id}` has no workspace to open")))?;
     let agent = agent_for(state, &workspace, bosun_agent::config::Overrides::default()).await?;
@@ -382,15 +386,8 @@ pub(crate) async fn fork(
             hosted.shut_down().await;
         }
     }
-    let id = state.store.resolve_id(&id).map_err(|e| ApiError::not_found(e.to_string()))?;
-    let at = match body.at {
-        Some(at) => Some(at),
-        None => {
-            let detail = state.store.show(&id).map_err(|e| ApiError::not_found(e.to_string()))?;
-            detail.history.last().map(|(message, _)| *message)
-        }
-    };
-    let branch = state.store.fork_at(&id, at).map_err(|e| ApiError::conflict(e.to_string()))?;
+    let id = state.sessions_store.resolve_id(&id).await.map_err(store_error)?;
+    let branch = state.sessions_store.fork_at(&id, body.at).map_err(|e| ApiError::conflict(e.to_string()))?;
     let hosted = open_stored(&state, &id).await?;
     Ok(Json(Forked { branch, session: hosted.view().await }))
 }
@@ -407,7 +404,7 @@ pub(crate) async fn delete_session(
     state.approvals.withdraw_session(&id);
     hosted.shut_down().await;
     drop(hosted);
-    state.store.delete(&id).map_err(|e| ApiError::internal(e.to_string()))?;
+    state.sessions_store.delete(&id).await.map_err(ApiError::internal)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -463,4 +460,10 @@ pub(crate) async fn answer_approval(
     } else {
         Err(ApiError::not_found(format!("pending approval `{id}`")))
     }
+}
+
+/// A store's answer as the API's: a session it does not have (or an id
+/// that names none or several) is not found; anything else is the server's.
+fn store_error(error: crate::sessions::StoreFailure) -> ApiError {
+    if error.is_not_found() { ApiError::not_found(error.to_string()) } else { ApiError::internal(error) }
 }

@@ -9,8 +9,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bosun_store::{Store, StoredEvent};
+use bosun_store::StoredEvent;
 use tokio::sync::{mpsc, watch};
+
+use crate::sessions::{SessionStore, StoreFailure};
 
 /// Recent events kept in memory per session. Older ones are read from the
 /// store; an event leaves memory only once the store has it.
@@ -30,7 +32,7 @@ pub(crate) const READ_BATCH: usize = 256;
 
 pub(crate) struct EventHub {
     session: String,
-    store: Store,
+    store: SessionStore,
     state: Mutex<State>,
     /// The number of the newest event.
     newest: watch::Sender<u64>,
@@ -50,8 +52,8 @@ struct State {
 
 impl EventHub {
     /// The stream of `session`, continuing after the events the store has.
-    pub(crate) fn open(session: &str, store: Store) -> Result<Arc<Self>, bosun_store::StoreError> {
-        let last = store.last_event(session)?;
+    pub(crate) async fn open(session: &str, store: SessionStore) -> Result<Arc<Self>, StoreFailure> {
+        let last = store.last_event(session).await?;
         let (to_store, queued) = mpsc::unbounded_channel();
         let stored = Arc::new(AtomicU64::new(last));
         let writer =
@@ -115,7 +117,7 @@ impl EventHub {
 
     /// Up to [`READ_BATCH`] events after number `after`, in order: from
     /// memory when it still holds the next one, else from the store.
-    pub(crate) async fn after(&self, after: u64) -> Result<Vec<StoredEvent>, bosun_store::StoreError> {
+    pub(crate) async fn after(&self, after: u64) -> Result<Vec<StoredEvent>, StoreFailure> {
         {
             let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             let in_memory = state.recent.front().is_some_and(|first| first.seq <= after + 1);
@@ -123,10 +125,7 @@ impl EventHub {
                 return Ok(state.recent.iter().filter(|e| e.seq > after).take(READ_BATCH).cloned().collect());
             }
         }
-        let (store, session) = (self.store.clone(), self.session.clone());
-        tokio::task::spawn_blocking(move || store.events_after(&session, after, READ_BATCH))
-            .await
-            .map_err(|e| bosun_store::StoreError::Invalid(format!("reading events: {e}")))?
+        self.store.events_after(&self.session, after, READ_BATCH).await
     }
 }
 
@@ -135,7 +134,7 @@ impl EventHub {
 /// meanwhile), so a busy or briefly failing store loses nothing.
 async fn write_to_store(
     session: String,
-    store: Store,
+    store: SessionStore,
     mut queued: mpsc::UnboundedReceiver<StoredEvent>,
     stored: Arc<AtomicU64>,
 ) {
@@ -146,24 +145,21 @@ async fn write_to_store(
         if unwritten.is_empty() {
             return;
         }
-        let events = unwritten.clone();
-        let (writing, name) = (store.clone(), session.clone());
-        let written = tokio::task::spawn_blocking(move || writing.append_events(&name, &events)).await;
-        match written {
-            Ok(Ok(())) => {
+        match store.append_events(&session, &unwritten).await {
+            Ok(()) => {
                 failures = 0;
                 if let Some(last) = unwritten.last() {
                     stored.store(last.seq, Ordering::SeqCst);
                 }
                 unwritten.clear();
             }
-            Ok(Err(error)) => {
-                failures += 1;
-                tracing::warn!(%error, failures, "serve: events not stored yet; trying again");
-            }
-            Err(error) => {
+            Err(StoreFailure::Worker(error)) => {
                 tracing::error!(%error, "serve: the event writer failed");
                 return;
+            }
+            Err(error) => {
+                failures += 1;
+                tracing::warn!(%error, failures, "serve: events not stored yet; trying again");
             }
         }
         if failures >= WRITE_ATTEMPTS {

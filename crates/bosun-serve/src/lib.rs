@@ -20,6 +20,7 @@ mod error;
 mod hosted;
 mod hub;
 mod page;
+mod sessions;
 mod stream;
 mod token;
 
@@ -46,6 +47,7 @@ pub use page::CSP;
 pub use token::{MIN_TOKEN_CHARS, Token, TokenSource};
 
 use hosted::Hosted;
+use sessions::SessionStore;
 
 /// The largest request body, in bytes: a task's text, not a file upload.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -61,8 +63,12 @@ pub struct ServeOptions {
     pub token: Token,
     /// The environment sessions' configuration is read with.
     pub env: Env,
-    /// The store sessions are resumed from.
+    /// The local store: sessions are resumed from it unless `shared` is
+    /// set, and their local parts (rewind, artifacts) are kept in it.
     pub store: Store,
+    /// A Postgres database several servers share (`store_url`): sessions'
+    /// journals and events are kept there instead.
+    pub shared: Option<bosun_store_pg::PgStore>,
     /// Origins allowed to call the API from a browser page of their own
     /// (none: no CORS headers at all).
     pub cors_origins: Vec<String>,
@@ -75,7 +81,15 @@ pub struct ServeOptions {
 impl ServeOptions {
     /// Options with no CORS origin and notices dropped.
     pub fn new(token: Token, env: Env, store: Store) -> Self {
-        Self { token, env, store, cors_origins: Vec::new(), notices: Notices::ignored(), allowed_roots: None }
+        Self {
+            token,
+            env,
+            store,
+            shared: None,
+            cors_origins: Vec::new(),
+            notices: Notices::ignored(),
+            allowed_roots: None,
+        }
     }
 }
 
@@ -83,7 +97,8 @@ impl ServeOptions {
 pub(crate) struct ServerState {
     token: Token,
     pub(crate) env: Env,
-    pub(crate) store: Store,
+    /// Where sessions are listed, resumed and their events kept.
+    pub(crate) sessions_store: SessionStore,
     pub(crate) notices: Notices,
     pub(crate) allowed_roots: Option<Vec<std::path::PathBuf>>,
     sessions: Mutex<BTreeMap<String, Arc<Hosted>>>,
@@ -128,7 +143,10 @@ impl Server {
         let state = Arc::new(ServerState {
             token: options.token,
             env: options.env,
-            store: options.store,
+            sessions_store: match options.shared {
+                Some(shared) => SessionStore::Shared(shared),
+                None => SessionStore::Local(options.store),
+            },
             notices: options.notices,
             allowed_roots: options.allowed_roots,
             sessions: Mutex::new(BTreeMap::new()),

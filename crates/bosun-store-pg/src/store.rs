@@ -94,7 +94,14 @@ impl PgStore {
     /// # Errors
     /// As [`PgStore::connect`].
     pub async fn connect_with(url: &str, settings: LeaseSettings) -> Result<Self, PgError> {
-        let url = PgUrl::parse(url)?;
+        Self::connect_to(PgUrl::parse(url)?, settings).await
+    }
+
+    /// [`PgStore::connect_with`] a URL already parsed (a configuration's).
+    ///
+    /// # Errors
+    /// As [`PgStore::connect`].
+    pub async fn connect_to(url: PgUrl, settings: LeaseSettings) -> Result<Self, PgError> {
         let mut client = connect(&url).await?;
         schema::migrate_to(&mut client, schema::latest(), &url.redacted()).await?;
         lease::sweep(&client, &url.redacted()).await?;

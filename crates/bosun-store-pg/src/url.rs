@@ -34,6 +34,11 @@ impl PgUrl {
         Ok(Self { text: text.to_owned(), config })
     }
 
+    /// Whether it carries a password.
+    pub fn has_password(&self) -> bool {
+        self.config.get_password().is_some()
+    }
+
     /// The URL with its password replaced by `***`.
     pub fn redacted(&self) -> String {
         redact(&self.text)

@@ -26,6 +26,7 @@ pub mod gguf;
 pub mod http;
 pub mod mcp;
 mod model;
+pub mod postgres;
 mod sink;
 mod skip;
 pub mod tier;

@@ -30,6 +30,8 @@ pub struct Layer {
     pub project_docs: Option<bool>,
     /// The session database.
     pub sessions_db: Option<PathBuf>,
+    /// A Postgres database `bosun serve` keeps sessions in, shared by hosts.
+    pub store_url: Option<StoreUrlText>,
     /// Model rounds per turn.
     pub max_rounds: Option<u32>,
     /// Tool timeout, seconds.
@@ -212,6 +214,7 @@ impl Layer {
         ("mode", "BOSUN_MODE"),
         ("project_docs", "BOSUN_PROJECT_DOCS"),
         ("sessions_db", "BOSUN_SESSIONS_DB"),
+        ("store_url", "BOSUN_STORE_URL"),
         ("max_rounds", "BOSUN_MAX_ROUNDS"),
         ("max_turn_tokens", "BOSUN_MAX_TURN_TOKENS"),
         ("max_turn_seconds", "BOSUN_MAX_TURN_SECONDS"),
@@ -282,6 +285,7 @@ impl Layer {
             mode: env.get("BOSUN_MODE").map(str::to_owned),
             project_docs: flag("BOSUN_PROJECT_DOCS")?,
             sessions_db: env.get("BOSUN_SESSIONS_DB").map(PathBuf::from),
+            store_url: env.get("BOSUN_STORE_URL").map(|url| StoreUrlText(url.to_owned())),
             max_rounds: number("BOSUN_MAX_ROUNDS")?,
             max_turn_tokens: big("BOSUN_MAX_TURN_TOKENS")?,
             max_turn_seconds: big("BOSUN_MAX_TURN_SECONDS")?,
@@ -312,6 +316,7 @@ impl Layer {
             "mode" => into.mode = self.mode.clone(),
             "project_docs" => into.project_docs = self.project_docs,
             "sessions_db" => into.sessions_db = self.sessions_db.clone(),
+            "store_url" => into.store_url = self.store_url.clone(),
             "max_rounds" => into.max_rounds = self.max_rounds,
             "max_turn_tokens" => into.max_turn_tokens = self.max_turn_tokens,
             "max_turn_seconds" => into.max_turn_seconds = self.max_turn_seconds,
@@ -376,4 +381,18 @@ fn refuse_secrets(value: &toml::Value, at: &str, path: &Path) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// `store_url` as written. Its `Debug` never shows a password, as a layer
+/// from the environment may hold one.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct StoreUrlText(pub String);
+
+impl std::fmt::Debug for StoreUrlText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = bosun_store_pg::PgUrl::parse(&self.0)
+            .map_or_else(|_| "(unreadable)".to_owned(), |u| u.redacted());
+        f.debug_tuple("StoreUrlText").field(&shown).finish()
+    }
 }

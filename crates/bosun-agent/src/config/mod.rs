@@ -85,6 +85,9 @@ pub struct Settings {
     pub project_docs: bool,
     /// The session database.
     pub sessions_db: Option<PathBuf>,
+    /// The Postgres database `bosun serve` keeps sessions in instead
+    /// (`store_url`, the user's own file or `BOSUN_STORE_URL` only).
+    pub store_url: Option<bosun_store_pg::PgUrl>,
     /// Model rounds per turn.
     pub max_rounds: Option<u32>,
     /// Tool timeout in seconds.
@@ -184,6 +187,7 @@ impl Settings {
             mode: Mode::Propose,
             project_docs: true,
             sessions_db: None,
+            store_url: None,
             max_rounds: None,
             tool_timeout_secs: None,
             turn_limits: TurnLimits::default(),
@@ -283,6 +287,22 @@ impl Settings {
         if let Some(db) = &layer.sessions_db {
             self.sessions_db = Some(db.clone());
             self.note("sessions_db", db.display(), source.clone());
+        }
+        if let Some(url) = &layer.store_url {
+            let parsed = match bosun_store_pg::PgUrl::parse(&url.0) {
+                Ok(parsed) => parsed,
+                Err(error) => bail!("store_url, from {source}: {error}"),
+            };
+            // As with API keys: a file is read by more than its owner
+            // (backups, dotfile repositories); a password goes in the variable.
+            if parsed.has_password() && !matches!(source, Source::Env(_)) {
+                bail!(
+                    "store_url, from {source}: a password is not read from config files; give the URL with its \
+                     password in BOSUN_STORE_URL instead"
+                );
+            }
+            self.note("store_url", parsed.redacted(), source.clone());
+            self.store_url = Some(parsed);
         }
         if let Some(rounds) = layer.max_rounds {
             self.max_rounds = Some(rounds);

@@ -154,6 +154,7 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         mode,
         project_docs,
         sessions_db,
+        store_url,
         max_rounds,
         tool_timeout_secs,
         max_turn_tokens,
@@ -201,6 +202,9 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         // (invariant 19): a repository could otherwise send what the
         // model reads to a host of its choosing.
         web: gate.user_only("web", web, Option::is_none),
+        // Where served sessions are kept: a repository could otherwise send
+        // every journal (the code the model read) to a database of its own.
+        store_url: gate.user_only("store_url", store_url, Option::is_none),
         // Where requests go and with what: the user's business (network).
         model: gate.trusted_only("model", model),
         base_url: gate.trusted_only("base_url", base_url),

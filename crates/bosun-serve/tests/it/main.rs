@@ -6,3 +6,4 @@ mod support;
 
 mod api;
 mod browser;
+mod shared;

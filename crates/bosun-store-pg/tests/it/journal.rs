@@ -222,6 +222,19 @@ async fn a_lost_server_is_unavailable_and_the_journal_connects_again() {
         )
         .await
         .unwrap();
+    // pg_terminate_backend only signals: wait until the backends are gone,
+    // so the append below meets a connection that is surely dead.
+    support::eventually(std::time::Duration::from_secs(30), "the other backends end", || async {
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap();
+        row.get::<_, i64>(0) == 0
+    })
+    .await;
     let ended = JournalRecord::TurnEnded {
         turn: 2,
         outcome: TurnRecordOutcome::Completed,

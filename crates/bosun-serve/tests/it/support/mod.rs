@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod process;
+
 use bosun_core::env::Env;
 use bosun_serve::{ServeOptions, Server, Token};
 use bosun_store::Store;
