@@ -81,6 +81,7 @@ pub fn tools(
         tools.push(Arc::new(bosun_core::plan::PlanTool::new()));
     }
     tools.extend(web_tools(settings, env, notices)?);
+    tools.extend(openapi_tools(settings, env, notices));
     Ok((workspace, tools))
 }
 
@@ -102,6 +103,23 @@ fn web_tools(settings: &Settings, env: &Env, notices: &Notices) -> Result<Vec<Ar
         notices.warn(why);
     }
     Ok(built.tools)
+}
+
+/// The tools of the OpenAPI specs the user's `[openapi.NAME]` tables name
+/// (invariant 19: each call asks), for a hosted model, as the web tools.
+fn openapi_tools(settings: &Settings, env: &Env, notices: &Notices) -> Vec<Arc<dyn Tool>> {
+    if settings.openapi.specs.is_empty() {
+        return Vec::new();
+    }
+    if uses_local_model(settings) {
+        notices.info("the OpenAPI tools ([openapi] in your config) are not offered to a local model");
+        return Vec::new();
+    }
+    let built = settings.openapi.tools(env, settings.web.limits());
+    for notice in built.notices {
+        notices.warn(notice);
+    }
+    built.tools
 }
 
 /// What the shell and command hooks run with: the workspace root, PATH and

@@ -12,8 +12,8 @@ use rmcp::model::Tool as McpToolInfo;
 
 use crate::config::ServerConfig;
 use crate::error::ToolRejection;
-use crate::lower::lower;
 use crate::names::tool_name;
+use bosun_core::schema::lower;
 
 /// Longest description passed to the model, in bytes.
 const MAX_DESCRIPTION: usize = 4096;

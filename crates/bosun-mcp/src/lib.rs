@@ -63,7 +63,6 @@ mod env;
 mod error;
 mod events;
 pub mod form;
-mod lower;
 mod names;
 mod process;
 mod resources;

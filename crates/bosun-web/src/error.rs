@@ -67,6 +67,14 @@ pub enum WebError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    /// An OpenAPI spec that cannot be used.
+    #[error("OpenAPI spec `{name}`: {message}")]
+    Spec {
+        /// The spec's name (`[openapi.NAME]`).
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The search provider answered something bosun cannot read.
     #[error("the search provider at {host} answered {message}")]
     Provider {

@@ -1,5 +1,7 @@
 //! One bounded GET: redirects followed by hand (same site only, each
-//! recorded), the body read up to a cap, the whole under one deadline.
+//! recorded), the body read up to a cap, the whole under one deadline; and
+//! one bounded request of any method, redirects not followed (an OpenAPI
+//! operation's).
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, LOCATION};
 use reqwest::{StatusCode, Url};
@@ -29,6 +31,19 @@ impl Fetched {
     pub fn redirect_lines(&self) -> String {
         self.redirects.iter().map(|(from, to)| format!("redirected: {from} → {to}\n")).collect()
     }
+}
+
+/// What one request brought back.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    /// The media type, lower case, without parameters.
+    pub media_type: Option<String>,
+    /// A redirect's target, as the server wrote it.
+    pub location: Option<String>,
+    pub body: Vec<u8>,
+    /// Whether the body was cut at the cap.
+    pub cut: bool,
 }
 
 /// An HTTP client with the tools' settings: no redirects of its own, no
@@ -106,6 +121,40 @@ impl Client {
             let (body, cut) = self.read_body(&url, response).await?;
             return Ok(Fetched { url, redirects, elsewhere: None, status, media_type, body, cut });
         }
+    }
+
+    /// Sends one request, within the deadline; a redirect is returned as
+    /// it is, not followed.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        url: Url,
+        headers: HeaderMap,
+        body: Option<String>,
+        basic: Option<(&str, &str)>,
+    ) -> Result<Answer, WebError> {
+        let deadline = self.limits.timeout;
+        let sending = async {
+            let mut request = self.inner.request(method, url.clone()).headers(headers);
+            if let Some(body) = body {
+                request = request.body(body);
+            }
+            if let Some((username, password)) = basic {
+                request = request.basic_auth(username, Some(password));
+            }
+            let response = request.send().await.map_err(|error| WebError::request(&url, &error))?;
+            let status = response.status();
+            let header = |name| {
+                response.headers().get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+            };
+            let media_type = header(CONTENT_TYPE)
+                .and_then(|value| value.split(';').next())
+                .map(|value| value.trim().to_ascii_lowercase());
+            let location = header(LOCATION).map(str::to_owned);
+            let (body, cut) = self.read_body(&url, response).await?;
+            Ok(Answer { status, media_type, location, body, cut })
+        };
+        tokio::time::timeout(deadline, sending).await.map_err(|_| WebError::TimedOut { after: deadline })?
     }
 
     async fn read_body(

@@ -1,7 +1,8 @@
 //! bosun-web: the network tools, each a [`bosun_core::Tool`] of category
 //! `Network`: [`WebFetch`] (`web_fetch`: one http(s) URL, HTML turned into
 //! Markdown) and [`WebSearch`] (`web_search`: a search provider the user
-//! named, [`SearchProvider`]).
+//! named, [`SearchProvider`]), and the operations of OpenAPI specs the user
+//! names ([`OpenApiSpec`]).
 //!
 //! MISSION invariant 19: network tools are opt-in and ask. Nothing here is
 //! built unless the front end's configuration turns it on (bosun-agent's
@@ -26,6 +27,7 @@ mod fetch;
 mod http;
 mod nesting;
 mod network;
+mod openapi;
 mod search;
 mod url;
 
@@ -33,6 +35,7 @@ use std::time::Duration;
 
 pub use error::WebError;
 pub use fetch::WebFetch;
+pub use openapi::{ApiAuth, MAX_SPEC_BYTES, OpenApiSpec, OpenApiTools};
 pub use search::{SearchKind, SearchProvider, WebSearch};
 pub use url::checked_url;
 

@@ -125,6 +125,9 @@ pub struct Layer {
     /// The network tools, `web_fetch` and `web_search` (user file only;
     /// `web.rs`).
     pub web: Option<super::web::WebLayer>,
+    /// OpenAPI specs whose operations are tools (user file only; `openapi.rs`).
+    #[serde(default)]
+    pub openapi: BTreeMap<String, super::openapi::OpenApiLayer>,
 }
 
 /// How bosun talks to one provider, as Codex names these settings; what is

@@ -8,6 +8,7 @@ mod hosts;
 mod layer;
 pub mod mcp;
 pub mod models;
+pub mod openapi;
 mod permissions;
 pub mod rewind;
 pub mod sandbox;
@@ -168,6 +169,9 @@ pub struct Settings {
     /// The network tools the user turned on (`[web]`, the user's own
     /// config only; `web.rs`).
     pub web: WebSettings,
+    /// The OpenAPI specs the user named (`[openapi.NAME]`, the user's own
+    /// config only; `openapi.rs`).
+    pub openapi: openapi::OpenApiSettings,
     /// The project's config file, if one was found, and what was made of it.
     pub project: Option<ProjectConfig>,
     /// Each setting, its shown value and its source, for `config show`.
@@ -224,6 +228,7 @@ impl Settings {
             sandbox: SandboxSettings::default(),
             rewind: RewindSettings::default(),
             web: WebSettings::default(),
+            openapi: openapi::OpenApiSettings::default(),
             project: None,
             sources: BTreeMap::new(),
             allow_any_workspace: false,
@@ -479,6 +484,11 @@ impl Settings {
         if let Some(table) = layer.web.as_ref().filter(|_| origin == RuleOrigin::User) {
             for (key, value) in self.web.apply(table, &source.to_string())? {
                 self.note(key, value, source.clone());
+            }
+        }
+        if origin == RuleOrigin::User {
+            for (key, value) in self.openapi.apply(&layer.openapi, &source.to_string())? {
+                self.note(&key, value, source.clone());
             }
         }
         for (name, value) in &layer.headers {

@@ -188,6 +188,7 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         sandbox,
         rewind,
         web,
+        openapi,
     } = layer;
     let mut gate = Gate { trusted, ignored: Vec::new() };
     let defaults = bosun_core::Limits::default();
@@ -202,6 +203,9 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         // (invariant 19): a repository could otherwise send what the
         // model reads to a host of its choosing.
         web: gate.user_only("web", web, Option::is_none),
+        // Which APIs bosun's own process calls, with which credentials: the
+        // same as `[web]`.
+        openapi: gate.user_only("openapi", openapi, BTreeMap::is_empty),
         // Where served sessions are kept: a repository could otherwise send
         // every journal (the code the model read) to a database of its own.
         store_url: gate.user_only("store_url", store_url, Option::is_none),

@@ -25,6 +25,7 @@ mod mcp_asks;
 mod mcp_conformance;
 mod models;
 mod notifications;
+mod openapi;
 mod output_schema;
 mod plan;
 mod prices;

@@ -5,6 +5,7 @@
 
 mod fetch;
 mod invariants;
+mod openapi;
 mod search;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;

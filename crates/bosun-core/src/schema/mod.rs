@@ -6,6 +6,10 @@
 //! taken from a JSON Schema crate because the point is to accept *less*: a
 //! full validator would silently honour `$ref`, `if`/`then` or remote schemas.
 
+mod lower;
+
+pub use lower::{lower, lower_in};
+
 use std::collections::BTreeMap;
 
 use regex::Regex;

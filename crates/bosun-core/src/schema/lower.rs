@@ -1,6 +1,7 @@
-//! An MCP tool's input schema (any JSON Schema, any draft) lowered into
-//! bosun's bounded vocabulary (`bosun_core::schema::VOCABULARY`), which the
-//! session compiles and checks every call against.
+//! A tool's input schema from elsewhere (an MCP server's, an OpenAPI
+//! operation's: any JSON Schema, any draft) lowered into bosun's bounded
+//! vocabulary ([`VOCABULARY`]), which the session compiles and checks every
+//! call against.
 //!
 //! Lowering only ever loosens: local `$ref`s (to `$defs`, `definitions`, or
 //! any pointer into the document) are inlined, `oneOf` becomes `anyOf`,
@@ -14,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use bosun_core::schema::{CompiledSchema, VOCABULARY};
+use super::{CompiledSchema, VOCABULARY};
 
 /// Deepest chain of `$ref`s followed.
 const MAX_REF_DEPTH: usize = 16;
@@ -22,11 +23,23 @@ const MAX_REF_DEPTH: usize = 16;
 const MAX_NODES: usize = 4096;
 
 /// Lowers `schema` and checks that bosun compiles it; the error says why
-/// the tool cannot be offered.
-pub(crate) fn lower(schema: &Map<String, Value>) -> Result<Value, String> {
+/// the tool cannot be offered. Its `$ref`s point into itself.
+///
+/// # Errors
+/// What cannot be lowered, in words.
+pub fn lower(schema: &Map<String, Value>) -> Result<Value, String> {
     let root = Value::Object(schema.clone());
-    let mut lowering = Lowering { root: &root, refs: Vec::new(), nodes: 0 };
-    let mut lowered = lowering.node(&root)?;
+    lower_in(&root, &root)
+}
+
+/// [`lower`] a schema whose `$ref`s point into `document` (an OpenAPI
+/// operation's, into the whole spec).
+///
+/// # Errors
+/// What cannot be lowered, in words.
+pub fn lower_in(schema: &Value, document: &Value) -> Result<Value, String> {
+    let mut lowering = Lowering { root: document, refs: Vec::new(), nodes: 0 };
+    let mut lowered = lowering.node(schema)?;
     if let Value::Object(top) = &mut lowered {
         let object = match top.get("type") {
             // `{}` and `{"properties": …}` are how many servers say "an object".
