@@ -11,6 +11,7 @@ mod atomic_writes;
 mod bounded_search;
 mod concurrent_edits;
 mod escape_corpus;
+mod file_access;
 mod file_tools;
 mod hooks;
 mod path_hints;
