@@ -10,8 +10,10 @@
 //! (`session/request_permission`: allow once, allow for the session,
 //! reject); `session/cancel` stops the turn. bosun's modes are the
 //! session's ACP modes, none looser than the user's own. When the client
-//! writes text files, `write_file` goes through it (`fs/write_text_file`);
-//! MCP servers it passes are started beside the configured ones.
+//! reads or writes text files, bosun's file tools read its buffers
+//! (`fs/read_text_file`) and write through it (`fs/write_text_file`),
+//! their checks unchanged; MCP servers it passes are started beside the
+//! configured ones.
 //!
 //! Sessions are built through `bosun-agent`, under the same trust gate and
 //! sandbox as the CLI's. Not here: the protocol itself (the
@@ -92,7 +94,8 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
         .name("bosun")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _connection| {
-                init.client_writes_files(request.client_capabilities.fs.write_text_file);
+                let fs = &request.client_capabilities.fs;
+                init.client_files(fs::ClientFiles { reads: fs.read_text_file, writes: fs.write_text_file });
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(

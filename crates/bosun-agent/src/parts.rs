@@ -66,11 +66,26 @@ pub fn tools(
     settings: &Settings,
     notices: &Notices,
 ) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
+    tools_with(dir, env, settings, notices, None)
+}
+
+/// [`tools`], the file tools reading and writing text through `access`
+/// when one is given (an editor's buffers).
+pub fn tools_with(
+    dir: &Path,
+    env: &Env,
+    settings: &Settings,
+    notices: &Notices,
+    access: Option<Arc<dyn bosun_tools::FileAccess>>,
+) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
     let workspace = Workspace::open(dir)?;
     let sandbox = crate::sandboxing::for_workspace(workspace.root_path(), env, settings, notices)?;
     let shell = shell_config(&workspace, env).with_sandbox(sandbox);
     let skills = skills(&workspace, settings, env).skills;
-    let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
+    let mut tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
+    if let Some(access) = access {
+        tools = tools.file_access(access);
+    }
     let mut tools = if settings.local_brief_tools && uses_local_model(settings) {
         tools.build_brief()
     } else {

@@ -2,13 +2,15 @@
 //! and an editor (the SDK's client half) that records every update and
 //! answers permission requests as told.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, WriteTextFileRequest,
-    WriteTextFileResponse,
+    PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification,
+    SessionUpdate, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
@@ -51,6 +53,13 @@ pub struct Seen {
     pub output_signal: tokio::sync::Notify,
     /// The files the agent wrote through the editor.
     pub written: Mutex<Vec<WriteTextFileRequest>>,
+    /// The files the agent read through the editor.
+    pub read: Mutex<Vec<ReadTextFileRequest>>,
+    /// The editor's open buffers, by absolute path: what it answers a read
+    /// with (the disk where none is open).
+    pub buffers: Mutex<HashMap<PathBuf, String>>,
+    /// Set: a write lands in the buffer and is not saved to disk.
+    pub unsaved: AtomicBool,
 }
 
 impl Seen {
@@ -117,7 +126,7 @@ impl Home {
         seen: Arc<Seen>,
         script: impl AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<R>,
     ) -> R {
-        let (updates, asked, written) = (seen.clone(), seen.clone(), seen.clone());
+        let (updates, asked, written, read) = (seen.clone(), seen.clone(), seen.clone(), seen.clone());
         let run = Client
             .v1()
             .name("test-editor")
@@ -160,13 +169,32 @@ impl Home {
             )
             .on_receive_request(
                 async move |request: WriteTextFileRequest, responder, _cx| {
-                    // The editor writes the file, as its buffer would be saved.
-                    if let Some(parent) = request.path.parent() {
-                        std::fs::create_dir_all(parent).unwrap();
+                    if written.unsaved.load(Ordering::SeqCst) {
+                        let mut buffers = written.buffers.lock().unwrap();
+                        buffers.insert(request.path.clone(), request.content.clone());
+                    } else {
+                        // The editor writes the file, as its buffer would be saved.
+                        if let Some(parent) = request.path.parent() {
+                            std::fs::create_dir_all(parent).unwrap();
+                        }
+                        std::fs::write(&request.path, &request.content).unwrap();
                     }
-                    std::fs::write(&request.path, &request.content).unwrap();
                     written.written.lock().unwrap().push(request);
                     responder.respond(WriteTextFileResponse::new())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: ReadTextFileRequest, responder, _cx| {
+                    let open = read.buffers.lock().unwrap().get(&request.path).cloned();
+                    let text = open.or_else(|| std::fs::read_to_string(&request.path).ok());
+                    read.read.lock().unwrap().push(request);
+                    match text {
+                        Some(text) => responder.respond(ReadTextFileResponse::new(text)),
+                        None => responder.respond_with_error(
+                            agent_client_protocol::Error::internal_error().data(json!("no such file")),
+                        ),
+                    }
                 },
                 agent_client_protocol::on_receive_request!(),
             )
