@@ -29,6 +29,7 @@ mod model;
 mod modes;
 mod prompt;
 mod sessions;
+mod terminal;
 mod updates;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use bosun_agent::Notices;
 use bosun_core::env::Env;
 
 pub use error::AcpError;
+pub use terminal::{SUBCOMMAND as SANDBOXED_SHELL, run_far_side as run_sandboxed_shell};
 
 use sessions::Sessions;
 
@@ -96,6 +98,7 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
             async move |request: InitializeRequest, responder, _connection| {
                 let fs = &request.client_capabilities.fs;
                 init.client_files(fs::ClientFiles { reads: fs.read_text_file, writes: fs.write_text_file });
+                init.client_terminals(request.client_capabilities.terminal);
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::Client;
@@ -27,6 +28,7 @@ use crate::AcpOptions;
 use crate::approve::EditorApprover;
 use crate::fs::{ClientFiles, EditorFiles};
 use crate::modes;
+use crate::terminal::EditorTerminal;
 use crate::updates::UpdateSink;
 
 /// One session the editor opened.
@@ -60,6 +62,8 @@ pub(crate) struct Sessions {
     /// Whether the client reads and writes text files for its sessions
     /// (`fs` at `initialize`).
     editor_files: Mutex<ClientFiles>,
+    /// Whether the client runs terminals (`terminal` at `initialize`).
+    editor_terminals: AtomicBool,
 }
 
 fn failed(message: impl std::fmt::Display) -> Error {
@@ -72,7 +76,12 @@ fn invalid(message: impl std::fmt::Display) -> Error {
 
 impl Sessions {
     pub(crate) fn new(options: AcpOptions) -> Self {
-        Self { options, held: Mutex::new(HashMap::new()), editor_files: Mutex::default() }
+        Self {
+            options,
+            held: Mutex::new(HashMap::new()),
+            editor_files: Mutex::default(),
+            editor_terminals: AtomicBool::new(false),
+        }
     }
 
     fn get(&self, id: &str) -> Result<Arc<Hosted>, Error> {
@@ -87,6 +96,10 @@ impl Sessions {
     /// Takes what the client said it can do at `initialize`.
     pub(crate) fn client_files(&self, files: ClientFiles) {
         *self.editor_files.lock().unwrap_or_else(PoisonError::into_inner) = files;
+    }
+
+    pub(crate) fn client_terminals(&self, terminals: bool) {
+        self.editor_terminals.store(terminals, Ordering::Relaxed);
     }
 
     /// The session's agent; its file tools reading and writing through the
@@ -110,6 +123,13 @@ impl Sessions {
         if files.reads || files.writes {
             builder =
                 builder.file_access(Arc::new(EditorFiles::new(files, connection.clone(), named.clone())));
+        }
+        // The terminal runs bosun's own binary, which must be this one.
+        if self.editor_terminals.load(Ordering::Relaxed)
+            && let Ok(program) = std::env::current_exe()
+        {
+            let runner = EditorTerminal::new(connection.clone(), named.clone(), program);
+            builder = builder.shell_runner(Arc::new(runner));
         }
         builder.build().await.map_err(|e| failed(format!("{e:#}")))
     }

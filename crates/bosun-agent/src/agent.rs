@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bosun_core::{ApprovalHandler, Model, Session, SessionBuilder, Tool};
 use bosun_mcp::McpServers;
-use bosun_tools::{FileAccess, Workspace};
+use bosun_tools::{FileAccess, ShellRunner, Workspace};
 
 use crate::children;
 use crate::config::{self, Env, Overrides, Settings};
@@ -27,7 +27,7 @@ pub struct AgentBuilder {
     overrides: Overrides,
     settings: Option<Settings>,
     tools: Vec<Arc<dyn Tool>>,
-    access: Option<Arc<dyn FileAccess>>,
+    through: crate::parts::Through,
     model: Option<(Arc<dyn Model>, Option<u64>)>,
     requests: ServerRequests,
     notices: Notices,
@@ -71,7 +71,15 @@ impl AgentBuilder {
     /// the disk (an editor's buffers; see `bosun_tools::FileAccess`), their
     /// checks unchanged.
     pub fn file_access(mut self, access: Arc<dyn FileAccess>) -> Self {
-        self.access = Some(access);
+        self.through.files = Some(access);
+        self
+    }
+
+    /// Where the `shell` tool's sandboxed calls run (an editor's terminal;
+    /// see `bosun_tools::ShellRunner`): still inside the sandbox, under
+    /// the same rules.
+    pub fn shell_runner(mut self, runner: Arc<dyn ShellRunner>) -> Self {
+        self.through.shell = Some(runner);
         self
     }
 
@@ -114,7 +122,7 @@ impl AgentBuilder {
             self.notices.tell(crate::Notice::Advice(advice));
         }
         let (workspace, mut tools) =
-            crate::parts::tools_with(&self.dir, &self.env, &settings, &self.notices, self.access)?;
+            crate::parts::tools_with(&self.dir, &self.env, &settings, &self.notices, self.through)?;
         tools.retain(|t| !self.tools.iter().any(|own| own.definition().name == t.definition().name));
         tools.extend(self.tools);
         let root = workspace.root_path().to_path_buf();
@@ -191,7 +199,7 @@ impl Agent {
             overrides: Overrides::default(),
             settings: None,
             tools: Vec::new(),
-            access: None,
+            through: Default::default(),
             model: None,
             requests: ServerRequests::refused(),
             notices: Notices::ignored(),

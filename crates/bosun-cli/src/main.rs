@@ -167,6 +167,12 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             bosun_acp::serve_stdio(options).await?;
             Ok(Outcome::Success)
         }
+        Command::SandboxedShell { call } => {
+            // The result goes to the terminal, where `bosun acp` reads it.
+            let (text, is_error) = bosun_acp::run_sandboxed_shell(&call).await?;
+            crate::output::outln(format_args!("{text}"))?;
+            Ok(if is_error { Outcome::TurnFailed } else { Outcome::Success })
+        }
         Command::Completions { shell } => {
             // Into a buffer: `generate` panics when stdout's reader is gone.
             let mut script = Vec::new();

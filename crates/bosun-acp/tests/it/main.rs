@@ -7,4 +7,6 @@
 
 mod editor;
 mod files;
+mod shell;
 mod support;
+mod terminals;

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification,
-    SessionUpdate, WriteTextFileRequest, WriteTextFileResponse,
+    CreateTerminalRequest, KillTerminalRequest, KillTerminalResponse, PermissionOptionKind,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, TerminalOutputRequest, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
@@ -60,6 +62,8 @@ pub struct Seen {
     pub buffers: Mutex<HashMap<PathBuf, String>>,
     /// Set: a write lands in the buffer and is not saved to disk.
     pub unsaved: AtomicBool,
+    /// The terminals it ran.
+    pub terminals: crate::terminals::Terminals,
 }
 
 impl Seen {
@@ -127,6 +131,8 @@ impl Home {
         script: impl AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<R>,
     ) -> R {
         let (updates, asked, written, read) = (seen.clone(), seen.clone(), seen.clone(), seen.clone());
+        let (create, output, wait, kill, release) =
+            (seen.clone(), seen.clone(), seen.clone(), seen.clone(), seen.clone());
         let run = Client
             .v1()
             .name("test-editor")
@@ -195,6 +201,44 @@ impl Home {
                             agent_client_protocol::Error::internal_error().data(json!("no such file")),
                         ),
                     }
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: CreateTerminalRequest, responder, _cx| {
+                    responder.respond(create.terminals.create(request))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: TerminalOutputRequest, responder, _cx| {
+                    responder.respond(output.terminals.get(&request.terminal_id.0).output())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: WaitForTerminalExitRequest, responder, cx| {
+                    // In a task of its own: the loop stays free meanwhile.
+                    let term = wait.terminals.get(&request.terminal_id.0);
+                    cx.spawn(
+                        async move { responder.respond(WaitForTerminalExitResponse::new(term.wait().await)) },
+                    )
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: KillTerminalRequest, responder, _cx| {
+                    kill.terminals.get(&request.terminal_id.0).kill();
+                    kill.terminals.killed.lock().unwrap().push(request.terminal_id.0.to_string());
+                    responder.respond(KillTerminalResponse::new())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: ReleaseTerminalRequest, responder, _cx| {
+                    release.terminals.get(&request.terminal_id.0).kill();
+                    release.terminals.released.lock().unwrap().push(request.terminal_id.0.to_string());
+                    responder.respond(ReleaseTerminalResponse::new())
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -21,6 +21,7 @@
 
 mod analyze;
 mod capture;
+mod elsewhere;
 pub(crate) mod group;
 mod live;
 mod run;
@@ -40,6 +41,8 @@ use tokio::process::Command;
 
 use crate::limits::ToolLimits;
 
+pub use elsewhere::{ShellCall, ShellCallError, ShellRunner};
+
 /// Searched after the captured PATH, when missing from it.
 const FALLBACK_PATH: [&str; 3] = ["/usr/local/bin", "/usr/bin", "/bin"];
 /// The child's locale, as `LANG` and `LC_ALL`.
@@ -58,6 +61,7 @@ pub struct ShellConfig {
     home: Option<String>,
     limits: ToolLimits,
     sandbox: Option<SharedSandbox>,
+    runner: Option<elsewhere::SharedRunner>,
 }
 
 /// A sandbox shared by the shell and the hooks; equal when it is the same
@@ -86,6 +90,7 @@ impl ShellConfig {
             home: None,
             limits: ToolLimits::default(),
             sandbox: None,
+            runner: None,
         }
     }
 
@@ -123,6 +128,15 @@ impl ShellConfig {
     /// configuration) inside `sandbox`.
     pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
         self.sandbox = Some(SharedSandbox(sandbox));
+        self
+    }
+
+    /// Hands every call the sandbox confines to `runner` (an editor's
+    /// terminal), which runs it in the same sandbox elsewhere; a call
+    /// asking to leave the sandbox, or any call where it confines nothing,
+    /// still runs here. Command hooks always run here.
+    pub fn with_runner(mut self, runner: Arc<dyn ShellRunner>) -> Self {
+        self.runner = Some(elsewhere::SharedRunner(runner));
         self
     }
 
@@ -322,6 +336,9 @@ impl Tool for ShellTool {
             };
             if context.cancel.is_cancelled() {
                 return ToolOutput::error("not started: cancelled");
+            }
+            if let Some((runner, call)) = self.config.elsewhere(&arguments, escape == Some(Escape::Off)) {
+                return runner.run(call, context).await;
             }
             let timeout = timeout.unwrap_or_else(|| self.config.default_timeout());
             let mut command = self.command(invocation);

@@ -17,5 +17,6 @@ mod hooks;
 mod path_hints;
 mod session;
 mod shell;
+mod shell_elsewhere;
 mod shell_rules;
 mod skills;
