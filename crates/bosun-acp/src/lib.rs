@@ -12,8 +12,9 @@
 //! session's ACP modes, none looser than the user's own. When the client
 //! reads or writes text files, bosun's file tools read its buffers
 //! (`fs/read_text_file`) and write through it (`fs/write_text_file`),
-//! their checks unchanged; MCP servers it passes are started beside the
-//! configured ones.
+//! their checks unchanged; when it runs terminals, a shell call runs in one
+//! as bosun's own binary (`bosun sandboxed-shell`), inside bosun's sandbox.
+//! MCP servers it passes are started beside the configured ones.
 //!
 //! Sessions are built through `bosun-agent`, under the same trust gate and
 //! sandbox as the CLI's. Not here: the protocol itself (the

@@ -1,5 +1,5 @@
 //! The `shell` tool in the editor's terminal, still in bosun's sandbox
-//! (invariant 21). When the client offers terminals, a sandboxed shell call
+//! (invariant 18). When the client offers terminals, a sandboxed shell call
 //! is handed over whole (`bosun_tools::ShellCall`: the approved arguments,
 //! root, PATH, HOME, limits and the sandbox's policy) to a terminal the
 //! editor opens (`terminal/create`) running bosun's own binary as

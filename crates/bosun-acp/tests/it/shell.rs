@@ -30,7 +30,7 @@ fn text(word: &str) -> Vec<ContentBlock> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_runs_in_the_editors_terminal_and_stays_in_bosuns_sandbox() {
+async fn invariant_18_a_command_in_the_editors_terminal_stays_in_bosuns_sandbox() {
     // The write outside the workspace goes through a word the rules cannot
     // read, so only the sandbox can stop it.
     let command = "echo from the terminal; touch inside.txt; printf x > \"$(dirname \"$PWD\")/outside.txt\"";

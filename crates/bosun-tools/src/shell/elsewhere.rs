@@ -1,5 +1,5 @@
 //! A shell call run by another process than bosun's own (an editor's
-//! terminal, `bosun acp`), still inside bosun's sandbox (invariant 21).
+//! terminal, `bosun acp`), still inside bosun's sandbox (invariant 18).
 //!
 //! A [`ShellRunner`] receives the whole call as a [`ShellCall`]: the
 //! arguments the person approved and everything the tool would run them
