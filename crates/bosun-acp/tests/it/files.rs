@@ -140,3 +140,21 @@ async fn an_edit_the_person_rejects_sends_the_editor_no_write() {
     assert_eq!(buffer.as_deref(), Some("one\ntwo (unsaved)\n"));
     assert!(mock.last_request().contains("denied"), "the model read the denial");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_patch_patches_the_editors_buffer() {
+    let patch =
+        "*** Begin Patch\n*** Update File: lib.txt\n one\n-two (unsaved)\n+two, patched\n*** End Patch";
+    let Some(mock) = script("patch", &[json!({"name": "apply_patch", "arguments": {"patch": patch}})]) else {
+        return;
+    };
+    let home = Home::new(&mock, "propose");
+    let ws = home.workspace();
+    let seen = with_unsaved_buffer(&home);
+    assert_eq!(prompt(&home, Answer::Allow, &seen, "patch").await, StopReason::EndTurn);
+    let written = seen.written.lock().unwrap().clone();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].content, "one\ntwo, patched\n");
+    assert_eq!(std::fs::read_to_string(ws.join("lib.txt")).unwrap(), "one\ntwo\n");
+    assert!(mock.last_request().contains("applied the patch"), "{}", mock.last_request());
+}
