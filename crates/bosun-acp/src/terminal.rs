@@ -3,18 +3,23 @@
 //! is handed over whole (`bosun_tools::ShellCall`: the approved arguments,
 //! root, PATH, HOME, limits and the sandbox's policy) to a terminal the
 //! editor opens (`terminal/create`) running bosun's own binary as
-//! `bosun sandboxed-shell CALL`: that process builds the same sandbox from
-//! the policy and runs the call through bosun's own shell tool
-//! ([`run_far_side`]), so the command is confined as it would be here, and
-//! what it prints is the tool's result. The terminal is shown in the tool
-//! call; a cancelled turn kills it (`terminal/kill`; the sandboxed command
-//! dies with its parent), and it is released either way.
+//! `bosun sandboxed-shell CALL --result FILE`: that process builds the same
+//! sandbox from the policy and runs the call through bosun's own shell tool
+//! ([`run_far_side`]), so the command is confined as it would be here. The
+//! command's output goes to the terminal as it comes, and the tool's result
+//! (capped, with its exit line and sandbox notes) to FILE, in a folder of
+//! this process's own that the sandboxed command cannot reach. The terminal
+//! is shown in the tool call; a cancelled turn kills it (`terminal/kill`;
+//! the sandboxed command dies with its parent), and it is released either
+//! way. Without a result (a killed terminal), the terminal's output is the
+//! result.
 //!
 //! A call that would run outside the sandbox (`"sandbox": "off"`, or no
 //! sandbox on this kernel) never goes to the terminal: bosun runs it itself,
 //! as without an editor.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -68,8 +73,12 @@ impl EditorTerminal {
             call.arguments.get("timeout_ms").and_then(serde_json::Value::as_u64).unwrap_or(call.timeout_ms);
         let root = call.root.clone();
         let encoded = serde_json::to_string(&call).map_err(|e| e.to_string())?;
+        let folder =
+            tempfile::Builder::new().prefix("bosun-acp-shell-").tempdir().map_err(|e| e.to_string())?;
+        let result = folder.path().join("result.json");
+        let args = vec![SUBCOMMAND.to_owned(), encoded, "--result".to_owned(), result.display().to_string()];
         let create = CreateTerminalRequest::new(session.clone(), self.program.display().to_string())
-            .args(vec![SUBCOMMAND.to_owned(), encoded])
+            .args(args)
             .cwd(root)
             .output_byte_limit(limit);
         let created = self.connection.send_request(create).block_task().await.map_err(|e| e.to_string())?;
@@ -84,6 +93,12 @@ impl EditorTerminal {
         let released = ReleaseTerminalRequest::new(session, id);
         if let Err(error) = self.connection.send_request(released).block_task().await {
             tracing::debug!(%error, "acp: releasing a terminal failed");
+        }
+        if let Ended::Exited(_) = ended
+            && let Ok(written) = std::fs::read(&result)
+            && let Ok(result) = serde_json::from_slice::<FarResult>(&written)
+        {
+            return Ok(ToolOutput::new(vec![bosun_core::ContentPart::text(result.text)], result.is_error));
         }
         let output = output.map_err(|e| e.to_string())?;
         let mut text = output.output;
@@ -165,16 +180,27 @@ impl ShellRunner for EditorTerminal {
     }
 }
 
+/// The tool's result, as the far side writes it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FarResult {
+    text: String,
+    is_error: bool,
+}
+
 /// The far side, in the editor's terminal: runs the call `encoded` names
-/// inside the sandbox its policy describes, prints the tool's result, and
-/// says whether it was an error. SIGTERM, SIGINT and SIGHUP (a terminal
-/// killed or closed) cancel the call, which kills the command's group and
-/// still prints what it had written.
+/// inside the sandbox its policy describes. With `result`, the command's
+/// output goes to stdout as it comes and the tool's result to `result`;
+/// without, the result is returned to be printed. Either way it says
+/// whether the call failed. SIGTERM, SIGINT and SIGHUP (a terminal killed
+/// or closed) cancel the call, which kills the command's group.
 ///
 /// # Errors
 /// When `encoded` is not a call, or the sandbox cannot be built or would
-/// confine nothing: then nothing runs.
-pub async fn run_far_side(encoded: &str) -> Result<(String, bool), crate::AcpError> {
+/// confine nothing (then nothing runs), or `result` cannot be written.
+pub async fn run_far_side(
+    encoded: &str,
+    result: Option<&Path>,
+) -> Result<(Option<String>, bool), crate::AcpError> {
     let call: ShellCall = serde_json::from_str(encoded)
         .map_err(|e| crate::AcpError::Shell(format!("not a shell call: {e}")))?;
     let cancel = CancellationToken::new();
@@ -194,8 +220,21 @@ pub async fn run_far_side(encoded: &str) -> Result<(String, bool), crate::AcpErr
         watcher.cancel();
     });
     let context = ToolContext::detached(bosun_core::CallId::new_v7(), cancel);
-    let ran = call.run(context).await;
+    let echo = result.map(|_| {
+        Arc::new(|chunk: &[u8]| {
+            let mut out = std::io::stdout().lock();
+            // A terminal gone away is not the call's failure.
+            let _ = out.write_all(chunk).and_then(|()| out.flush());
+        }) as bosun_agent::OutputEcho
+    });
+    let ran = call.run_echoing(context, echo).await;
     signals.abort();
     let output = ran.map_err(|e| crate::AcpError::Shell(e.to_string()))?;
-    Ok((bosun_core::message::concat_text(&output.content), output.is_error))
+    let text = bosun_core::message::concat_text(&output.content);
+    let Some(result) = result else { return Ok((Some(text), output.is_error)) };
+    let written = serde_json::to_vec(&FarResult { text, is_error: output.is_error })
+        .map_err(|e| crate::AcpError::Shell(e.to_string()))?;
+    std::fs::write(result, written)
+        .map_err(|e| crate::AcpError::Shell(format!("{}: {e}", result.display())))?;
+    Ok((None, output.is_error))
 }

@@ -106,6 +106,10 @@ pub enum Command {
     SandboxedShell {
         /// The call, as `bosun acp` wrote it.
         call: String,
+        /// Where the tool's result goes; the command's output then goes to
+        /// stdout as it comes.
+        #[arg(long)]
+        result: Option<PathBuf>,
     },
     /// Print shell completions.
     Completions {

@@ -167,10 +167,11 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             bosun_acp::serve_stdio(options).await?;
             Ok(Outcome::Success)
         }
-        Command::SandboxedShell { call } => {
-            // The result goes to the terminal, where `bosun acp` reads it.
-            let (text, is_error) = bosun_acp::run_sandboxed_shell(&call).await?;
-            crate::output::outln(format_args!("{text}"))?;
+        Command::SandboxedShell { call, result } => {
+            let (text, is_error) = bosun_acp::run_sandboxed_shell(&call, result.as_deref()).await?;
+            if let Some(text) = text {
+                crate::output::outln(format_args!("{text}"))?;
+            }
             Ok(if is_error { Outcome::TurnFailed } else { Outcome::Success })
         }
         Command::Completions { shell } => {

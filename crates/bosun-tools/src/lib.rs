@@ -39,7 +39,7 @@ mod write;
 pub use access::FileAccess;
 pub use limits::ToolLimits;
 pub use preview::preview;
-pub use shell::{ShellCall, ShellCallError, ShellConfig, ShellRunner, ShellTool};
+pub use shell::{OutputEcho, ShellCall, ShellCallError, ShellConfig, ShellRunner, ShellTool};
 pub use workspace::{Workspace, WorkspaceError};
 
 /// Reads a file.

@@ -61,8 +61,16 @@ async fn invariant_18_a_command_in_the_editors_terminal_stays_in_bosuns_sandbox(
             if up.fields.content.as_ref().is_some_and(|c| matches!(c.first(), Some(ToolCallContent::Terminal(_)))))
     });
     assert!(shown, "the terminal was not shown in the tool call");
+    // The terminal showed the command's own output; the model read the
+    // tool's result, with its exit line.
+    let shown = seen.terminals.get("term-0").output().output;
+    assert!(shown.starts_with("from the terminal\n"), "{shown}");
+    assert!(!shown.contains("exit code"), "{shown}");
     let last = mock.last_request();
-    assert!(last.contains("from the terminal"), "the model read the terminal's output: {last}");
+    // The write outside failed, last, and the tool's note on the sandbox
+    // says why.
+    assert!(last.contains("exit code: 1\\nfrom the terminal"), "the model read the tool's result: {last}");
+    assert!(last.contains("Permission denied") && last.contains("[sandbox (workspace-write)"), "{last}");
     assert!(ws.join("inside.txt").exists(), "the command ran in the workspace");
     let outside = ws.parent().unwrap().join("outside.txt");
     assert!(!outside.exists(), "a command in the editor's terminal wrote outside the workspace");

@@ -23,6 +23,9 @@ use serde_json::Value;
 use super::{ShellConfig, ShellTool};
 use crate::limits::ToolLimits;
 
+/// Where a command's output also goes as it arrives.
+pub type OutputEcho = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 /// One approved shell call and what it runs with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShellCall {
@@ -62,6 +65,19 @@ impl ShellCall {
     /// When the sandbox cannot be built or would confine nothing: nothing
     /// is run then.
     pub async fn run(self, context: ToolContext) -> Result<ToolOutput, ShellCallError> {
+        self.run_echoing(context, None).await
+    }
+
+    /// [`ShellCall::run`], the command's output also handed to `echo` as it
+    /// arrives (the terminal it runs in shows it live).
+    ///
+    /// # Errors
+    /// As [`ShellCall::run`].
+    pub async fn run_echoing(
+        self,
+        context: ToolContext,
+        echo: Option<OutputEcho>,
+    ) -> Result<ToolOutput, ShellCallError> {
         if self.arguments.get("sandbox").and_then(Value::as_str) == Some("off") {
             return Err(ShellCallError::Unconfined);
         }
@@ -78,6 +94,7 @@ impl ShellCall {
             .with_limits(limits)
             .with_sandbox(Arc::new(sandbox));
         // Without a runner: this process is the "elsewhere".
+        let config = ShellConfig { echo: echo.map(super::Echo), ..config };
         Ok(ShellTool::new(config).execute(self.arguments, context).await)
     }
 }

@@ -41,7 +41,7 @@ use tokio::process::Command;
 
 use crate::limits::ToolLimits;
 
-pub use elsewhere::{ShellCall, ShellCallError, ShellRunner};
+pub use elsewhere::{OutputEcho, ShellCall, ShellCallError, ShellRunner};
 
 /// Searched after the captured PATH, when missing from it.
 const FALLBACK_PATH: [&str; 3] = ["/usr/local/bin", "/usr/bin", "/bin"];
@@ -62,7 +62,27 @@ pub struct ShellConfig {
     limits: ToolLimits,
     sandbox: Option<SharedSandbox>,
     runner: Option<elsewhere::SharedRunner>,
+    echo: Option<Echo>,
 }
+
+/// Where a command's output also goes, as it arrives (the far side of a
+/// call run in an editor's terminal: the terminal itself).
+#[derive(Clone)]
+pub(crate) struct Echo(pub(crate) OutputEcho);
+
+impl std::fmt::Debug for Echo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Echo")
+    }
+}
+
+impl PartialEq for Echo {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Echo {}
 
 /// A sandbox shared by the shell and the hooks; equal when it is the same
 /// one.
@@ -91,6 +111,7 @@ impl ShellConfig {
             limits: ToolLimits::default(),
             sandbox: None,
             runner: None,
+            echo: None,
         }
     }
 
@@ -352,7 +373,8 @@ impl Tool for ShellTool {
                 Ok(sandboxed) => sandboxed,
                 Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
             };
-            run::run(command, timeout, self.config.max_output(), &context, sandboxed).await
+            let echo = self.config.echo.clone();
+            run::run(command, timeout, self.config.max_output(), &context, sandboxed, echo).await
         })
     }
 }

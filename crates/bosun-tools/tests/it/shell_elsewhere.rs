@@ -52,11 +52,16 @@ async fn a_confined_call_goes_to_the_runner_and_runs_there_in_the_same_sandbox()
     assert_eq!(call.root, root);
     assert_eq!(call.policy.workspace, root);
 
-    // The far side, from the call as serialised: it runs, confined.
+    // The far side, from the call as serialised: it runs, confined, its
+    // output echoed as it comes.
     let call: ShellCall = serde_json::from_str(&serde_json::to_string(&call).unwrap()).unwrap();
-    let output = call.run(context()).await.unwrap();
+    let echoed = Arc::new(Mutex::new(Vec::new()));
+    let sink = echoed.clone();
+    let echo: bosun_tools::OutputEcho = Arc::new(move |chunk| sink.lock().unwrap().extend_from_slice(chunk));
+    let output = call.run_echoing(context(), Some(echo)).await.unwrap();
     let text = concat_text(&output.content);
     assert!(text.starts_with("exit code: 0\nfar"), "{text}");
+    assert_eq!(*echoed.lock().unwrap(), b"far\n");
     assert!(root.join("made.txt").exists());
 }
 
