@@ -8,7 +8,8 @@
 //! ([`run_far_side`]), so the command is confined as it would be here. The
 //! command's output goes to the terminal as it comes, and the tool's result
 //! (capped, with its exit line and sandbox notes) to FILE, in a folder of
-//! this process's own that the sandboxed command cannot reach. The terminal
+//! this process's own, outside what the sandboxed command may write, and
+//! written only once the command's group is gone. The terminal
 //! is shown in the tool call; a cancelled turn kills it (`terminal/kill`;
 //! the sandboxed command dies with its parent), and it is released either
 //! way. Without a result (a killed terminal), the terminal's output is the
