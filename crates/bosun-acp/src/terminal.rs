@@ -95,8 +95,9 @@ impl EditorTerminal {
         if let Err(error) = self.connection.send_request(released).block_task().await {
             tracing::debug!(%error, "acp: releasing a terminal failed");
         }
-        if let Ended::Exited(_) = ended
-            && let Ok(written) = std::fs::read(&result)
+        // Written whenever the far side ended on its own terms, a cancel
+        // it was signalled included.
+        if let Ok(written) = std::fs::read(&result)
             && let Ok(result) = serde_json::from_slice::<FarResult>(&written)
         {
             return Ok(ToolOutput::new(vec![bosun_core::ContentPart::text(result.text)], result.is_error));
@@ -107,12 +108,10 @@ impl EditorTerminal {
         let is_error = match ended {
             Ended::Exited(code) => code.or(exit_code) != Some(0),
             Ended::Cancelled | Ended::TimedOut => {
+                // Killed before it wrote a result: what the terminal
+                // showed is all there is.
                 let why = if ended == Ended::Cancelled { "cancelled" } else { "the terminal did not end" };
-                // The far side prints its result when it ends; one killed
-                // before that has printed nothing of it.
-                if !text.starts_with("killed") {
-                    text = format!("killed: {why}\n{text}");
-                }
+                text = format!("killed: {why}\n{text}");
                 true
             }
         };
