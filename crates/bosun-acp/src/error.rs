@@ -7,4 +7,7 @@ pub enum AcpError {
     /// The ACP connection (its handshake or transport) failed.
     #[error("ACP connection: {0}")]
     Protocol(String),
+    /// The shell call an editor's terminal was given could not be run.
+    #[error("sandboxed shell: {0}")]
+    Shell(String),
 }

@@ -10,7 +10,10 @@
 //! (`session/request_permission`: allow once, allow for the session,
 //! reject); `session/cancel` stops the turn. bosun's modes are the
 //! session's ACP modes, none looser than the user's own. When the client
-//! writes text files, `write_file` goes through it (`fs/write_text_file`);
+//! reads or writes text files, bosun's file tools read its buffers
+//! (`fs/read_text_file`) and write through it (`fs/write_text_file`),
+//! their checks unchanged; when it runs terminals, a shell call runs in one
+//! as bosun's own binary (`bosun sandboxed-shell`), inside bosun's sandbox.
 //! MCP servers it passes are started beside the configured ones.
 //!
 //! Sessions are built through `bosun-agent`, under the same trust gate and
@@ -27,6 +30,7 @@ mod model;
 mod modes;
 mod prompt;
 mod sessions;
+mod terminal;
 mod updates;
 
 use std::sync::Arc;
@@ -42,6 +46,7 @@ use bosun_agent::Notices;
 use bosun_core::env::Env;
 
 pub use error::AcpError;
+pub use terminal::{SUBCOMMAND as SANDBOXED_SHELL, run_far_side as run_sandboxed_shell};
 
 use sessions::Sessions;
 
@@ -92,7 +97,9 @@ pub async fn serve(options: AcpOptions, transport: impl ConnectTo<Agent> + 'stat
         .name("bosun")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _connection| {
-                init.client_writes_files(request.client_capabilities.fs.write_text_file);
+                let fs = &request.client_capabilities.fs;
+                init.client_files(fs::ClientFiles { reads: fs.read_text_file, writes: fs.write_text_file });
+                init.client_terminals(request.client_capabilities.terminal);
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(

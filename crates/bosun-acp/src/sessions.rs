@@ -26,8 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::AcpOptions;
 use crate::approve::EditorApprover;
-use crate::fs::EditorWriteFile;
+use crate::fs::{ClientFiles, EditorFiles};
 use crate::modes;
+use crate::terminal::EditorTerminal;
 use crate::updates::UpdateSink;
 
 /// One session the editor opened.
@@ -58,9 +59,11 @@ struct Hosted {
 pub(crate) struct Sessions {
     options: AcpOptions,
     held: Mutex<HashMap<String, Arc<Hosted>>>,
-    /// Whether the client writes text files for its sessions
-    /// (`fs.writeTextFile` at `initialize`).
-    editor_writes: AtomicBool,
+    /// Whether the client reads and writes text files for its sessions
+    /// (`fs` at `initialize`).
+    editor_files: Mutex<ClientFiles>,
+    /// Whether the client runs terminals (`terminal` at `initialize`).
+    editor_terminals: AtomicBool,
 }
 
 fn failed(message: impl std::fmt::Display) -> Error {
@@ -73,7 +76,12 @@ fn invalid(message: impl std::fmt::Display) -> Error {
 
 impl Sessions {
     pub(crate) fn new(options: AcpOptions) -> Self {
-        Self { options, held: Mutex::new(HashMap::new()), editor_writes: AtomicBool::new(false) }
+        Self {
+            options,
+            held: Mutex::new(HashMap::new()),
+            editor_files: Mutex::default(),
+            editor_terminals: AtomicBool::new(false),
+        }
     }
 
     fn get(&self, id: &str) -> Result<Arc<Hosted>, Error> {
@@ -86,12 +94,16 @@ impl Sessions {
     }
 
     /// Takes what the client said it can do at `initialize`.
-    pub(crate) fn client_writes_files(&self, writes: bool) {
-        self.editor_writes.store(writes, Ordering::Relaxed);
+    pub(crate) fn client_files(&self, files: ClientFiles) {
+        *self.editor_files.lock().unwrap_or_else(PoisonError::into_inner) = files;
     }
 
-    /// The session's agent; its `write_file` the editor's when the client
-    /// writes files.
+    pub(crate) fn client_terminals(&self, terminals: bool) {
+        self.editor_terminals.store(terminals, Ordering::Relaxed);
+    }
+
+    /// The session's agent; its file tools reading and writing through the
+    /// editor as far as the client offers to.
     async fn agent(
         &self,
         workspace: &Path,
@@ -107,9 +119,17 @@ impl Sessions {
             crate::mcp::settings_with(workspace, env, servers, notices, &overrides).map_err(failed)?;
         let mut builder =
             Agent::builder(workspace).env(env.clone()).notices(notices.clone()).settings(settings);
-        if self.editor_writes.load(Ordering::Relaxed) {
-            let tool = EditorWriteFile::new(connection.clone(), named.clone(), workspace.to_owned());
-            builder = builder.tool(Arc::new(tool));
+        let files = *self.editor_files.lock().unwrap_or_else(PoisonError::into_inner);
+        if files.reads || files.writes {
+            builder =
+                builder.file_access(Arc::new(EditorFiles::new(files, connection.clone(), named.clone())));
+        }
+        // The terminal runs bosun's own binary, which must be this one.
+        if self.editor_terminals.load(Ordering::Relaxed)
+            && let Ok(program) = std::env::current_exe()
+        {
+            let runner = EditorTerminal::new(connection.clone(), named.clone(), program);
+            builder = builder.shell_runner(Arc::new(runner));
         }
         builder.build().await.map_err(|e| failed(format!("{e:#}")))
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bosun_core::{ApprovalHandler, Model, Session, SessionBuilder, Tool};
 use bosun_mcp::McpServers;
 use bosun_store_pg::PgStore;
-use bosun_tools::Workspace;
+use bosun_tools::{FileAccess, ShellRunner, Workspace};
 
 use crate::children;
 use crate::config::{self, Env, Overrides, Settings};
@@ -28,6 +28,7 @@ pub struct AgentBuilder {
     overrides: Overrides,
     settings: Option<Settings>,
     tools: Vec<Arc<dyn Tool>>,
+    through: crate::parts::Through,
     model: Option<(Arc<dyn Model>, Option<u64>)>,
     requests: ServerRequests,
     notices: Notices,
@@ -65,6 +66,22 @@ impl AgentBuilder {
     /// with a workspace tool's name replaces it (an editor's `write_file`).
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
+        self
+    }
+
+    /// Where the workspace's file tools read and write files' text besides
+    /// the disk (an editor's buffers; see `bosun_tools::FileAccess`), their
+    /// checks unchanged.
+    pub fn file_access(mut self, access: Arc<dyn FileAccess>) -> Self {
+        self.through.files = Some(access);
+        self
+    }
+
+    /// Where the `shell` tool's sandboxed calls run (an editor's terminal;
+    /// see `bosun_tools::ShellRunner`): still inside the sandbox, under
+    /// the same rules.
+    pub fn shell_runner(mut self, runner: Arc<dyn ShellRunner>) -> Self {
+        self.through.shell = Some(runner);
         self
     }
 
@@ -114,7 +131,8 @@ impl AgentBuilder {
         if let Some(advice) = advice {
             self.notices.tell(crate::Notice::Advice(advice));
         }
-        let (workspace, mut tools) = crate::parts::tools(&self.dir, &self.env, &settings, &self.notices)?;
+        let (workspace, mut tools) =
+            crate::parts::tools_with(&self.dir, &self.env, &settings, &self.notices, self.through)?;
         tools.retain(|t| !self.tools.iter().any(|own| own.definition().name == t.definition().name));
         tools.extend(self.tools);
         let root = workspace.root_path().to_path_buf();
@@ -193,6 +211,7 @@ impl Agent {
             overrides: Overrides::default(),
             settings: None,
             tools: Vec::new(),
+            through: Default::default(),
             model: None,
             requests: ServerRequests::refused(),
             notices: Notices::ignored(),

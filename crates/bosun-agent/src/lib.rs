@@ -32,6 +32,7 @@ pub mod warm;
 pub mod workspace_guard;
 
 pub use agent::{Agent, AgentBuilder, StoredSession};
+pub use bosun_tools::{FileAccess, OutputEcho, ShellCall, ShellRunner};
 pub use error::{Error, Result};
 pub use notice::{Notice, Notices};
 

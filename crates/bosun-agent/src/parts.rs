@@ -66,11 +66,39 @@ pub fn tools(
     settings: &Settings,
     notices: &Notices,
 ) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
+    tools_with(dir, env, settings, notices, Through::default())
+}
+
+/// What a front end does for the workspace's tools in its own way (an
+/// editor's buffers and terminals), their checks and sandbox unchanged.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Through {
+    /// Where the file tools read and write files' text besides the disk.
+    pub files: Option<Arc<dyn bosun_tools::FileAccess>>,
+    /// Where sandboxed shell calls run besides bosun's own process.
+    pub shell: Option<Arc<dyn bosun_tools::ShellRunner>>,
+}
+
+/// [`tools`], done partly `through` a front end's own means.
+pub fn tools_with(
+    dir: &Path,
+    env: &Env,
+    settings: &Settings,
+    notices: &Notices,
+    through: Through,
+) -> Result<(Workspace, Vec<Arc<dyn Tool>>)> {
     let workspace = Workspace::open(dir)?;
     let sandbox = crate::sandboxing::for_workspace(workspace.root_path(), env, settings, notices)?;
-    let shell = shell_config(&workspace, env).with_sandbox(sandbox);
+    let mut shell = shell_config(&workspace, env).with_sandbox(sandbox);
+    if let Some(runner) = through.shell {
+        shell = shell.with_runner(runner);
+    }
     let skills = skills(&workspace, settings, env).skills;
-    let tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
+    let mut tools = WorkspaceTools::new(workspace.clone()).shell(shell).skills(skills);
+    if let Some(access) = through.files {
+        tools = tools.file_access(access);
+    }
     let mut tools = if settings.local_brief_tools && uses_local_model(settings) {
         tools.build_brief()
     } else {

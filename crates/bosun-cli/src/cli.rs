@@ -100,6 +100,17 @@ pub enum Command {
     /// any ACP client) runs bosun sessions in its project; approvals are
     /// asked in the editor (docs/editors.md).
     Acp,
+    /// The far side of `bosun acp`'s shell calls in an editor's terminal:
+    /// builds the sandbox CALL's policy describes and runs CALL in it.
+    #[command(hide = true)]
+    SandboxedShell {
+        /// The call, as `bosun acp` wrote it.
+        call: String,
+        /// Where the tool's result goes; the command's output then goes to
+        /// stdout as it comes.
+        #[arg(long)]
+        result: Option<PathBuf>,
+    },
     /// Print shell completions.
     Completions {
         /// The shell.
@@ -476,6 +487,7 @@ impl Command {
             Self::Serve(_) => "serve",
             Self::McpServer { .. } => "mcp-server",
             Self::Acp => "acp",
+            Self::SandboxedShell { .. } => bosun_acp::SANDBOXED_SHELL,
             Self::Completions { .. } => "completions",
         }
     }

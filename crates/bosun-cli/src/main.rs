@@ -167,6 +167,13 @@ async fn run(cli: Cli, env: &Env, palettes: Palettes) -> anyhow::Result<Outcome>
             bosun_acp::serve_stdio(options).await?;
             Ok(Outcome::Success)
         }
+        Command::SandboxedShell { call, result } => {
+            let (text, is_error) = bosun_acp::run_sandboxed_shell(&call, result.as_deref()).await?;
+            if let Some(text) = text {
+                crate::output::outln(format_args!("{text}"))?;
+            }
+            Ok(if is_error { Outcome::TurnFailed } else { Outcome::Success })
+        }
         Command::Completions { shell } => {
             // Into a buffer: `generate` panics when stdout's reader is gone.
             let mut script = Vec::new();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// How much of the file system a sandboxed process may change. Written
 /// `read-only`, `workspace-write`, `off` (in config files too).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum SandboxMode {
@@ -102,8 +102,9 @@ pub const DEFAULT_DENY_READ_IN_HOME: &[&str] = &[
     ".terraform.d",
 ];
 
-/// What sandboxed processes may do.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What sandboxed processes may do. Serialisable, so a process bosun
+/// starts elsewhere (in an editor's terminal) can build the same sandbox.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct SandboxPolicy {
     /// The mode.

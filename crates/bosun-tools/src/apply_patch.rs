@@ -10,6 +10,7 @@ use bosun_core::{CallEffects, ContentPart, ToolCategory, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::access::Via;
 use crate::common::{Shared, Stop, cap, stale};
 use crate::diff::unified_diff;
 use crate::file_tool::{FileTool, Work};
@@ -91,10 +92,16 @@ fn apply(shared: &Shared, text: &str) -> ToolOutput {
         .filter_map(|name| RelPath::parse(name).ok())
         .collect();
     let _locks = shared.workspace.lock_paths(&paths);
+    // An editor writes text but cannot delete or move a file: a patch that
+    // does either is made on disk whole, so it reads what it changes.
+    let moves = parsed.operations.iter().any(|operation| {
+        matches!(operation, Operation::Delete { .. } | Operation::Update { move_to: Some(_), .. })
+    });
+    let via = if moves { Via::Disk } else { shared.edit_via() };
     let mut originals: HashMap<String, Before> = HashMap::new();
     let mut read = |name: &str| -> Result<Option<String>, String> {
         let path = RelPath::parse(name).map_err(|e| e.to_string())?;
-        match shared.workspace.read(&path, shared.limits.max_file_bytes) {
+        match shared.load(&path, via) {
             Ok(file) => {
                 let content =
                     String::from_utf8(file.bytes).map_err(|_| format!("`{path}` is not UTF-8 text"))?;
@@ -118,19 +125,19 @@ fn apply(shared: &Shared, text: &str) -> ToolOutput {
     let mut summary = Vec::new();
     let mut diffs = String::new();
     for change in &changes {
-        match make(shared, change, &originals, &mut done) {
+        match make(shared, via, change, &originals, &mut done) {
             Ok((line, diff)) => {
                 summary.push(line);
                 diffs.push_str(&diff);
             }
             Err(error) => {
-                let undone = undo(shared, done);
+                let undone = undo(shared, via, done);
                 // A file changed from outside since the plan read it: show
                 // what it holds now, to patch against.
                 if let WorkspaceError::Changed { path } = &error
                     && let Ok(path) = RelPath::parse(path)
                 {
-                    let mut output = stale(shared, &path);
+                    let mut output = stale(shared, &path, via);
                     let head = format!("applying the patch failed, {undone}: ");
                     output.content.insert(0, ContentPart::text(head));
                     return output;
@@ -145,6 +152,7 @@ fn apply(shared: &Shared, text: &str) -> ToolOutput {
 
 fn make(
     shared: &Shared,
+    via: Via,
     change: &FileChange,
     originals: &HashMap<String, Before>,
     done: &mut Vec<Done>,
@@ -155,7 +163,7 @@ fn make(
     match change {
         FileChange::Write { path: name, content, create: true } => {
             let path = RelPath::parse(name)?;
-            let report = workspace.write_atomic(&path, content.as_bytes(), &Precondition::Absent)?;
+            let report = shared.store(&path, content, &Precondition::Absent, via)?;
             shared.ledger.record(&path, report.identity.clone());
             done.push(Done::Created { path: path.clone(), identity: report.identity });
             Ok((format!("A {path}"), unified_diff(&path, "", content)))
@@ -163,11 +171,7 @@ fn make(
         FileChange::Write { path: name, content, create: false } => {
             let path = RelPath::parse(name)?;
             let old = before(name)?;
-            let report = workspace.write_atomic(
-                &path,
-                content.as_bytes(),
-                &Precondition::Unchanged(old.identity.clone()),
-            )?;
+            let report = shared.store(&path, content, &Precondition::Unchanged(old.identity.clone()), via)?;
             shared.ledger.record(&path, report.identity.clone());
             done.push(Done::Replaced {
                 path: path.clone(),
@@ -199,18 +203,23 @@ fn make(
 }
 
 /// Reverses changes already made, newest first; says how it went.
-fn undo(shared: &Shared, done: Vec<Done>) -> String {
+fn undo(shared: &Shared, via: Via, done: Vec<Done>) -> String {
     if done.is_empty() {
         return "nothing was changed".to_owned();
     }
     let mut failed = Vec::new();
     for change in done.into_iter().rev() {
         let result = match &change {
+            // An editor cannot delete the file it made; the person is told.
+            Done::Created { path, .. } if via == Via::Access => Err(WorkspaceError::Access {
+                path: path.to_string(),
+                op: "remove",
+                reason: "an editor cannot delete files; remove it yourself".to_owned(),
+            }),
             Done::Created { path, identity } => shared.workspace.delete(path, identity).map(|()| path),
-            Done::Replaced { path, identity, before } => shared
-                .workspace
-                .write_atomic(path, before.as_bytes(), &Precondition::Unchanged(identity.clone()))
-                .map(|_| path),
+            Done::Replaced { path, identity, before } => {
+                shared.store(path, before, &Precondition::Unchanged(identity.clone()), via).map(|_| path)
+            }
             Done::Deleted { path, before, mode } => {
                 shared.workspace.create_with_mode(path, before.as_bytes(), *mode).map(|_| path)
             }

@@ -10,6 +10,7 @@ use bosun_core::ToolOutput;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Via;
 use crate::limits::ToolLimits;
 use crate::workspace::{FileIdentity, RelPath, Workspace, WorkspaceError};
 
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) workspace: Workspace,
     pub(crate) limits: ToolLimits,
     pub(crate) ledger: Ledger,
+    /// Where text is read and written besides the disk (an editor).
+    pub(crate) access: Option<Arc<dyn crate::FileAccess>>,
 }
 
 /// Parses arguments the session already validated against the schema; a
@@ -120,11 +123,11 @@ where
 /// current content is shown, so the model can make its change again
 /// against it. What is shown counts as read, as with `read_file`. Call it
 /// while holding the path's lock.
-pub(crate) fn stale(shared: &Shared, path: &RelPath) -> ToolOutput {
+pub(crate) fn stale(shared: &Shared, path: &RelPath, via: Via) -> ToolOutput {
     let head = format!(
         "`{path}` changed since it was read (by another call or outside bosun); nothing was written."
     );
-    let file = match shared.workspace.read(path, shared.limits.max_file_bytes) {
+    let file = match shared.load(path, via) {
         Ok(file) => file,
         Err(WorkspaceError::NotFound { .. }) => {
             shared.ledger.forget(path);

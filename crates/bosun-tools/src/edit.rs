@@ -70,14 +70,15 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
     // Held from the read through the swap and the ledger update: edits of
     // one file in one response apply one after the other, none lost.
     let _lock = shared.workspace.lock_paths([&path]);
-    let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
+    let via = shared.edit_via();
+    let file = match shared.load(&path, via) {
         Ok(file) => file,
         Err(error) => return refuse_near(&shared.workspace, &path, error),
     };
     if let Some(seen) = shared.ledger.get(&path)
         && seen.hash != file.identity.hash
     {
-        return stale(shared, &path);
+        return stale(shared, &path, via);
     }
     let Ok(original) = String::from_utf8(file.bytes) else {
         return ToolOutput::error(format!("`{path}` is not UTF-8 text; edit_file only edits text"));
@@ -98,8 +99,7 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
         ));
     }
     let (updated, replaced) = replace(&original, &args.old_text, &args.new_text, args.replace_all);
-    let written =
-        shared.workspace.write_atomic(&path, updated.as_bytes(), &Precondition::Unchanged(file.identity));
+    let written = shared.store(&path, &updated, &Precondition::Unchanged(file.identity), via);
     match written {
         Ok(report) => {
             shared.ledger.record(&path, report.identity);
@@ -108,7 +108,7 @@ fn edit(shared: &Shared, args: &Args) -> ToolOutput {
             let text = format!("edited `{path}`: {count} replacement{plural}\n{diff}");
             ToolOutput::text(cap(text, shared.limits.max_output_bytes, "diff"))
         }
-        Err(WorkspaceError::Changed { .. }) => stale(shared, &path),
+        Err(WorkspaceError::Changed { .. }) => stale(shared, &path, via),
         Err(error) => refuse(error),
     }
 }

@@ -11,6 +11,7 @@
 //!
 //! Not here: permissions (the session decides), configuration files, models.
 
+mod access;
 pub mod agents;
 mod apply_patch;
 mod brief;
@@ -35,9 +36,10 @@ pub mod skills;
 pub mod workspace;
 mod write;
 
+pub use access::FileAccess;
 pub use limits::ToolLimits;
 pub use preview::preview;
-pub use shell::{ShellConfig, ShellTool};
+pub use shell::{OutputEcho, ShellCall, ShellCallError, ShellConfig, ShellRunner, ShellTool};
 pub use workspace::{Workspace, WorkspaceError};
 
 /// Reads a file.
@@ -74,6 +76,7 @@ pub struct WorkspaceTools {
     limits: ToolLimits,
     shell: Option<ShellConfig>,
     skills: skills::Skills,
+    access: Option<Arc<dyn FileAccess>>,
 }
 
 impl WorkspaceTools {
@@ -85,6 +88,7 @@ impl WorkspaceTools {
             limits: ToolLimits::default(),
             shell: Some(shell),
             skills: skills::Skills::default(),
+            access: None,
         }
     }
 
@@ -113,6 +117,15 @@ impl WorkspaceTools {
         self
     }
 
+    /// Reads and writes files' text through `access` (an editor's
+    /// buffers) where it offers to: `read_file` when it reads, `write_file`
+    /// when it writes, `edit_file` and `apply_patch` when it does both. Every
+    /// check stays the tools' own (see `access.rs`).
+    pub fn file_access(mut self, access: Arc<dyn FileAccess>) -> Self {
+        self.access = Some(access);
+        self
+    }
+
     /// The tools for a small model: the same tools with one-sentence
     /// descriptions and only their essential arguments, without
     /// `apply_patch` (see `brief.rs`); the `skill` tool as it is.
@@ -130,7 +143,12 @@ impl WorkspaceTools {
     }
 
     fn build_workspace_tools(self) -> Vec<Arc<dyn Tool>> {
-        let shared = Shared { workspace: self.workspace, limits: self.limits, ledger: Ledger::default() };
+        let shared = Shared {
+            workspace: self.workspace,
+            limits: self.limits,
+            ledger: Ledger::default(),
+            access: self.access,
+        };
         let mut tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(ReadFileTool::new(shared.clone())),
             Arc::new(WriteFileTool::new(shared.clone())),

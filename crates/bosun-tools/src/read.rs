@@ -69,7 +69,7 @@ pub(crate) fn read(shared: &Shared, args: &Args) -> ToolOutput {
     // Under the path's lock, so the ledger never records a version older
     // than one a concurrent edit already recorded.
     let lock = shared.workspace.lock_paths([&path]);
-    let file = match shared.workspace.read(&path, shared.limits.max_file_bytes) {
+    let file = match shared.load(&path, shared.read_via()) {
         Ok(file) => file,
         Err(error) => {
             drop(lock);

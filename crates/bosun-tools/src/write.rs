@@ -65,7 +65,7 @@ fn write(shared: &Shared, args: &Args) -> ToolOutput {
             let lines = args.content.lines().count();
             ToolOutput::text(format!("{verb} `{path}` ({} bytes, {lines} lines)", args.content.len()))
         }
-        Err(WorkspaceError::Changed { .. }) => stale(shared, &path),
+        Err(WorkspaceError::Changed { .. }) => stale(shared, &path, shared.check_via(shared.write_via())),
         Err(error) => refuse(error),
     }
 }
@@ -86,7 +86,7 @@ fn replace(shared: &Shared, path: &RelPath, content: &str) -> Result<bool, Works
         }
         Some(_) => return Err(WorkspaceError::NotAFile { path: path.to_string(), kind: "special file" }),
     };
-    let report = shared.workspace.write_atomic(path, content.as_bytes(), &precondition)?;
+    let report = shared.store(path, content, &precondition, shared.write_via())?;
     shared.ledger.record(path, report.identity.clone());
     Ok(report.created)
 }

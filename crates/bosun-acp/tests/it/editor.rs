@@ -209,7 +209,7 @@ async fn a_write_goes_through_the_editors_file_system_when_it_offers_one() {
     assert_eq!(written[0].path, ws.join("note.txt"));
     assert_eq!(written[0].content, "from the editor\n");
     assert_eq!(std::fs::read_to_string(ws.join("note.txt")).unwrap(), "from the editor\n");
-    assert!(mock.last_request().contains("through the editor"), "the model read the editor's result");
+    assert!(mock.last_request().contains("created `note.txt`"), "the model read the editor's result");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

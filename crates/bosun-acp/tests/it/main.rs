@@ -6,4 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod editor;
+mod files;
+mod shell;
 mod support;
+mod terminals;

@@ -2,13 +2,17 @@
 //! and an editor (the SDK's client half) that records every update and
 //! answers permission requests as told.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, WriteTextFileRequest,
-    WriteTextFileResponse,
+    CreateTerminalRequest, KillTerminalRequest, KillTerminalResponse, PermissionOptionKind,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, TerminalOutputRequest, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client};
@@ -51,6 +55,15 @@ pub struct Seen {
     pub output_signal: tokio::sync::Notify,
     /// The files the agent wrote through the editor.
     pub written: Mutex<Vec<WriteTextFileRequest>>,
+    /// The files the agent read through the editor.
+    pub read: Mutex<Vec<ReadTextFileRequest>>,
+    /// The editor's open buffers, by absolute path: what it answers a read
+    /// with (the disk where none is open).
+    pub buffers: Mutex<HashMap<PathBuf, String>>,
+    /// Set: a write lands in the buffer and is not saved to disk.
+    pub unsaved: AtomicBool,
+    /// The terminals it ran.
+    pub terminals: crate::terminals::Terminals,
 }
 
 impl Seen {
@@ -117,7 +130,9 @@ impl Home {
         seen: Arc<Seen>,
         script: impl AsyncFnOnce(ConnectionTo<Agent>) -> agent_client_protocol::Result<R>,
     ) -> R {
-        let (updates, asked, written) = (seen.clone(), seen.clone(), seen.clone());
+        let (updates, asked, written, read) = (seen.clone(), seen.clone(), seen.clone(), seen.clone());
+        let (create, output, wait, kill, release) =
+            (seen.clone(), seen.clone(), seen.clone(), seen.clone(), seen.clone());
         let run = Client
             .v1()
             .name("test-editor")
@@ -160,13 +175,70 @@ impl Home {
             )
             .on_receive_request(
                 async move |request: WriteTextFileRequest, responder, _cx| {
-                    // The editor writes the file, as its buffer would be saved.
-                    if let Some(parent) = request.path.parent() {
-                        std::fs::create_dir_all(parent).unwrap();
+                    if written.unsaved.load(Ordering::SeqCst) {
+                        let mut buffers = written.buffers.lock().unwrap();
+                        buffers.insert(request.path.clone(), request.content.clone());
+                    } else {
+                        // The editor writes the file, as its buffer would be saved.
+                        if let Some(parent) = request.path.parent() {
+                            std::fs::create_dir_all(parent).unwrap();
+                        }
+                        std::fs::write(&request.path, &request.content).unwrap();
                     }
-                    std::fs::write(&request.path, &request.content).unwrap();
                     written.written.lock().unwrap().push(request);
                     responder.respond(WriteTextFileResponse::new())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: ReadTextFileRequest, responder, _cx| {
+                    let open = read.buffers.lock().unwrap().get(&request.path).cloned();
+                    let text = open.or_else(|| std::fs::read_to_string(&request.path).ok());
+                    read.read.lock().unwrap().push(request);
+                    match text {
+                        Some(text) => responder.respond(ReadTextFileResponse::new(text)),
+                        None => responder.respond_with_error(
+                            agent_client_protocol::Error::internal_error().data(json!("no such file")),
+                        ),
+                    }
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: CreateTerminalRequest, responder, _cx| {
+                    responder.respond(create.terminals.create(request))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: TerminalOutputRequest, responder, _cx| {
+                    responder.respond(output.terminals.get(&request.terminal_id.0).output())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: WaitForTerminalExitRequest, responder, cx| {
+                    // In a task of its own: the loop stays free meanwhile.
+                    let term = wait.terminals.get(&request.terminal_id.0);
+                    cx.spawn(
+                        async move { responder.respond(WaitForTerminalExitResponse::new(term.wait().await)) },
+                    )
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: KillTerminalRequest, responder, _cx| {
+                    kill.terminals.get(&request.terminal_id.0).kill();
+                    kill.terminals.killed.lock().unwrap().push(request.terminal_id.0.to_string());
+                    responder.respond(KillTerminalResponse::new())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: ReleaseTerminalRequest, responder, _cx| {
+                    release.terminals.get(&request.terminal_id.0).kill();
+                    release.terminals.released.lock().unwrap().push(request.terminal_id.0.to_string());
+                    responder.respond(ReleaseTerminalResponse::new())
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -16,7 +16,7 @@ fn shared(dir: &std::path::Path) -> Shared {
     let limits = crate::ToolLimits::default()
         .with_max_results(crate::ToolLimits::HARD_MAX_RESULTS)
         .with_max_output_bytes(crate::ToolLimits::HARD_MAX_OUTPUT_BYTES);
-    Shared { workspace: Workspace::open(dir).unwrap(), limits, ledger: Ledger::default() }
+    Shared { workspace: Workspace::open(dir).unwrap(), limits, ledger: Ledger::default(), access: None }
 }
 
 fn args(pattern: &str) -> Args {

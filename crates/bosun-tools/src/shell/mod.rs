@@ -21,6 +21,7 @@
 
 mod analyze;
 mod capture;
+mod elsewhere;
 pub(crate) mod group;
 mod live;
 mod run;
@@ -40,6 +41,8 @@ use tokio::process::Command;
 
 use crate::limits::ToolLimits;
 
+pub use elsewhere::{OutputEcho, ShellCall, ShellCallError, ShellRunner};
+
 /// Searched after the captured PATH, when missing from it.
 const FALLBACK_PATH: [&str; 3] = ["/usr/local/bin", "/usr/bin", "/bin"];
 /// The child's locale, as `LANG` and `LC_ALL`.
@@ -58,7 +61,28 @@ pub struct ShellConfig {
     home: Option<String>,
     limits: ToolLimits,
     sandbox: Option<SharedSandbox>,
+    runner: Option<elsewhere::SharedRunner>,
+    echo: Option<Echo>,
 }
+
+/// Where a command's output also goes, as it arrives (the far side of a
+/// call run in an editor's terminal: the terminal itself).
+#[derive(Clone)]
+pub(crate) struct Echo(pub(crate) OutputEcho);
+
+impl std::fmt::Debug for Echo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Echo")
+    }
+}
+
+impl PartialEq for Echo {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Echo {}
 
 /// A sandbox shared by the shell and the hooks; equal when it is the same
 /// one.
@@ -86,6 +110,8 @@ impl ShellConfig {
             home: None,
             limits: ToolLimits::default(),
             sandbox: None,
+            runner: None,
+            echo: None,
         }
     }
 
@@ -123,6 +149,15 @@ impl ShellConfig {
     /// configuration) inside `sandbox`.
     pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
         self.sandbox = Some(SharedSandbox(sandbox));
+        self
+    }
+
+    /// Hands every call the sandbox confines to `runner` (an editor's
+    /// terminal), which runs it in the same sandbox elsewhere; a call
+    /// asking to leave the sandbox, or any call where it confines nothing,
+    /// still runs here. Command hooks always run here.
+    pub fn with_runner(mut self, runner: Arc<dyn ShellRunner>) -> Self {
+        self.runner = Some(elsewhere::SharedRunner(runner));
         self
     }
 
@@ -323,6 +358,9 @@ impl Tool for ShellTool {
             if context.cancel.is_cancelled() {
                 return ToolOutput::error("not started: cancelled");
             }
+            if let Some((runner, call)) = self.config.elsewhere(&arguments, escape == Some(Escape::Off)) {
+                return runner.run(call, context).await;
+            }
             let timeout = timeout.unwrap_or_else(|| self.config.default_timeout());
             let mut command = self.command(invocation);
             let sandboxed = match (self.config.sandbox(), escape) {
@@ -335,7 +373,8 @@ impl Tool for ShellTool {
                 Ok(sandboxed) => sandboxed,
                 Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
             };
-            run::run(command, timeout, self.config.max_output(), &context, sandboxed).await
+            let echo = self.config.echo.clone();
+            run::run(command, timeout, self.config.max_output(), &context, sandboxed, echo).await
         })
     }
 }

@@ -44,13 +44,14 @@ pub(super) async fn run(
     max_output: usize,
     context: &ToolContext,
     sandboxed: SandboxedCall,
+    echo: Option<super::Echo>,
 ) -> ToolOutput {
     let (mut group, output) = match ProcessGroup::spawn(&mut command) {
         Ok(spawned) => spawned,
         Err(error) => return ToolOutput::error(format!("failed to start: {error}")),
     };
     let mut capture = Capture::new(max_output);
-    let mut pipes = Pipes::new(output);
+    let mut pipes = Pipes::new(output, echo);
     let mut live = Live::new(context.progress.clone());
     let interval = Duration::from_millis(OUTPUT_INTERVAL_MS);
     let mut reports = tokio::time::interval_at(Instant::now() + interval, interval);
@@ -130,11 +131,12 @@ pub(super) fn seconds(duration: Duration) -> String {
 struct Pipes {
     output: Option<Receiver>,
     buffer: Vec<u8>,
+    echo: Option<super::Echo>,
 }
 
 impl Pipes {
-    fn new(output: Receiver) -> Self {
-        Self { output: Some(output), buffer: vec![0; READ_BUFFER] }
+    fn new(output: Receiver, echo: Option<super::Echo>) -> Self {
+        Self { output: Some(output), buffer: vec![0; READ_BUFFER], echo }
     }
 
     /// Whether the pipe may still give output.
@@ -150,6 +152,9 @@ impl Pipes {
             match output.read(&mut self.buffer).await {
                 Ok(0) => self.output = None,
                 Ok(n) => {
+                    if let Some(echo) = &self.echo {
+                        (echo.0)(&self.buffer[..n]);
+                    }
                     capture.push(&self.buffer[..n]);
                     live.push(&self.buffer[..n]);
                 }

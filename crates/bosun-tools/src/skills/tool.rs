@@ -274,7 +274,7 @@ fn read_skill_file(skills: &Skills, limits: ToolLimits, mut args: crate::read::A
         Ok(root) => root,
         Err(error) => return ToolOutput::error(format!("skill `{name}` cannot be opened: {error}")),
     };
-    let shared = Shared { workspace: root, limits, ledger: Ledger::default() };
+    let shared = Shared { workspace: root, limits, ledger: Ledger::default(), access: None };
     args.path = file.to_owned();
     let mut output = crate::read::read(&shared, &args);
     if output.is_error

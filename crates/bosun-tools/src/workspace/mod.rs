@@ -113,6 +113,16 @@ pub enum WorkspaceError {
         /// The path.
         path: String,
     },
+    /// A [`crate::FileAccess`] (an editor) could not read or write the file.
+    #[error("`{path}`: the editor could not {op} it: {reason}")]
+    Access {
+        /// The path.
+        path: String,
+        /// `read` or `write`.
+        op: &'static str,
+        /// What it said.
+        reason: String,
+    },
     /// The workspace root itself is unusable.
     #[error("workspace root `{path}`: {source}")]
     Root {
