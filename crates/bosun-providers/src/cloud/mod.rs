@@ -191,6 +191,16 @@ mod tests {
     }
 
     #[test]
+    fn tokens_and_keys_never_print() {
+        let config = azure(Api::OpenAiChat, "v1")
+            .with_key(ApiKey::new("az-secret"))
+            .with_token_source(std::sync::Arc::new(StaticToken::new(ApiKey::new("entra-secret"))));
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("az-secret") && !debug.contains("entra-secret"), "{debug}");
+        assert!(debug.contains("StaticToken"), "{debug}");
+    }
+
+    #[test]
     fn azure_sends_its_key_as_api_key_and_never_as_a_bearer() {
         let config = azure(Api::OpenAiChat, "v1").with_key(ApiKey::new("az-secret"));
         let sent = headers(&config, &*for_api(config.api));
