@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bosun_providers::{Api, ApiKey, GoogleCredentials, ProviderConfig, StaticToken};
+use bosun_providers::{Api, ApiKey, CommandToken, GoogleCredentials, ProviderConfig, StaticToken};
 
 use crate::config::{Env, ProviderSettings, Settings};
 use crate::error::{Context, Result, bail};
@@ -83,9 +83,15 @@ fn azure(provider: &str, settings: &Settings, env: &Env) -> Result<ProviderConfi
     if let Some(token) = nonempty(AZURE_TOKEN) {
         return Ok(config.with_token_source(Arc::new(StaticToken::new(ApiKey::new(token)))));
     }
+    if let Some(command) = setting(settings, provider, |p| p.token_command.as_ref()) {
+        let Some((program, args)) = command.split_first() else {
+            bail!("[providers.{provider}] token_command is empty: name a program and its arguments");
+        };
+        return Ok(config.with_token_source(Arc::new(CommandToken::new(program.clone(), args.to_vec()))));
+    }
     bail!(
-        "{provider} needs {AZURE_KEY}, or an Entra ID token in {AZURE_TOKEN} (`az account get-access-token \
-         --resource https://cognitiveservices.azure.com --query accessToken -o tsv`)"
+        "{provider} needs {AZURE_KEY}, an Entra ID token in {AZURE_TOKEN}, or [providers.azure] token_command = \
+         [\"az\", \"account\", \"get-access-token\", \"--resource\", \"https://cognitiveservices.azure.com\", \"-o\", \"json\"]"
     )
 }
 
@@ -180,6 +186,18 @@ mod tests {
         .unwrap();
         assert!(token.api_key.is_none() && token.token.is_some());
         assert_eq!(token.api, Api::OpenAiResponses);
+        let mut commanded = Settings::defaults();
+        let azure_table = ProviderSettings {
+            endpoint: Some("https://r.openai.azure.com".into()),
+            token_command: Some(vec!["az".into(), "account".into(), "get-access-token".into()]),
+            ..ProviderSettings::default()
+        };
+        commanded.providers.insert("azure".into(), azure_table);
+        let config = azure("azure-responses", &commanded, &env(&[])).unwrap();
+        assert!(format!("{:?}", config.token).contains("CommandToken"), "{:?}", config.token);
+        commanded.providers.get_mut("azure").unwrap().token_command = Some(Vec::new());
+        let empty = azure("azure", &commanded, &env(&[])).unwrap_err().to_string();
+        assert!(empty.contains("token_command is empty"), "{empty}");
     }
 
     #[test]

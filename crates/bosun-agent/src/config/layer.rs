@@ -150,6 +150,10 @@ pub struct ProviderSettings {
     /// Azure: `v1` or a dated `api-version` (else `AZURE_OPENAI_API_VERSION`,
     /// else the provider's default).
     pub api_version: Option<String>,
+    /// Azure: a command printing an Entra ID token (`["az", "account",
+    /// "get-access-token", …]`), run without a shell, when neither
+    /// `AZURE_OPENAI_API_KEY` nor `AZURE_OPENAI_AD_TOKEN` is set.
+    pub token_command: Option<Vec<String>>,
     /// Azure: which model each deployment runs (`my-gpt = "gpt-5.1"`), for
     /// its window and prices.
     #[serde(default)]
@@ -174,6 +178,7 @@ impl ProviderSettings {
             max_retry_after_ms: later.max_retry_after_ms.or(self.max_retry_after_ms),
             endpoint: later.endpoint.or(self.endpoint),
             api_version: later.api_version.or(self.api_version),
+            token_command: later.token_command.or(self.token_command),
             deployments,
             project: later.project.or(self.project),
             location: later.location.or(self.location),
@@ -199,6 +204,9 @@ impl ProviderSettings {
             .into_iter()
             .filter_map(|(key, value)| Some((key.to_owned(), value?.to_string())))
             .collect();
+        if let Some(command) = &self.token_command {
+            entries.push(("token_command".to_owned(), command.join(" ")));
+        }
         entries.extend(texts.into_iter().filter_map(|(key, value)| Some((key.to_owned(), value.clone()?))));
         entries.extend(
             self.deployments.iter().map(|(name, model)| (format!("deployments.{name}"), model.clone())),

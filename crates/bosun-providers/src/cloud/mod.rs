@@ -7,11 +7,13 @@
 //! headers and body are made, and a [`TokenSource`] for the bearer tokens
 //! these clouds take instead of (or beside) a key.
 
+mod command;
 pub mod google;
 mod token;
 
 use serde_json::Value;
 
+pub use command::CommandToken;
 pub use google::{GoogleAuthError, GoogleCredentials};
 pub use token::{StaticToken, TokenFuture, TokenSource};
 

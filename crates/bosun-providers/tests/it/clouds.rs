@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_core::{ModelError, ResponsePart, StopReason};
-use bosun_providers::{Api, ApiKey, HostedModel, ProviderConfig, RetryPolicy, StaticToken, TokenSource};
+use bosun_providers::{
+    Api, ApiKey, CommandToken, HostedModel, ProviderConfig, RetryPolicy, StaticToken, TokenSource,
+};
 use serde_json::json;
 use support::faults::{FIRST_BYTE, collect, good, ms};
 use support::{Canned, ManualClock, Step, TestServer, recording, scripted};
@@ -256,4 +258,35 @@ async fn a_refused_credential_fails_at_once_and_an_unreachable_token_endpoint_is
         assert_eq!(source.calls.load(std::sync::atomic::Ordering::SeqCst), attempts);
         assert!(server.requests().is_empty(), "no request goes without its token");
     }
+}
+
+#[tokio::test]
+async fn an_entra_token_from_a_command_is_kept_until_near_its_expiry_and_a_failing_command_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("runs");
+    let expires =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600;
+    let script = format!(
+        "echo run >> '{}'; printf '{{\"accessToken\": \"entra-from-az\", \"expires_on\": {expires}}}'",
+        count.display()
+    );
+    let server = TestServer::start(vec![good(Api::OpenAiChat)]).await;
+    let source = CommandToken::new("sh", vec!["-c".into(), script]);
+    let config = ProviderConfig::azure(&server.url, Api::OpenAiChat).with_token_source(Arc::new(source));
+    let clock = ManualClock::default();
+    let model = HostedModel::new(on_clock(config, &clock), DEPLOYMENT).unwrap();
+    for _ in 0..2 {
+        assert_eq!(scripted(Some(&server), &clock, &[], collect(&model)).await.response().text(), "Hello");
+    }
+    assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1, "the token was kept");
+    assert!(server.requests().iter().all(|r| r.header("authorization") == Some("Bearer entra-from-az")));
+
+    let server = TestServer::start(vec![good(Api::OpenAiChat)]).await;
+    let failing = CommandToken::new("sh", vec!["-c".into(), "echo 'Please run az login' >&2; exit 1".into()]);
+    let config = ProviderConfig::azure(&server.url, Api::OpenAiChat).with_token_source(Arc::new(failing));
+    let model = HostedModel::new(on_clock(config, &clock), DEPLOYMENT).unwrap();
+    let outcome = scripted(None, &clock, &[], collect(&model)).await;
+    let ModelError::Authentication(message) = outcome.error() else { panic!("{:?}", outcome.error()) };
+    assert!(message.contains("`sh` failed") && message.contains("Please run az login"), "{message}");
+    assert!(server.requests().is_empty());
 }
