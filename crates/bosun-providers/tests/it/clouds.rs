@@ -161,9 +161,12 @@ async fn cloud_rate_limits_are_retried_after_their_retry_after() {
     let gemini_limit =
         r#"{"error":{"code":429,"message":"Resource exhausted.","status":"RESOURCE_EXHAUSTED"}}"#;
     let claude_limit = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
-    for (model_id, limit, api) in
-        [(GEMINI, gemini_limit, Api::Gemini), (CLAUDE, claude_limit, Api::AnthropicMessages)]
-    {
+    // Vertex answers a Claude request past its own quota in Google's shape.
+    for (model_id, limit, api) in [
+        (GEMINI, gemini_limit, Api::Gemini),
+        (CLAUDE, claude_limit, Api::AnthropicMessages),
+        (CLAUDE, gemini_limit, Api::AnthropicMessages),
+    ] {
         let server = TestServer::start(vec![limited(limit), good(api)]).await;
         let clock = ManualClock::default();
         let model = HostedModel::new(on_clock(vertex(&server.url, model_id), &clock), model_id).unwrap();
@@ -175,6 +178,21 @@ async fn cloud_rate_limits_are_retried_after_their_retry_after() {
         assert_eq!(requests.len(), 2, "{model_id}");
         assert!(requests.iter().all(|r| r.header("authorization") == Some("Bearer ya29.test")), "{model_id}");
     }
+}
+
+#[tokio::test]
+async fn an_overloaded_event_before_content_on_vertex_claude_is_retried() {
+    let overloaded = support::faults::sse(
+        Some("error"),
+        &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    );
+    let server = TestServer::start(vec![Canned::sse(overloaded), good(Api::AnthropicMessages)]).await;
+    let clock = ManualClock::default();
+    let model = HostedModel::new(on_clock(vertex(&server.url, CLAUDE), &clock), CLAUDE).unwrap();
+    let outcome = scripted(Some(&server), &clock, &[Step::Received(1), Step::End(2)], collect(&model)).await;
+    assert_eq!(outcome.response().text(), "Hello");
+    assert_eq!(outcome.retries().len(), 1, "{:?}", outcome.retries());
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[tokio::test]
