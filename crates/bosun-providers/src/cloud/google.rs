@@ -232,14 +232,15 @@ impl GoogleCredentials {
     }
 
     async fn fetch(&self) -> Result<(ApiKey, Duration), ModelError> {
-        let (uri, request) = match &self.kind {
+        let (uri, request, target) = match &self.kind {
             Kind::ServiceAccount { email, key, key_id, token_uri, .. } => {
                 let assertion = assertion(email, key, key_id.as_deref(), token_uri)?;
                 let form = form(&[
                     ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
                     ("assertion", &assertion),
                 ]);
-                (token_uri.as_str(), self.client.post(token_uri).header("content-type", FORM).body(form))
+                let request = self.client.post(token_uri).header("content-type", FORM).body(form);
+                (token_uri.as_str(), request, token_uri.clone())
             }
             Kind::AuthorizedUser { client_id, client_secret, refresh_token, token_uri, .. } => {
                 let form = form(&[
@@ -248,16 +249,26 @@ impl GoogleCredentials {
                     ("client_secret", client_secret.expose()),
                     ("refresh_token", refresh_token.expose()),
                 ]);
-                (token_uri.as_str(), self.client.post(token_uri).header("content-type", FORM).body(form))
+                let request = self.client.post(token_uri).header("content-type", FORM).body(form);
+                (token_uri.as_str(), request, token_uri.clone())
             }
             Kind::Metadata { root } => {
                 let url = format!("{root}/computeMetadata/v1/instance/service-accounts/default/token");
-                (root.as_str(), self.client.get(url).header("metadata-flavor", "Google"))
+                (root.as_str(), self.client.get(&url).header("metadata-flavor", "Google"), url)
             }
         };
         let what = self.describe();
-        let response = request.send().await.map_err(|e| {
-            ModelError::Network(format!("getting a Google access token ({what}) from {uri}: {e}"))
+        let response = request.send().await.map_err(|error| {
+            let (message, _) = crate::network::describe(&error, &target);
+            match self.kind {
+                // Unreachable means not in Google Cloud: no retry will change that.
+                Kind::Metadata { .. } if error.is_connect() => ModelError::Authentication(format!(
+                    "no Google credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's \
+                     application_default_credentials.json was not found (`gcloud auth application-default \
+                     login` writes it), and the metadata server cannot be reached ({message})"
+                )),
+                _ => ModelError::Network(format!("getting a Google access token ({what}): {message}")),
+            }
         })?;
         let status = response.status();
         let mut body = Vec::new();

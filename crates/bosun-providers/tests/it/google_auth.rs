@@ -222,3 +222,19 @@ async fn the_metadata_server_is_asked_with_its_flavor_header() {
     }
     assert_eq!(server.to("/computeMetadata").len(), 1);
 }
+
+#[tokio::test]
+async fn no_credentials_and_no_metadata_server_is_an_authentication_error_saying_what_to_set() {
+    let server = server(|_, _| granted("unused", 3600), "unused").await;
+    let refused = support::refused_url().await;
+    let credentials = GoogleCredentials::metadata_server(refused.trim_start_matches("http://")).unwrap();
+    let outcome = collect(&model(&server.url, credentials)).await;
+    let ModelError::Authentication(message) = outcome.error() else { panic!("{:?}", outcome.error()) };
+    assert!(
+        message.contains("GOOGLE_APPLICATION_CREDENTIALS") && message.contains("gcloud auth"),
+        "{message}"
+    );
+    assert!(message.contains("connection refused"), "{message}");
+    assert!(outcome.retries().is_empty(), "not being in Google Cloud is not retried");
+    assert!(server.requests().is_empty());
+}
