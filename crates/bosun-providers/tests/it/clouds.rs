@@ -308,3 +308,22 @@ async fn an_entra_token_from_a_command_is_kept_until_near_its_expiry_and_a_faili
     assert!(message.contains("`sh` failed") && message.contains("Please run az login"), "{message}");
     assert!(server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_refused_credential_names_what_to_check_on_each_cloud() {
+    let body = r#"{"error":{"code":"401","message":"Access denied due to invalid subscription key or wrong API endpoint."}}"#;
+    let cases: [(&str, &str, Make); 2] = [
+        (DEPLOYMENT, "check AZURE_OPENAI_API_KEY or the Entra ID token", |url| azure(url, Api::OpenAiChat)),
+        (GEMINI, "check the Google credentials (GOOGLE_APPLICATION_CREDENTIALS", |url| vertex(url, GEMINI)),
+    ];
+    for (model_id, hint, make) in cases {
+        let server = TestServer::start(vec![Canned::error(401, body)]).await;
+        let clock = ManualClock::default();
+        let model = HostedModel::new(on_clock(make(&server.url), &clock), model_id).unwrap();
+        let outcome = scripted(Some(&server), &clock, &[], collect(&model)).await;
+        let ModelError::Authentication(message) = outcome.error() else { panic!("{:?}", outcome.error()) };
+        assert!(message.contains(hint), "{model_id}: {message}");
+        assert!(!message.contains("az-key") && !message.contains("ya29.test"), "{message}");
+        assert_eq!(server.requests().len(), 1, "{model_id}: not retried");
+    }
+}
