@@ -111,7 +111,7 @@ fn read(stream: &mut std::net::TcpStream) -> Option<Seen> {
         .filter_map(|l| l.split_once(':').map(|(n, v)| (n.trim().to_lowercase(), v.trim().to_owned())))
         .collect();
     let length: usize =
-        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok())?;
+        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     while data.len() < end + length {
         let n = stream.read(&mut chunk).ok()?;
         if n == 0 {
@@ -150,6 +150,21 @@ fn assertion_ok(body: &str, token_uri: &str) -> bool {
 }
 
 fn answer(wire: Wire, model_path: &str, token_uri: &str, request: &Seen) -> (u16, &'static str, String) {
+    let granted = (200, "application/json", json!({"access_token": TOKEN, "expires_in": 3600}).to_string());
+    if request.path == "/metadata/computeMetadata/v1/instance/service-accounts/default/token" {
+        return match request.header("metadata-flavor") {
+            Some("Google") => granted,
+            _ => (403, "text/plain", "missing Metadata-Flavor".to_owned()),
+        };
+    }
+    if request.path == "/token" && request.body.contains("grant_type=refresh_token") {
+        return match request.body.contains("refresh_token=1%2F%2Fe2e")
+            && request.body.contains("client_secret=s3")
+        {
+            true => granted,
+            false => (400, "application/json", json!({"error": "invalid_grant"}).to_string()),
+        };
+    }
     if request.path == "/token" {
         return match assertion_ok(&request.body, token_uri) {
             true => (200, "application/json", json!({"access_token": TOKEN, "expires_in": 3600}).to_string()),
@@ -276,7 +291,11 @@ fn round_trip(
     let out = run(cmd);
     out.expect_code(0);
     assert!(out.stdout.contains(ANSWER), "{out:#?}");
-    let to_model: Vec<Seen> = server.seen().into_iter().filter(|s| s.path != "/token").collect();
+    let to_model: Vec<Seen> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.path != "/token" && !s.path.starts_with("/metadata/"))
+        .collect();
     assert_eq!(to_model.len(), 2, "{:#?}", server.seen());
     assert!(to_model.iter().all(|s| s.path == model_path), "{to_model:#?}");
     assert!(
@@ -361,4 +380,29 @@ fn a_cloud_without_its_settings_is_refused_before_any_request_naming_what_to_set
         out.expect_code(2);
         assert!(out.stderr.contains(expected), "{model}: {out:#?}");
     }
+}
+
+#[test]
+fn exec_on_vertex_finds_gcloud_user_credentials_and_else_the_metadata_server() {
+    let path = "/v1/projects/from-user-file/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse";
+    // gcloud's file under CLOUDSDK_CONFIG; its quota project is the project.
+    let (_sandbox, server, _) = round_trip(Wire::VertexGemini, path, |cmd, sandbox, url| {
+        let dir = sandbox.path("home/gcloud");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = json!({"type": "authorized_user", "client_id": "c.apps.googleusercontent.com",
+            "client_secret": "s3", "refresh_token": "1//e2e", "quota_project_id": "from-user-file",
+            "token_uri": format!("{url}/token")});
+        std::fs::write(dir.join("application_default_credentials.json"), file.to_string()).unwrap();
+        cmd.env("CLOUDSDK_CONFIG", &dir).args(["--model", "vertex/gemini-2.5-pro"]);
+    });
+    assert_eq!(server.seen().iter().filter(|s| s.path == "/token").count(), 1);
+    // Nothing on disk: the metadata server GCE_METADATA_HOST names.
+    let path = "/v1/projects/proj-e2e/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse";
+    let (_sandbox, server, _) = round_trip(Wire::VertexGemini, path, |cmd, _, url| {
+        let host = format!("{}/metadata", url.trim_start_matches("http://"));
+        cmd.env("GCE_METADATA_HOST", host)
+            .env("GOOGLE_CLOUD_PROJECT", "proj-e2e")
+            .args(["--model", "vertex/gemini-2.5-pro"]);
+    });
+    assert_eq!(server.seen().iter().filter(|s| s.path.starts_with("/metadata/")).count(), 1);
 }
