@@ -51,6 +51,7 @@ impl Seen {
 #[derive(Clone, Copy, Debug)]
 enum Wire {
     AzureChat,
+    AzureResponses,
     VertexGemini,
     VertexClaude,
 }
@@ -175,7 +176,7 @@ fn answer(wire: Wire, model_path: &str, token_uri: &str, request: &Seen) -> (u16
         return (404, "application/json", json!({"error": {"message": "no such path"}}).to_string());
     }
     let authorised = match wire {
-        Wire::AzureChat => {
+        Wire::AzureChat | Wire::AzureResponses => {
             request.header("api-key") == Some("az-e2e") && request.header("authorization").is_none()
         }
         _ => request.header("authorization") == Some(&format!("Bearer {TOKEN}")),
@@ -190,6 +191,7 @@ fn answer(wire: Wire, model_path: &str, token_uri: &str, request: &Seen) -> (u16
     let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
     let shaped = match wire {
         Wire::AzureChat => body["stream"] == json!(true),
+        Wire::AzureResponses => body["model"] == json!("reasoner-e2e") && body.get("input").is_some(),
         Wire::VertexGemini => body.get("contents").is_some() && body.get("model").is_none(),
         Wire::VertexClaude => {
             body["anthropic_version"] == json!("vertex-2023-10-16") && body.get("model").is_none()
@@ -226,6 +228,48 @@ fn stream(wire: Wire, second: bool) -> String {
                 + &data(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
                     "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}))
                 + "data: [DONE]\n\n"
+        }
+        Wire::AzureResponses => {
+            let item = if second {
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "content": []})
+            } else {
+                json!({"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "read_file",
+                    "arguments": ""})
+            };
+            let delta = if second {
+                event(
+                    "response.output_text.delta",
+                    &json!({"type": "response.output_text.delta",
+                    "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ANSWER}),
+                )
+            } else {
+                event(
+                    "response.function_call_arguments.delta",
+                    &json!({
+                    "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+                    "delta": arguments.to_string()}),
+                )
+            };
+            let mut done = item.clone();
+            if !second {
+                done["arguments"] = json!(arguments.to_string());
+            }
+            event(
+                "response.output_item.added",
+                &json!({"type": "response.output_item.added",
+                "output_index": 0, "item": item}),
+            ) + &delta
+                + &event(
+                    "response.output_item.done",
+                    &json!({"type": "response.output_item.done",
+                    "output_index": 0, "item": done}),
+                )
+                + &event(
+                    "response.completed",
+                    &json!({"type": "response.completed", "response": {
+                    "id": "resp_1", "status": "completed", "output": [],
+                    "usage": {"input_tokens": 1000, "output_tokens": 100}}}),
+                )
         }
         Wire::VertexGemini => {
             let part = if second {
@@ -405,4 +449,12 @@ fn exec_on_vertex_finds_gcloud_user_credentials_and_else_the_metadata_server() {
             .args(["--model", "vertex/gemini-2.5-pro"]);
     });
     assert_eq!(server.seen().iter().filter(|s| s.path.starts_with("/metadata/")).count(), 1);
+}
+
+#[test]
+fn exec_runs_a_tool_round_trip_on_an_azure_responses_deployment() {
+    let (_sandbox, server, _) = round_trip(Wire::AzureResponses, "/openai/v1/responses", |cmd, _, _| {
+        cmd.env("AZURE_OPENAI_API_KEY", "az-e2e").args(["--model", "azure-responses/reasoner-e2e"]);
+    });
+    assert!(server.seen().iter().all(|s| s.header("api-key") == Some("az-e2e")));
 }
