@@ -327,3 +327,37 @@ async fn a_refused_credential_names_what_to_check_on_each_cloud() {
         assert_eq!(server.requests().len(), 1, "{model_id}: not retried");
     }
 }
+
+#[tokio::test]
+async fn azures_content_filter_annotations_are_read_past_and_a_filtered_answer_is_a_refusal() {
+    // Azure opens a stream with the prompt's filter results (no choices)
+    // and annotates each choice with its own.
+    let filters = json!({"hate": {"filtered": false, "severity": "safe"},
+        "violence": {"filtered": false, "severity": "safe"}});
+    let chunk = |choices: serde_json::Value| {
+        format!("data: {}\n\n", json!({"id": "chatcmpl-1", "model": "gpt-4o-2024-08-06", "choices": choices}))
+    };
+    let prompt = format!(
+        "data: {}\n\n",
+        json!({"choices": [], "id": "", "model": "",
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filters}]})
+    );
+    let answer = |finish: &str| {
+        prompt.clone()
+            + &chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": "Hi"},
+                "content_filter_results": filters, "finish_reason": null}]))
+            + &chunk(
+                json!([{"index": 0, "delta": {}, "content_filter_results": {}, "finish_reason": finish}]),
+            )
+            + "data: [DONE]\n\n"
+    };
+    for (finish, stop) in [("stop", StopReason::Stop), ("content_filter", StopReason::Refusal)] {
+        let server = TestServer::start(vec![Canned::sse(answer(finish))]).await;
+        let clock = ManualClock::default();
+        let model =
+            HostedModel::new(on_clock(azure(&server.url, Api::OpenAiChat), &clock), DEPLOYMENT).unwrap();
+        let outcome = scripted(Some(&server), &clock, &[], collect(&model)).await;
+        assert_eq!(outcome.response().text(), "Hi", "{finish}");
+        assert_eq!(outcome.response().stop_reason, stop, "{finish}");
+    }
+}
