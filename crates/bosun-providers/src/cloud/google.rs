@@ -4,14 +4,16 @@
 //! credentials file (an `authorized_user` refresh-token grant), or from the
 //! metadata server of the machine bosun runs on.
 //!
-//! Implemented here on reqwest and ring rather than through `gcp_auth` or
-//! `google-cloud-auth`: both bring a second HTTP and TLS stack beside the
-//! one every other provider uses, and neither lets the refresh-token
-//! endpoint and the metadata host be pointed at a local server, which the
-//! tests need to check the whole flow (the assertion's signature and
-//! claims, the grant, the token the model server then requires). Each flow
-//! is a single documented request: the JWT is three base64 parts, signed
-//! with ring (already bosun's TLS crypto).
+//! Implemented here on reqwest and ring rather than through a crate, for
+//! reasons found in each (docs.rs, late 2026): `gcp_auth` builds its
+//! metadata and refresh-token requests from fixed Google URLs, so no test
+//! can point them at a local server, and brings its own hyper client;
+//! Google's `google-cloud-auth` honours `GCE_METADATA_HOST` but is built on
+//! reqwest 0.12 (bosun is on 0.13: a second HTTP and TLS stack),
+//! `google-cloud-gax`, and aws-lc-rs by default. What bosun needs is three
+//! documented requests, each tested end to end here against a local token
+//! endpoint that checks the assertion's signature and claims: the JWT is
+//! three base64 parts signed with ring, already bosun's TLS crypto.
 //!
 //! Which file to read is the caller's choice (`GOOGLE_APPLICATION_CREDENTIALS`,
 //! then `~/.config/gcloud/application_default_credentials.json`, then the
