@@ -142,7 +142,7 @@ fn hosted(spec: &str, settings: &Settings, env: &Env, notices: &Notices) -> Resu
     if let Some(url) = settings.base_url.as_deref() {
         check_base_url(url)?;
     }
-    let config = if crate::clouds::is_cloud(provider) {
+    let mut config = if crate::clouds::is_cloud(provider) {
         // A cloud's credentials go only where the user chose, as a key does.
         if let Some(why) = key_refused(settings) {
             bail!("not sending {provider}'s credentials: {why}");
@@ -151,7 +151,6 @@ fn hosted(spec: &str, settings: &Settings, env: &Env, notices: &Notices) -> Resu
     } else {
         keyed(provider, settings, env, notices)?
     };
-    let mut config = config;
     for (name, value) in &settings.headers {
         check_header(name, value)?;
         config = config.with_header(name.clone(), value.clone());
