@@ -53,6 +53,9 @@ pub enum Error {
     /// A hosted model's configuration is not usable.
     #[error(transparent)]
     Provider(#[from] bosun_providers::ProviderError),
+    /// Google credentials could not be read.
+    #[error(transparent)]
+    GoogleAuth(#[from] bosun_providers::GoogleAuthError),
     /// The local model could not be loaded.
     #[error(transparent)]
     Local(#[from] bosun_local::LocalError),

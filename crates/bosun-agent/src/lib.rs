@@ -10,6 +10,7 @@
 mod agent;
 pub mod attach;
 pub mod children;
+pub mod clouds;
 pub mod config;
 pub mod error;
 pub mod examples;

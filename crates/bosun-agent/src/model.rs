@@ -142,6 +142,28 @@ fn hosted(spec: &str, settings: &Settings, env: &Env, notices: &Notices) -> Resu
     if let Some(url) = settings.base_url.as_deref() {
         check_base_url(url)?;
     }
+    let mut config = if crate::clouds::is_cloud(provider) {
+        // A cloud's credentials go only where the user chose, as a key does.
+        if let Some(why) = key_refused(settings) {
+            bail!("not sending {provider}'s credentials: {why}");
+        }
+        crate::clouds::config(provider, name, settings, env)?
+    } else {
+        keyed(provider, settings, env, notices)?
+    };
+    for (name, value) in &settings.headers {
+        check_header(name, value)?;
+        config = config.with_header(name.clone(), value.clone());
+    }
+    if let Some(transport) = settings.providers.get(provider) {
+        config = with_transport(config, transport);
+    }
+    Ok(HostedModel::new(config, name)?)
+}
+
+/// A vendor's (or a compatible server's) config, its key from the
+/// environment.
+fn keyed(provider: &str, settings: &Settings, env: &Env, notices: &Notices) -> Result<ProviderConfig> {
     let mut config = match (provider, settings.base_url.as_deref()) {
         ("openai-compatible", Some(url)) => ProviderConfig::openai_compatible(url),
         ("openai-compatible", None) => {
@@ -149,7 +171,7 @@ fn hosted(spec: &str, settings: &Settings, env: &Env, notices: &Notices) -> Resu
         }
         (name, _) => ProviderConfig::preset(name).with_context(|| {
             format!(
-                "unknown provider `{name}`; known: {}, openai-compatible, local",
+                "unknown provider `{name}`; known: {}, azure, azure-responses, vertex, openai-compatible, local",
                 ProviderConfig::PRESETS.join(", ")
             )
         })?,
@@ -171,14 +193,7 @@ fn hosted(spec: &str, settings: &Settings, env: &Env, notices: &Notices) -> Resu
             }
         }
     }
-    for (name, value) in &settings.headers {
-        check_header(name, value)?;
-        config = config.with_header(name.clone(), value.clone());
-    }
-    if let Some(transport) = settings.providers.get(provider) {
-        config = with_transport(config, transport);
-    }
-    Ok(HostedModel::new(config, name)?)
+    Ok(config)
 }
 
 /// The `[providers.NAME]` settings over the adapter's defaults.

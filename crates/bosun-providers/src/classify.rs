@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use bosun_core::ModelError;
 use serde_json::Value;
 
+use crate::cloud::Cloud;
 use crate::config::ProviderConfig;
 
 /// Phrases providers use for a prompt larger than the context window
@@ -103,9 +104,16 @@ pub fn classify_http(
     let described = format!("{} returned HTTP {status}: {message}", config.name);
     let retry_after = retry_after.or_else(|| retry_hint(&body));
     if status == 401 || status == 403 {
-        let hint = match &config.key_env {
-            Some(env) => format!("; check the key in {env}"),
-            None => String::new(),
+        let hint = match (&config.key_env, &config.cloud) {
+            (Some(env), _) => format!("; check the key in {env}"),
+            (None, Cloud::Azure { .. }) => "; check AZURE_OPENAI_API_KEY or the Entra ID token, and that it may \
+                                            use this resource"
+                .to_owned(),
+            (None, Cloud::Vertex { .. }) => "; check the Google credentials (GOOGLE_APPLICATION_CREDENTIALS, or \
+                                             `gcloud auth application-default login`) and that the account may \
+                                             use Vertex AI in this project"
+                .to_owned(),
+            (None, _) => String::new(),
         };
         return ModelError::Authentication(format!("{described}{hint}"));
     }

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::cloud::{AZURE_CHAT_API_VERSION, AZURE_V1, Cloud, TokenSource};
 use crate::secret::ApiKey;
 
 /// The wire API a provider speaks.
@@ -97,6 +98,9 @@ const KEYS: &[(&str, &[&str], bool)] = &[
     ("vllm", &["OPENAI_API_KEY"], false),
     ("llamacpp", &["OPENAI_API_KEY"], false),
     ("ollama", &["OPENAI_API_KEY"], false),
+    // Or an Entra ID token (`AZURE_OPENAI_AD_TOKEN`): the front end decides.
+    ("azure", &["AZURE_OPENAI_API_KEY"], false),
+    ("azure-responses", &["AZURE_OPENAI_API_KEY"], false),
 ];
 
 /// The environment variables a provider's key is read from, first set wins;
@@ -128,6 +132,12 @@ pub struct ProviderConfig {
     pub key_env: Option<String>,
     /// Extra headers sent with every request.
     pub headers: Vec<(String, String)>,
+    /// The cloud serving the models, when not their vendor (Azure, Vertex):
+    /// its URLs, headers and body envelope.
+    pub cloud: Cloud,
+    /// Where each request's bearer token comes from, for a provider that
+    /// takes tokens (Vertex's Google credentials, Azure's Entra ID token).
+    pub token: Option<Arc<dyn TokenSource>>,
     /// Compatible-server differences.
     pub quirks: Quirks,
     /// Longest silence (no `data:` line, keep-alives do not count) before a
@@ -308,6 +318,8 @@ impl ProviderConfig {
             api_key: None,
             key_env: None,
             headers: Vec::new(),
+            cloud: Cloud::Direct,
+            token: None,
             quirks: Quirks::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
@@ -441,6 +453,55 @@ impl ProviderConfig {
             config.key_env = key_vars(name).first().map(|var| (*var).to_owned());
         }
         Some(config)
+    }
+
+    /// Azure OpenAI (or Azure AI Foundry) at `endpoint`, the resource's
+    /// `https://RESOURCE.openai.azure.com`: Chat Completions (provider
+    /// `azure`, deployment URLs with `api-version` [`AZURE_CHAT_API_VERSION`])
+    /// or Responses (`azure-responses`, the v1 API). The model is the
+    /// deployment's name. A key ([`ProviderConfig::with_key`], sent as
+    /// `api-key`) or a token source ([`ProviderConfig::with_token_source`])
+    /// authenticates it.
+    pub fn azure(endpoint: impl Into<String>, api: Api) -> Self {
+        let (name, api, version) = match api {
+            Api::OpenAiResponses => ("azure-responses", api, AZURE_V1),
+            _ => ("azure", Api::OpenAiChat, AZURE_CHAT_API_VERSION),
+        };
+        let mut config = Self::new(name, api, endpoint).with_quirks(Quirks {
+            max_tokens_field: "max_completion_tokens",
+            reasoning: ReasoningFormat::None,
+            stream_usage: true,
+            medium_effort: true,
+            prompt_cache_key: false,
+        });
+        config.cloud = Cloud::Azure { api_version: version.to_owned() };
+        config
+    }
+
+    /// Sets Azure's `api-version` (`v1` or a dated one); no effect elsewhere.
+    pub fn with_azure_api_version(mut self, version: impl Into<String>) -> Self {
+        if let Cloud::Azure { api_version } = &mut self.cloud {
+            *api_version = version.into().trim().to_owned();
+        }
+        self
+    }
+
+    /// Vertex AI in `project` at `location` (a region, or `global`), for
+    /// `model`: Anthropic's Messages API for a `claude-…` model, Gemini's
+    /// for any other. Authenticated by a token source
+    /// ([`ProviderConfig::with_token_source`], Google credentials).
+    pub fn vertex(project: impl Into<String>, location: impl Into<String>, model: &str) -> Self {
+        let location = location.into();
+        let api = if model.trim().starts_with("claude") { Api::AnthropicMessages } else { Api::Gemini };
+        let mut config = Self::new("vertex", api, crate::cloud::vertex_host(&location));
+        config.cloud = Cloud::Vertex { project: project.into(), location };
+        config
+    }
+
+    /// Sets where bearer tokens come from.
+    pub fn with_token_source(mut self, source: Arc<dyn TokenSource>) -> Self {
+        self.token = Some(source);
+        self
     }
 
     /// A generic OpenAI-compatible server at `base_url`.

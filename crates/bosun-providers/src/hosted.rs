@@ -110,7 +110,8 @@ impl Model for HostedModel {
 
     fn stream<'a>(&'a self, request: ModelRequest<'a>, cancel: CancellationToken) -> ModelStream<'a> {
         let body = self.protocol.body(&self.config, &self.model, &request).and_then(|b| {
-            serde_json::to_vec(&b).map_err(|e| ModelError::Other(format!("cannot encode the request: {e}")))
+            serde_json::to_vec(&crate::cloud::envelope(&self.config, b))
+                .map_err(|e| ModelError::Other(format!("cannot encode the request: {e}")))
         });
         Box::pin(futures_util::stream::unfold(Run::new(self, cancel, body), Run::step))
     }

@@ -1,7 +1,8 @@
 //! bosun-providers: hosted model APIs as [`bosun_core::Model`]s.
 //!
 //! Four wire protocols — OpenAI Chat Completions (and every compatible
-//! server), Anthropic Messages, OpenAI Responses, Google Gemini — over one
+//! server), Anthropic Messages, OpenAI Responses, Google Gemini, served by
+//! their vendors or by Azure OpenAI and Vertex AI ([`cloud`]) — over one
 //! transport ([`HostedModel`]): one SSE reader, one error classification, one
 //! retry policy (what the official SDKs retry, only before content, each
 //! retry announced as `ModelEvent::Retrying`), one set of limits on every
@@ -15,6 +16,7 @@
 //! passes keys in), tools, sessions.
 
 pub mod classify;
+pub mod cloud;
 pub mod config;
 mod failure;
 mod hosted;
@@ -28,6 +30,7 @@ pub mod sse;
 pub mod tls;
 mod watch;
 
+pub use cloud::{Cloud, CommandToken, GoogleAuthError, GoogleCredentials, StaticToken, TokenSource};
 pub use config::{
     Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, StreamLimits, TokioSleeper, key_vars,
     needs_key,

@@ -91,7 +91,7 @@ impl<'a> Run<'a> {
         cancel: CancellationToken,
         body: Result<Vec<u8>, ModelError>,
     ) -> Self {
-        let url = model.protocol.url(&model.config, &model.model);
+        let url = crate::cloud::url(&model.config, &*model.protocol, &model.model);
         let mut run = Self {
             model,
             cancel,
@@ -161,13 +161,30 @@ impl<'a> Run<'a> {
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
-        for (name, value) in model.protocol.headers(config).into_iter().chain(config.headers.iter().cloned())
+        for (name, value) in
+            crate::cloud::headers(config, &*model.protocol).into_iter().chain(config.headers.iter().cloned())
         {
             builder = builder.header(name, value);
         }
         let sent = config.sleeper.now();
         self.started.get_or_insert(sent);
         let mut watch = self.watch(sent, false, false);
+        if let Some(source) = &config.token {
+            // The token is part of this attempt: its fetch runs under the
+            // attempt's timer, and a failed fetch is retried as classified.
+            let token = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Step::Stop,
+                token = source.token() => token,
+                () = &mut watch.sleep => {
+                    return self.fail(passed(config, watch.limit, Stage::Headers, self.attempt)).await;
+                }
+            };
+            match token {
+                Ok(token) => builder = builder.bearer_auth(token.expose()),
+                Err(error) => return self.fail(Failure::decoded(config, error)).await,
+            }
+        }
         let response = tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Step::Stop,

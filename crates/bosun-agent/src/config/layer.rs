@@ -131,8 +131,10 @@ pub struct Layer {
 }
 
 /// How bosun talks to one provider, as Codex names these settings; what is
-/// unset keeps the adapter's default.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+/// unset keeps the adapter's default. The cloud keys (`endpoint`,
+/// `api_version`, `deployments` for Azure; `project`, `location` for
+/// Vertex) say where a cloud's models are (docs/providers.md).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderSettings {
     /// Retries of a failed request before any content arrived (default 3).
@@ -147,32 +149,74 @@ pub struct ProviderSettings {
     /// Longest `Retry-After` honoured; a longer one fails at once, saying
     /// when to retry (default 60 000).
     pub max_retry_after_ms: Option<u64>,
+    /// Azure: the resource endpoint (`https://RESOURCE.openai.azure.com`;
+    /// else `AZURE_OPENAI_ENDPOINT`).
+    pub endpoint: Option<String>,
+    /// Azure: `v1` or a dated `api-version` (else `AZURE_OPENAI_API_VERSION`,
+    /// else the provider's default).
+    pub api_version: Option<String>,
+    /// Azure: a command printing an Entra ID token (`["az", "account",
+    /// "get-access-token", …]`), run without a shell, when neither
+    /// `AZURE_OPENAI_API_KEY` nor `AZURE_OPENAI_AD_TOKEN` is set.
+    pub token_command: Option<Vec<String>>,
+    /// Azure: which model each deployment runs (`my-gpt = "gpt-5.1"`), for
+    /// its window and prices.
+    #[serde(default)]
+    pub deployments: BTreeMap<String, String>,
+    /// Vertex: the Google Cloud project (else `GOOGLE_CLOUD_PROJECT`, …).
+    pub project: Option<String>,
+    /// Vertex: the region or `global` (else `GOOGLE_CLOUD_LOCATION`,
+    /// `CLOUD_ML_REGION`; default `global`).
+    pub location: Option<String>,
 }
 
 impl ProviderSettings {
     /// `later`'s values over these.
     pub fn merged(self, later: Self) -> Self {
+        let mut deployments = self.deployments;
+        deployments.extend(later.deployments);
         Self {
             request_max_retries: later.request_max_retries.or(self.request_max_retries),
             stream_idle_timeout_ms: later.stream_idle_timeout_ms.or(self.stream_idle_timeout_ms),
             first_byte_timeout_ms: later.first_byte_timeout_ms.or(self.first_byte_timeout_ms),
             request_timeout_ms: later.request_timeout_ms.or(self.request_timeout_ms),
             max_retry_after_ms: later.max_retry_after_ms.or(self.max_retry_after_ms),
+            endpoint: later.endpoint.or(self.endpoint),
+            api_version: later.api_version.or(self.api_version),
+            token_command: later.token_command.or(self.token_command),
+            deployments,
+            project: later.project.or(self.project),
+            location: later.location.or(self.location),
         }
     }
 
     /// Each set value as `(key, value)`, for `config show`.
-    pub fn entries(&self) -> Vec<(&'static str, u64)> {
-        [
+    pub fn entries(&self) -> Vec<(String, String)> {
+        let numbers = [
             ("request_max_retries", self.request_max_retries.map(u64::from)),
             ("stream_idle_timeout_ms", self.stream_idle_timeout_ms),
             ("first_byte_timeout_ms", self.first_byte_timeout_ms),
             ("request_timeout_ms", self.request_timeout_ms),
             ("max_retry_after_ms", self.max_retry_after_ms),
-        ]
-        .into_iter()
-        .filter_map(|(key, value)| Some((key, value?)))
-        .collect()
+        ];
+        let texts = [
+            ("endpoint", &self.endpoint),
+            ("api_version", &self.api_version),
+            ("project", &self.project),
+            ("location", &self.location),
+        ];
+        let mut entries: Vec<(String, String)> = numbers
+            .into_iter()
+            .filter_map(|(key, value)| Some((key.to_owned(), value?.to_string())))
+            .collect();
+        if let Some(command) = &self.token_command {
+            entries.push(("token_command".to_owned(), command.join(" ")));
+        }
+        entries.extend(texts.into_iter().filter_map(|(key, value)| Some((key.to_owned(), value.clone()?))));
+        entries.extend(
+            self.deployments.iter().map(|(name, model)| (format!("deployments.{name}"), model.clone())),
+        );
+        entries
     }
 }
 

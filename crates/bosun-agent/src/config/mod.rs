@@ -182,7 +182,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    fn defaults() -> Self {
+    pub(crate) fn defaults() -> Self {
         let mut settings = Self {
             model: None,
             base_url: None,
@@ -500,7 +500,7 @@ impl Settings {
             for (key, value) in settings.entries() {
                 self.note(&format!("providers.{name}.{key}"), value, source.clone());
             }
-            let merged = self.providers.get(name).copied().unwrap_or_default().merged(*settings);
+            let merged = self.providers.get(name).cloned().unwrap_or_default().merged(settings.clone());
             self.providers.insert(name.clone(), merged);
         }
         Ok(())

@@ -224,7 +224,8 @@ pub fn session_model_in(settings: &Settings, table: &ModelTable) -> SessionModel
     let spec = settings.model.as_deref().unwrap_or_default();
     let overrides: Vec<&ModelOverride> =
         [name, spec].iter().filter_map(|key| settings.models.get(*key)).collect();
-    let info = match table.find(provider, name) {
+    // An Azure deployment is looked up as the model the config says it runs.
+    let info = match table.find(provider, crate::clouds::underlying(settings, provider, name)) {
         Some(known) => Some(known.clone()),
         None if !overrides.is_empty() => Some(ModelInfo::new(provider, name)),
         None => None,

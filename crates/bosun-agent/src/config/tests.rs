@@ -253,7 +253,7 @@ fn provider_transport_settings_merge_by_key_and_an_untrusted_project_cannot_set_
     let home_var = home.path().display().to_string();
     let env = Env::from_pairs(&[("HOME", &home_var)]);
     let settings = resolve(project.path(), &env, Some("slow"), &crate::config::Overrides::default()).unwrap();
-    let openai = settings.providers["openai"];
+    let openai = &settings.providers["openai"];
     assert_eq!(openai.request_max_retries, Some(1), "the untrusted project's 9 is ignored");
     assert_eq!(openai.stream_idle_timeout_ms, Some(600_000), "the profile's value over the file's");
     assert_eq!(openai.first_byte_timeout_ms, None);

@@ -7,12 +7,16 @@
 //! [`ModelTable::find`] takes the provider preset and the model name as
 //! given to `--model PROVIDER/MODEL`:
 //! 1. the provider: a preset that bills as another (`openai-responses` is
-//!    `openai`) is looked up as that one;
+//!    `openai`, Azure's are `openai`) is looked up as that one; a cloud
+//!    that resells several vendors (Vertex) bills each model as its vendor,
+//!    by the model name's prefix (`claude-…` as `anthropic`, the rest as
+//!    `gemini`);
 //! 2. the model: its exact id or one of its aliases (ASCII case ignored),
 //!    with Gemini's `models/` prefix dropped;
 //! 3. failing that, the name without a dated snapshot suffix:
 //!    `claude-haiku-4-5-20251001` → `claude-haiku-4-5`,
-//!    `gpt-6.2-sol-2026-11-17` → `gpt-6.2-sol`.
+//!    `gpt-6.2-sol-2026-11-17` → `gpt-6.2-sol`, and Vertex's
+//!    `claude-sonnet-4-5@20250929` → `claude-sonnet-4-5`.
 //!
 //! Nothing looser: a name that only starts like a known one
 //! (`claude-opus-5-5-fast`) is unknown, since variants are priced apart.
@@ -218,6 +222,8 @@ impl ModelOverride {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct ProviderRules {
     prices_of: Option<String>,
+    /// Model-name prefixes billed as another provider (Vertex's `claude`).
+    prices_by_prefix: BTreeMap<String, String>,
     output_includes_reasoning: bool,
     /// Whether its models take images, unless an entry says otherwise.
     images: Option<bool>,
@@ -285,7 +291,7 @@ impl ModelTable {
         }
         let mut providers = BTreeMap::new();
         for (name, rules) in &raw.providers {
-            if let Some(target) = &rules.prices_of {
+            for target in rules.prices_of.iter().chain(rules.prices_by_prefix.values()) {
                 let chained = raw.providers.get(target).map(|t| t.prices_of.is_some());
                 if chained != Some(false) {
                     return Err(ModelTableError::Provider {
@@ -298,6 +304,7 @@ impl ModelTable {
                 name.clone(),
                 ProviderRules {
                     prices_of: rules.prices_of.clone(),
+                    prices_by_prefix: rules.prices_by_prefix.clone(),
                     output_includes_reasoning: rules.output_includes_reasoning,
                     images: rules.images,
                 },
@@ -323,7 +330,7 @@ impl ModelTable {
 
     /// The entry for `model` of `provider`, by the rule in the module docs.
     pub fn find(&self, provider: &str, model: &str) -> Option<&ModelInfo> {
-        let provider = self.billing_provider(provider);
+        let provider = self.billing_provider(provider, model);
         let model = model.strip_prefix("models/").unwrap_or(model);
         let named = |name: &str| {
             self.models
@@ -341,7 +348,7 @@ impl ModelTable {
         let rule = |name: &str| self.providers.get(name).and_then(|r| r.images);
         info.and_then(|i| i.images)
             .or_else(|| rule(provider))
-            .or_else(|| rule(self.billing_provider(provider)))
+            .or_else(|| rule(self.billing_provider(provider, info.map_or("", |i| i.id.as_str()))))
     }
 
     /// How `info` is priced when run through `provider` (the session's
@@ -349,9 +356,11 @@ impl ModelTable {
     pub fn pricing(&self, provider: &str, info: &ModelInfo) -> Pricing {
         // A provider the table does not list (a generic compatible server)
         // counts as Chat Completions defines `completion_tokens`: reasoning in.
-        let rules = self.providers.get(self.billing_provider(provider));
+        let billing = self.billing_provider(provider, &info.id);
+        let rules = self.providers.get(billing);
         let output_includes_reasoning = rules.is_none_or(|r| r.output_includes_reasoning);
-        let api = ProviderConfig::preset(provider).map(|config| config.api);
+        // A cloud is no preset: its usage reads as its vendor's API reports it.
+        let api = ProviderConfig::preset(provider).or_else(|| ProviderConfig::preset(billing)).map(|c| c.api);
         Pricing {
             prices: info.prices,
             long_context: info.long_context,
@@ -360,14 +369,20 @@ impl ModelTable {
         }
     }
 
-    fn billing_provider<'a>(&'a self, provider: &'a str) -> &'a str {
-        self.providers.get(provider).and_then(|r| r.prices_of.as_deref()).unwrap_or(provider)
+    fn billing_provider<'a>(&'a self, provider: &'a str, model: &str) -> &'a str {
+        let Some(rules) = self.providers.get(provider) else { return provider };
+        let by_prefix = rules.prices_by_prefix.iter().find(|(prefix, _)| model.starts_with(prefix.as_str()));
+        by_prefix.map(|(_, target)| target.as_str()).or(rules.prices_of.as_deref()).unwrap_or(provider)
     }
 }
 
 /// `model` without a dated snapshot suffix (`-20251001`, `-2026-11-17`).
 fn without_snapshot(model: &str) -> Option<&str> {
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    // Vertex names Claude snapshots `claude-sonnet-4-5@20250929`.
+    if let Some((base, date)) = model.rsplit_once('@') {
+        return (date.len() == 8 && digits(date) && date.starts_with("20")).then_some(base);
+    }
     let (base, date) = model.rsplit_once('-')?;
     if date.len() == 8 && digits(date) && date.starts_with("20") {
         return Some(base);
@@ -399,6 +414,8 @@ struct RawTable {
 struct RawProvider {
     #[serde(default)]
     prices_of: Option<String>,
+    #[serde(default)]
+    prices_by_prefix: BTreeMap<String, String>,
     #[serde(default = "yes")]
     output_includes_reasoning: bool,
     #[serde(default)]

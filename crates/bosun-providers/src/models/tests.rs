@@ -378,3 +378,25 @@ fn hand_written_entries_win_over_the_import_and_its_snapshots() {
         Some("claude-haiku-4-5")
     );
 }
+
+#[test]
+fn cloud_models_are_found_as_the_clouds_name_them_and_billed_as_their_vendor() {
+    let table = table();
+    let id = |provider: &str, model: &str| {
+        table.find(provider, model).map(|m| (m.provider.as_str(), m.id.as_str()))
+    };
+    // Vertex: Claude by its `@` snapshot, at Anthropic's prices; Gemini at Gemini's.
+    assert_eq!(id("vertex", "claude-sonnet-4-5@20250929"), Some(("anthropic", "claude-sonnet-4-5")));
+    assert_eq!(id("vertex", "claude-opus-5-5"), Some(("anthropic", "claude-opus-5-5")));
+    assert_eq!(id("vertex", "gemini-2.5-pro"), Some(("gemini", "gemini-2.5-pro")));
+    assert_eq!(id("vertex", "claude-sonnet-4-5@2025"), None, "only a dated snapshot is dropped");
+    // Azure: a deployment named after its model, at OpenAI's prices.
+    assert_eq!(id("azure", "gpt-4o"), Some(("openai", "gpt-4o")));
+    assert_eq!(id("azure-responses", "gpt-6.2-sol"), Some(("openai", "gpt-6.2-sol")));
+    assert_eq!(id("azure", "my-deployment"), None);
+    // Claude on Vertex reports cache writes apart, as Anthropic's API does.
+    let opus = table.find("vertex", "claude-opus-5-5@20251101").unwrap();
+    let spent = table.pricing("vertex", opus).cost_of_response(&usage(1_000, 200_000, 10_000, 2_000, 500));
+    assert_eq!(spent.map(|c| c.picodollars()), Some(pico(134_000)));
+    assert_eq!(table.images("vertex", Some(opus)), Some(true));
+}

@@ -278,7 +278,7 @@ pub async fn refused_url() -> String {
     url
 }
 
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
+pub async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
     let header_end = loop {
@@ -638,6 +638,7 @@ pub mod shapes;
 // ==== faults and retries ====
 // Helpers for `faults.rs` and `retries.rs`, in `faults.rs`.
 pub mod faults;
+pub mod routes;
 
 // ==== Anthropic Messages ====
 // Helpers for `anthropic.rs` and `anthropic_requests.rs`, in `anthropic.rs`.
