@@ -18,8 +18,8 @@ with `time.time_ns()` (the wall clock; aimock runs on the same machine, so its
 
   t0      immediately before the spawn
   lines   the arrival time of every chunk read from stdout (JSON lines); the
-          last line is the turn's end event (`turn_end` for bosun,
-          `turn.completed` for codex)
+          last line is the run's end event (`result` for bosun, after its
+          `turn_end`; `turn.completed` for codex)
   exit    the moment the process's pidfd becomes readable (it has exited)
 
 Three passes, each of RUNS runs per agent, interleaved agent by agent:
@@ -429,7 +429,7 @@ def bosun_agent(binary: str, base: str) -> Agent:
     env = base_env(home) | {"BOSUN_HOME": home}
     return Agent(
         name="bosun",
-        last_event="turn_end",
+        last_event="result",
         make_argv=lambda url: [
             binary, "-C", ws, "exec", "--json", "--model", "openai/gpt-test", "--base-url", url + "/v1", PROMPT,
         ],
