@@ -113,6 +113,9 @@ pub fn classify_http(
                                              `gcloud auth application-default login`) and that the account may \
                                              use Vertex AI in this project"
                 .to_owned(),
+            (None, Cloud::Bedrock { .. }) => "; check the AWS credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, \
+                                              AWS_BEARER_TOKEN_BEDROCK), the region, and access to this model"
+                .to_owned(),
             (None, _) => String::new(),
         };
         return ModelError::Authentication(format!("{described}{hint}"));
