@@ -120,6 +120,11 @@ pub fn classify_http(
         };
         return ModelError::Authentication(format!("{described}{hint}"));
     }
+    // Bedrock throttles with "Too many tokens, please wait before trying
+    // again.": its status, not the overflow phrase, says what it is.
+    if matches!(config.cloud, Cloud::Bedrock { .. }) && matches!(status, 429 | 503) {
+        return ModelError::RateLimited { message: described, retry_after_ms: retry_after.map(millis) };
+    }
     if is_overflow(&message, &codes) {
         return ModelError::ContextOverflow(described);
     }

@@ -120,6 +120,22 @@ impl ConverseDecoder {
         }
     }
 
+    /// An exception frame's error. Throttling is decided by its type:
+    /// Bedrock's message for it ("Too many tokens, please wait…") reads
+    /// like an overflow to the shared classifier.
+    fn exception(&self, value: &Value) -> ModelError {
+        match value.pointer("/error/type").and_then(Value::as_str) {
+            Some("throttlingException" | "serviceUnavailableException") => {
+                let message = value.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
+                ModelError::RateLimited {
+                    message: format!("{} reported an error in the stream: {message}", self.config.name),
+                    retry_after_ms: None,
+                }
+            }
+            _ => classify_stream_error(value, &self.config),
+        }
+    }
+
     fn read_usage(&mut self, usage: &Value) {
         let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
         let mut next = Usage::default();
@@ -172,7 +188,7 @@ impl Decoder for ConverseDecoder {
             serde_json::from_str(data).map_err(|e| bad_json(&self.config, &e, data))?
         };
         match event.event.as_str() {
-            "exception" => return Err(classify_stream_error(&value, &self.config)),
+            "exception" => return Err(self.exception(&value)),
             "contentBlockStart" => self.start(&value, out),
             "contentBlockDelta" => self.delta(&value, out),
             "contentBlockStop" => self.stop_block(&value, out),
