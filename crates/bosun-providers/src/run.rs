@@ -157,11 +157,13 @@ impl<'a> Run<'a> {
     async fn connect(&mut self) -> Step {
         let model = self.model;
         let config = &*model.config;
-        let mut builder = model
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream");
+        // Bedrock streams AWS's binary event stream, and says so when asked.
+        let accept = match config.api {
+            crate::config::Api::BedrockConverse => "application/vnd.amazon.eventstream",
+            _ => "text/event-stream",
+        };
+        let mut builder =
+            model.client.post(&self.url).header("content-type", "application/json").header("accept", accept);
         for (name, value) in
             crate::cloud::headers(config, &*model.protocol).into_iter().chain(config.headers.iter().cloned())
         {

@@ -128,6 +128,7 @@ async fn requests_are_signed_and_the_recording_replays() {
     assert!(auth.contains("/us-east-1/bedrock/aws4_request"), "{auth}");
     assert!(auth.contains("SignedHeaders=content-type;host;x-amz-date;x-amz-security-token"), "{auth}");
     assert_eq!(request.header("x-amz-security-token"), Some(SESSION));
+    assert_eq!(request.header("accept"), Some("application/vnd.amazon.eventstream"));
     assert_eq!(request.json()["messages"][0], json!({"role": "user", "content": [{"text": "hi"}]}));
 }
 

@@ -1,3 +1,6 @@
+//! The Converse protocol's URL, body and decoder on hand-built events;
+//! the recorded stream and the transport are in tests/it/bedrock.rs.
+
 use bosun_core::{Message, ModelEvent, ModelRequest, StopReason, ToolDefinition};
 use serde_json::json;
 
