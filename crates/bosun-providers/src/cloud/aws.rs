@@ -167,13 +167,9 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
 /// The region: the configured one, `AWS_REGION`, `AWS_DEFAULT_REGION`,
 /// then the profile's `region` in the config file.
 pub fn region(env: Env<'_>, configured: Option<&str>, profile: Option<&str>) -> Option<String> {
-    if let Some(region) = configured
-        .or(None)
-        .map(str::to_owned)
-        .or_else(|| env("AWS_REGION"))
-        .or_else(|| env("AWS_DEFAULT_REGION"))
-        && !region.trim().is_empty()
-    {
+    let given =
+        configured.map(str::to_owned).or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION"));
+    if let Some(region) = given.filter(|r| !r.trim().is_empty()) {
         return Some(region.trim().to_owned());
     }
     let config = ini(config_file(env).as_deref());

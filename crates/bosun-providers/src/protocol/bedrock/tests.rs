@@ -92,3 +92,50 @@ fn an_exception_is_classified() {
     let error = decoder.event(&ev("exception", data), &mut Vec::new());
     assert!(matches!(error, Err(bosun_core::ModelError::RateLimited { .. })), "{error:?}");
 }
+
+#[test]
+fn signed_reasoning_is_decoded_and_replayed_as_reasoning_content() {
+    let mut decoder = Converse.decoder(&config());
+    let mut out = Vec::new();
+    let events = [
+        ev(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "Think"}}}),
+        ),
+        ev(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"signature": "sig=="}}}),
+        ),
+        ev("contentBlockStop", json!({"contentBlockIndex": 0})),
+        ev("contentBlockDelta", json!({"contentBlockIndex": 1, "delta": {"text": "Done."}})),
+        ev("messageStop", json!({"stopReason": "end_turn"})),
+    ];
+    for event in &events {
+        decoder.event(event, &mut out).map_err(|e| e.to_string()).unwrap();
+    }
+    assert!(out.contains(&ModelEvent::ReasoningDelta("Think".into())));
+    assert!(decoder.finished() && !decoder.done(), "usage (metadata) may still come");
+    let response = decoder.finish().map_err(|e| e.to_string()).unwrap();
+    let content: Vec<bosun_core::ContentPart> = response
+        .content
+        .into_iter()
+        .filter_map(|part| match part {
+            bosun_core::ResponsePart::Content(part) => Some(part),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(content.len(), 2, "{content:?}");
+    let history = [
+        Message::user("hi"),
+        Message::Assistant { content, usage: Default::default(), stop_reason: StopReason::Stop },
+        Message::user("again"),
+    ];
+    let body = request::body(&ModelRequest::new(None, &history[..], Vec::new(), Default::default()));
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([
+            {"reasoningContent": {"reasoningText": {"text": "Think", "signature": "sig=="}}},
+            {"text": "Done."},
+        ])
+    );
+}
