@@ -5,7 +5,8 @@
 //!
 //! - `contentBlockStart` with `start.toolUse` opens a tool call;
 //! - `contentBlockDelta` carries `text`, `toolUse.input` (partial JSON) or
-//!   `reasoningContent` (`text`, `signature`, `redactedContent`);
+//!   `reasoningContent` (`text`, `signature`; or `redactedContent`, kept
+//!   in the part's provider data to be sent back as it came);
 //! - `messageStop.stopReason` is the finish; `metadata.usage` the usage,
 //!   after which the stream ends.
 
@@ -23,8 +24,18 @@ use crate::sse::SseEvent;
 
 enum Block {
     Text(String),
-    Reasoning { text: String, signature: String },
-    Tool { index: u32, id: String, name: String, json: String },
+    Reasoning {
+        text: String,
+        signature: String,
+    },
+    /// Reasoning the model's guardrails encrypted: kept only to send back.
+    Redacted(String),
+    Tool {
+        index: u32,
+        id: String,
+        name: String,
+        json: String,
+    },
 }
 
 /// Decodes one ConverseStream response.
@@ -98,6 +109,11 @@ impl ConverseDecoder {
                 json.push_str(piece);
                 out.push(ModelEvent::ToolCallArgs { index: *index, fragment: piece.to_owned() });
             }
+        } else if let Some(data) = delta.pointer("/reasoningContent/redactedContent").and_then(Value::as_str)
+        {
+            if let Block::Redacted(kept) = self.slot(index, |_| Block::Redacted(String::new())) {
+                kept.push_str(data);
+            }
         } else if let Some(reasoning) = delta.get("reasoningContent") {
             let block =
                 self.slot(index, |_| Block::Reasoning { text: String::new(), signature: String::new() });
@@ -167,6 +183,11 @@ fn part(block: Block) -> Option<ResponsePart> {
             text,
             signature: Some(signature).filter(|s| !s.is_empty()),
             provider_data: Some(ProviderData::new(tag(), json!({"type": "reasoningText"}))),
+        })),
+        Block::Redacted(data) => Some(ResponsePart::Content(ContentPart::Reasoning {
+            text: String::new(),
+            signature: None,
+            provider_data: Some(ProviderData::new(tag(), json!({"type": "redactedContent", "data": data}))),
         })),
         Block::Tool { id, name, json, .. } => {
             let arguments = if json.trim().is_empty() {

@@ -142,7 +142,11 @@ fn assistant_block(part: &ContentPart) -> Option<Value> {
     match part {
         ContentPart::Text { text } if !text.is_empty() => Some(json!({"text": text})),
         ContentPart::Reasoning { text, signature, provider_data } => {
-            provider_data.as_ref().filter(|d| d.api == tag())?;
+            let data = provider_data.as_ref().filter(|d| d.api == tag())?;
+            if data.data["type"] == "redactedContent" {
+                let opaque = data.data["data"].as_str()?;
+                return Some(json!({"reasoningContent": {"redactedContent": opaque}}));
+            }
             let signature = signature.as_deref().filter(|s| !s.is_empty())?;
             Some(json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}))
         }

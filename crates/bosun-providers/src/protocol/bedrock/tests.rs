@@ -107,6 +107,10 @@ fn signed_reasoning_is_decoded_and_replayed_as_reasoning_content() {
             json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"signature": "sig=="}}}),
         ),
         ev("contentBlockStop", json!({"contentBlockIndex": 0})),
+        ev(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 2, "delta": {"reasoningContent": {"redactedContent": "b3BhcXVl"}}}),
+        ),
         ev("contentBlockDelta", json!({"contentBlockIndex": 1, "delta": {"text": "Done."}})),
         ev("messageStop", json!({"stopReason": "end_turn"})),
     ];
@@ -124,7 +128,7 @@ fn signed_reasoning_is_decoded_and_replayed_as_reasoning_content() {
             _ => None,
         })
         .collect();
-    assert_eq!(content.len(), 2, "{content:?}");
+    assert_eq!(content.len(), 3, "{content:?}");
     let history = [
         Message::user("hi"),
         Message::Assistant { content, usage: Default::default(), stop_reason: StopReason::Stop },
@@ -135,6 +139,7 @@ fn signed_reasoning_is_decoded_and_replayed_as_reasoning_content() {
         body["messages"][1]["content"],
         json!([
             {"reasoningContent": {"reasoningText": {"text": "Think", "signature": "sig=="}}},
+            {"reasoningContent": {"redactedContent": "b3BhcXVl"}},
             {"text": "Done."},
         ])
     );
