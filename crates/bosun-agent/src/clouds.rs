@@ -1,4 +1,4 @@
-//! Azure OpenAI and Vertex AI from the settings and the environment: where
+//! Azure OpenAI, Vertex AI and Amazon Bedrock from the settings and the environment: where
 //! the models are (endpoint, api-version, project, location) and what
 //! authenticates them (an Azure key or Entra ID token, Google application
 //! default credentials), read here because bosun-providers reads no
@@ -31,7 +31,7 @@ pub const DEFAULT_LOCATION: &str = "global";
 
 /// Whether `provider` is a cloud this module configures.
 pub fn is_cloud(provider: &str) -> bool {
-    matches!(provider, "azure" | "azure-responses" | "vertex")
+    matches!(provider, "azure" | "azure-responses" | "vertex" | "bedrock")
 }
 
 /// The cloud's provider config for `model`, its authentication set.
@@ -40,6 +40,7 @@ pub fn is_cloud(provider: &str) -> bool {
 pub fn config(provider: &str, model: &str, settings: &Settings, env: &Env) -> Result<ProviderConfig> {
     match provider {
         "vertex" => vertex(model, settings, env),
+        "bedrock" => bedrock(settings, env),
         _ => azure(provider, settings, env),
     }
 }
@@ -118,6 +119,34 @@ fn vertex(model: &str, settings: &Settings, env: &Env) -> Result<ProviderConfig>
         config = config.with_base_url(url);
     }
     Ok(config.with_token_source(Arc::new(credentials)))
+}
+
+/// A Bedrock API key (`Authorization: Bearer`, no signing), used before
+/// any AWS credentials, as AWS's SDKs do.
+pub const BEDROCK_TOKEN: &str = "AWS_BEARER_TOKEN_BEDROCK";
+
+/// Bedrock in the configured region, with a Bedrock API key or AWS
+/// credentials from the environment or the shared files' profile.
+fn bedrock(settings: &Settings, env: &Env) -> Result<ProviderConfig> {
+    use bosun_providers::cloud::aws;
+    let table = settings.providers.get("bedrock");
+    let profile = table.and_then(|t| t.profile.as_deref());
+    let lookup = |name: &str| env.get(name).filter(|v| !v.trim().is_empty()).map(str::to_owned);
+    let Some(region) = aws::region(&lookup, table.and_then(|t| t.region.as_deref()), profile) else {
+        bail!(
+            "bedrock needs an AWS region: set AWS_REGION, a `region` in the profile's ~/.aws/config, or \
+             [providers.bedrock] region = \"us-east-1\""
+        );
+    };
+    let mut config = ProviderConfig::bedrock(region);
+    if let Some(url) = settings.base_url.as_deref() {
+        config = config.with_base_url(url);
+    }
+    if let Some(token) = lookup(BEDROCK_TOKEN) {
+        return Ok(config.with_token_source(Arc::new(StaticToken::new(ApiKey::new(token)))));
+    }
+    let credentials = aws::credentials(&lookup, profile).map_err(crate::error::Error::invalid)?;
+    Ok(config.with_aws_credentials(credentials))
 }
 
 /// Google's application default credentials, found as Google's libraries
@@ -239,5 +268,32 @@ mod tests {
             error.contains("GOOGLE_APPLICATION_CREDENTIALS") && error.contains("/nonexistent/key.json"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn bedrock_reads_region_and_credentials_and_prefers_an_api_key() {
+        let mut settings = Settings::defaults();
+        let none = bedrock(&settings, &env(&[])).unwrap_err().to_string();
+        assert!(none.contains("AWS_REGION"), "{none}");
+        let keys =
+            [("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "AKIAX"), ("AWS_SECRET_ACCESS_KEY", "s")];
+        let config = bedrock(&settings, &env(&keys)).unwrap();
+        assert_eq!(config.cloud, bosun_providers::Cloud::Bedrock { region: "eu-west-1".into() });
+        assert_eq!(config.base_url, "https://bedrock-runtime.eu-west-1.amazonaws.com");
+        assert!(config.aws.is_some() && config.token.is_none());
+        assert!(!format!("{config:?}").contains("\"s\""), "the secret never prints");
+        let keyed = bedrock(&settings, &env(&[keys[0], (BEDROCK_TOKEN, "ABSK")])).unwrap();
+        assert!(keyed.aws.is_none() && keyed.token.is_some());
+        settings.providers.insert(
+            "bedrock".into(),
+            ProviderSettings { region: Some("ap-south-1".into()), ..ProviderSettings::default() },
+        );
+        let config = bedrock(&settings, &env(&keys)).unwrap();
+        assert_eq!(config.cloud, bosun_providers::Cloud::Bedrock { region: "ap-south-1".into() });
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none").display().to_string();
+        let nothing = [keys[0], ("AWS_SHARED_CREDENTIALS_FILE", &missing), ("AWS_CONFIG_FILE", &missing)];
+        let error = bedrock(&settings, &env(&nothing)).unwrap_err().to_string();
+        assert!(error.contains("no AWS credentials"), "{error}");
     }
 }

@@ -171,7 +171,7 @@ fn keyed(provider: &str, settings: &Settings, env: &Env, notices: &Notices) -> R
         }
         (name, _) => ProviderConfig::preset(name).with_context(|| {
             format!(
-                "unknown provider `{name}`; known: {}, azure, azure-responses, vertex, openai-compatible, local",
+                "unknown provider `{name}`; known: {}, azure, azure-responses, vertex, bedrock, openai-compatible, local",
                 ProviderConfig::PRESETS.join(", ")
             )
         })?,

@@ -113,9 +113,17 @@ pub fn classify_http(
                                              `gcloud auth application-default login`) and that the account may \
                                              use Vertex AI in this project"
                 .to_owned(),
+            (None, Cloud::Bedrock { .. }) => "; check the AWS credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, \
+                                              AWS_BEARER_TOKEN_BEDROCK), the region, and access to this model"
+                .to_owned(),
             (None, _) => String::new(),
         };
         return ModelError::Authentication(format!("{described}{hint}"));
+    }
+    // Bedrock throttles with "Too many tokens, please wait before trying
+    // again.": its status, not the overflow phrase, says what it is.
+    if matches!(config.cloud, Cloud::Bedrock { .. }) && matches!(status, 429 | 503) {
+        return ModelError::RateLimited { message: described, retry_after_ms: retry_after.map(millis) };
     }
     if is_overflow(&message, &codes) {
         return ModelError::ContextOverflow(described);

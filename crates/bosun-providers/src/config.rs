@@ -22,6 +22,8 @@ pub enum Api {
     OpenAiResponses,
     /// Google Gemini (`POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`).
     Gemini,
+    /// Amazon Bedrock's ConverseStream (`POST {base}/model/{model}/converse-stream`).
+    BedrockConverse,
 }
 
 impl Api {
@@ -33,6 +35,7 @@ impl Api {
             Self::AnthropicMessages => "anthropic-messages",
             Self::OpenAiResponses => "openai-responses",
             Self::Gemini => "gemini",
+            Self::BedrockConverse => "bedrock-converse",
         }
     }
 }
@@ -138,6 +141,8 @@ pub struct ProviderConfig {
     /// Where each request's bearer token comes from, for a provider that
     /// takes tokens (Vertex's Google credentials, Azure's Entra ID token).
     pub token: Option<Arc<dyn TokenSource>>,
+    /// The AWS credentials each Bedrock request is signed with (SigV4).
+    pub aws: Option<Arc<crate::cloud::aws::AwsCredentials>>,
     /// Compatible-server differences.
     pub quirks: Quirks,
     /// Longest silence (no `data:` line, keep-alives do not count) before a
@@ -320,6 +325,7 @@ impl ProviderConfig {
             headers: Vec::new(),
             cloud: Cloud::Direct,
             token: None,
+            aws: None,
             quirks: Quirks::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
@@ -496,6 +502,23 @@ impl ProviderConfig {
         let mut config = Self::new("vertex", api, crate::cloud::vertex_host(&location));
         config.cloud = Cloud::Vertex { project: project.into(), location };
         config
+    }
+
+    /// Amazon Bedrock in `region`, through the Converse API. Authenticated
+    /// by AWS credentials ([`ProviderConfig::with_aws_credentials`], SigV4)
+    /// or a Bedrock API key as a token source.
+    pub fn bedrock(region: impl Into<String>) -> Self {
+        let region = region.into();
+        let mut config =
+            Self::new("bedrock", Api::BedrockConverse, crate::protocol::bedrock::endpoint(&region));
+        config.cloud = Cloud::Bedrock { region };
+        config
+    }
+
+    /// Sets the AWS credentials Bedrock requests are signed with.
+    pub fn with_aws_credentials(mut self, credentials: crate::cloud::aws::AwsCredentials) -> Self {
+        self.aws = Some(Arc::new(credentials));
+        self
     }
 
     /// Sets where bearer tokens come from.

@@ -13,7 +13,7 @@ use crate::config::ProviderConfig;
 use crate::failure::Failure;
 use crate::protocol::{self, Decoder, Protocol};
 use crate::run::Run;
-use crate::sse::{SseEvent, SseLimits, SseParser};
+use crate::sse::SseEvent;
 
 /// Why a hosted model could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -131,8 +131,7 @@ fn cut_short(config: &ProviderConfig, was_cut: bool, error: ModelError) -> Model
 /// with `Done` or an error.
 pub fn decode_recorded(config: &ProviderConfig, chunks: &[&[u8]]) -> Vec<Result<ModelEvent, ModelError>> {
     let mut decoder = protocol::for_api(config.api).decoder(config);
-    let mut parser =
-        SseParser::with_limits(SseLimits { line: config.limits.line, event: config.limits.event });
+    let mut parser = crate::eventstream::Framing::for_config(config);
     let mut events: Vec<SseEvent> = Vec::new();
     let mut parsed = chunks.iter().try_for_each(|chunk| parser.push(chunk, &mut events));
     let cut = match parsed {

@@ -18,6 +18,7 @@
 pub mod classify;
 pub mod cloud;
 pub mod config;
+pub mod eventstream;
 mod failure;
 mod hosted;
 pub mod models;

@@ -19,12 +19,13 @@ use tokio_util::sync::CancellationToken;
 use crate::classify::{
     classify_http, classify_stream_error, http_reason, is_retryable_status, millis, retry_after_header,
 };
+use crate::eventstream::Framing;
 use crate::failure::{Failure, annotate, span, wait_too_long};
 use crate::hosted::{HostedModel, decode_events};
 use crate::network;
 use crate::protocol::Decoder;
 use crate::retry;
-use crate::sse::{SseLimits, SseParser, bytes};
+use crate::sse::bytes;
 use crate::watch::{Deadlines, Stage, Watch, deadline, passed};
 
 /// Largest error body read from a failed response.
@@ -34,7 +35,7 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 struct Reading {
     body: ByteStream,
-    parser: SseParser,
+    parser: Framing,
     decoder: Box<dyn Decoder>,
     /// Replaced when the stream starts and after every chunk with a `data:`
     /// line; kept across keep-alives.
@@ -156,15 +157,30 @@ impl<'a> Run<'a> {
     async fn connect(&mut self) -> Step {
         let model = self.model;
         let config = &*model.config;
-        let mut builder = model
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream");
+        // Bedrock streams AWS's binary event stream, and says so when asked.
+        let accept = match config.api {
+            crate::config::Api::BedrockConverse => "application/vnd.amazon.eventstream",
+            _ => "text/event-stream",
+        };
+        let mut builder =
+            model.client.post(&self.url).header("content-type", "application/json").header("accept", accept);
         for (name, value) in
             crate::cloud::headers(config, &*model.protocol).into_iter().chain(config.headers.iter().cloned())
         {
             builder = builder.header(name, value);
+        }
+        if let (Some(credentials), crate::cloud::Cloud::Bedrock { region }) = (&config.aws, &config.cloud) {
+            // Signed per attempt: each has its own `x-amz-date`.
+            let signed = [("content-type".to_owned(), "application/json".to_owned())];
+            let time = config.sleeper.system_time();
+            match crate::cloud::aws::sign(credentials, region, &self.url, &signed, &self.body, time) {
+                Ok(headers) => {
+                    for (name, value) in headers {
+                        builder = builder.header(name, value);
+                    }
+                }
+                Err(error) => return self.fail(Failure::fatal(error)).await,
+            }
         }
         let sent = config.sleeper.now();
         self.started.get_or_insert(sent);
@@ -222,7 +238,11 @@ impl<'a> Run<'a> {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_lowercase();
-        if !content_type.is_empty() && !content_type.contains("event-stream") {
+        // Bedrock's binary stream is `application/vnd.amazon.eventstream`.
+        if !content_type.is_empty()
+            && !content_type.contains("event-stream")
+            && !content_type.contains("eventstream")
+        {
             let Some(body) = error_body(&self.cancel, response, &mut watch).await else { return Step::Stop };
             let failure = match serde_json::from_str::<serde_json::Value>(&body) {
                 Ok(value) if value.get("error").is_some() => {
@@ -238,10 +258,9 @@ impl<'a> Run<'a> {
             };
             return self.fail(failure).await;
         }
-        let limits = SseLimits { line: config.limits.line, event: config.limits.event };
         self.phase = Phase::Read(Box::new(Reading {
             body: Box::pin(response.bytes_stream()),
-            parser: SseParser::with_limits(limits),
+            parser: Framing::for_config(config),
             decoder: self.carried.take().unwrap_or_else(|| model.protocol.decoder(config)),
             watch: self.watch(sent, false, false),
             sent,
@@ -280,14 +299,14 @@ impl<'a> Run<'a> {
                         reading.received
                     ));
                 } else if let Err(error) = reading.parser.push(&chunk, &mut events) {
-                    broken = Some(error.to_string());
+                    broken = Some(error);
                 }
                 false
             }
             Some(None) => {
                 match reading.parser.finish(&mut events) {
                     Ok(was_cut) => cut = was_cut,
-                    Err(error) => broken = Some(error.to_string()),
+                    Err(error) => broken = Some(error),
                 }
                 true
             }

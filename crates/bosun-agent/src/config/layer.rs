@@ -133,7 +133,7 @@ pub struct Layer {
 /// How bosun talks to one provider, as Codex names these settings; what is
 /// unset keeps the adapter's default. The cloud keys (`endpoint`,
 /// `api_version`, `deployments` for Azure; `project`, `location` for
-/// Vertex) say where a cloud's models are (docs/providers.md).
+/// Vertex; `region`, `profile` for Bedrock) say where a cloud's models are (docs/providers.md).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderSettings {
@@ -168,6 +168,12 @@ pub struct ProviderSettings {
     /// Vertex: the region or `global` (else `GOOGLE_CLOUD_LOCATION`,
     /// `CLOUD_ML_REGION`; default `global`).
     pub location: Option<String>,
+    /// Bedrock: the AWS region (else `AWS_REGION`, `AWS_DEFAULT_REGION`,
+    /// the profile's `region`).
+    pub region: Option<String>,
+    /// Bedrock: the AWS profile in the shared files (else `AWS_PROFILE`,
+    /// else `default`).
+    pub profile: Option<String>,
 }
 
 impl ProviderSettings {
@@ -187,6 +193,8 @@ impl ProviderSettings {
             deployments,
             project: later.project.or(self.project),
             location: later.location.or(self.location),
+            region: later.region.or(self.region),
+            profile: later.profile.or(self.profile),
         }
     }
 
@@ -204,6 +212,8 @@ impl ProviderSettings {
             ("api_version", &self.api_version),
             ("project", &self.project),
             ("location", &self.location),
+            ("region", &self.region),
+            ("profile", &self.profile),
         ];
         let mut entries: Vec<(String, String)> = numbers
             .into_iter()

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod bedrock;
 mod clouds;
 mod command_line;
 mod custom_commands;

@@ -7,6 +7,7 @@
 //! headers and body are made, and a [`TokenSource`] for the bearer tokens
 //! these clouds take instead of (or beside) a key.
 
+pub mod aws;
 mod command;
 pub mod google;
 mod token;
@@ -56,6 +57,12 @@ pub enum Cloud {
         /// The region (`us-east5`) or `global`.
         location: String,
     },
+    /// Amazon Bedrock: the base URL is the region's runtime endpoint, the
+    /// model a Bedrock model id or inference profile.
+    Bedrock {
+        /// The AWS region requests are signed for (`us-east-1`).
+        region: String,
+    },
 }
 
 /// Vertex's host for `location`: `global` has no region prefix.
@@ -70,7 +77,7 @@ pub fn vertex_host(location: &str) -> String {
 pub(crate) fn url(config: &ProviderConfig, protocol: &dyn Protocol, model: &str) -> String {
     let base = config.base_url.trim_end_matches('/');
     match &config.cloud {
-        Cloud::Direct => protocol.url(config, model),
+        Cloud::Direct | Cloud::Bedrock { .. } => protocol.url(config, model),
         Cloud::Azure { api_version } => {
             // An endpoint pasted with the SDK's `/openai` or `/openai/v1` suffix is tolerated.
             let base =
@@ -113,7 +120,7 @@ pub(crate) fn headers(config: &ProviderConfig, protocol: &dyn Protocol) -> Vec<(
             Some(key) => vec![("api-key".to_owned(), key.expose().to_owned())],
             None => Vec::new(),
         },
-        Cloud::Vertex { .. } => Vec::new(),
+        Cloud::Vertex { .. } | Cloud::Bedrock { .. } => Vec::new(),
     }
 }
 
@@ -132,7 +139,7 @@ pub(crate) fn envelope(config: &ProviderConfig, mut body: Value) -> Value {
 /// A name as one URL path segment: the characters a deployment, project or
 /// model id may hold pass, anything else is percent-encoded, so a name
 /// cannot add a path segment or a query.
-fn path_segment(name: &str) -> String {
+pub(crate) fn path_segment(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for byte in name.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~@".contains(&byte) {

@@ -10,7 +10,10 @@
 //!    `openai`, Azure's are `openai`) is looked up as that one; a cloud
 //!    that resells several vendors (Vertex) bills each model as its vendor,
 //!    by the model name's prefix (`claude-…` as `anthropic`, the rest as
-//!    `gemini`);
+//!    `gemini`); Bedrock's ids name their vendor
+//!    (`us.anthropic.claude-sonnet-4-5-20250929-v1:0` is Anthropic's
+//!    `claude-sonnet-4-5-20250929`, its inference-profile geography and
+//!    Bedrock version suffix dropped);
 //! 2. the model: its exact id or one of its aliases (ASCII case ignored),
 //!    with Gemini's `models/` prefix dropped;
 //! 3. failing that, the name without a dated snapshot suffix:
@@ -330,6 +333,10 @@ impl ModelTable {
 
     /// The entry for `model` of `provider`, by the rule in the module docs.
     pub fn find(&self, provider: &str, model: &str) -> Option<&ModelInfo> {
+        if provider == "bedrock" {
+            let (vendor, name) = bedrock_model(model)?;
+            return self.find(vendor, name);
+        }
         let provider = self.billing_provider(provider, model);
         let model = model.strip_prefix("models/").unwrap_or(model);
         let named = |name: &str| {
@@ -356,7 +363,11 @@ impl ModelTable {
     pub fn pricing(&self, provider: &str, info: &ModelInfo) -> Pricing {
         // A provider the table does not list (a generic compatible server)
         // counts as Chat Completions defines `completion_tokens`: reasoning in.
-        let billing = self.billing_provider(provider, &info.id);
+        // Bedrock bills each model as its vendor does, and Converse reports
+        // cache reads and writes apart from `inputTokens`.
+        let bedrock = provider == "bedrock";
+        let billing =
+            if bedrock { info.provider.as_str() } else { self.billing_provider(provider, &info.id) };
         let rules = self.providers.get(billing);
         let output_includes_reasoning = rules.is_none_or(|r| r.output_includes_reasoning);
         // A cloud is no preset: its usage reads as its vendor's API reports it.
@@ -365,7 +376,7 @@ impl ModelTable {
             prices: info.prices,
             long_context: info.long_context,
             output_includes_reasoning,
-            usage_separates_cache_writes: api == Some(Api::AnthropicMessages),
+            usage_separates_cache_writes: bedrock || api == Some(Api::AnthropicMessages),
         }
     }
 
@@ -374,6 +385,40 @@ impl ModelTable {
         let by_prefix = rules.prices_by_prefix.iter().find(|(prefix, _)| model.starts_with(prefix.as_str()));
         by_prefix.map(|(_, target)| target.as_str()).or(rules.prices_of.as_deref()).unwrap_or(provider)
     }
+}
+
+/// The vendor (as the table names it) and model of a Bedrock model id:
+/// `us.anthropic.claude-sonnet-4-5-20250929-v1:0` is Anthropic's
+/// `claude-sonnet-4-5-20250929`. A cross-region inference profile's
+/// geography (`us.`, `eu.`, `apac.`, `global.`, …) and the Bedrock version
+/// suffix (`-v1:0`, `-v2`) are dropped. `None` for a vendor the table has
+/// no prices of.
+fn bedrock_model(model: &str) -> Option<(&'static str, &str)> {
+    let model = model.trim();
+    // An inference profile's id is `GEO.VENDOR.MODEL`.
+    const GEOGRAPHIES: &[&str] = &["us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"];
+    let (first, rest) = model.split_once('.')?;
+    let (vendor, name) = match GEOGRAPHIES.contains(&first) {
+        true => rest.split_once('.')?,
+        false => (first, rest),
+    };
+    let vendor = match vendor {
+        "anthropic" => "anthropic",
+        "openai" => "openai",
+        _ => return None,
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let name = match name.rsplit_once("-v") {
+        Some((base, version))
+            if version
+                .split_once(':')
+                .map_or(digits(version), |(major, minor)| digits(major) && digits(minor)) =>
+        {
+            base
+        }
+        _ => name,
+    };
+    Some((vendor, name))
 }
 
 /// `model` without a dated snapshot suffix (`-20251001`, `-2026-11-17`).

@@ -390,6 +390,22 @@ fn cloud_models_are_found_as_the_clouds_name_them_and_billed_as_their_vendor() {
     assert_eq!(id("vertex", "claude-opus-5-5"), Some(("anthropic", "claude-opus-5-5")));
     assert_eq!(id("vertex", "gemini-2.5-pro"), Some(("gemini", "gemini-2.5-pro")));
     assert_eq!(id("vertex", "claude-sonnet-4-5@2025"), None, "only a dated snapshot is dropped");
+    // Bedrock: model ids and cross-region inference profiles, at the vendor's prices.
+    let sonnet = Some(("anthropic", "claude-sonnet-4-5"));
+    assert_eq!(id("bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"), sonnet);
+    for geo in ["us", "eu", "apac", "global"] {
+        assert_eq!(
+            id("bedrock", &format!("{geo}.anthropic.claude-sonnet-4-5-20250929-v1:0")),
+            sonnet,
+            "{geo}"
+        );
+    }
+    assert_eq!(id("bedrock", "anthropic.claude-sonnet-4-5"), sonnet);
+    assert_eq!(id("bedrock", "meta.llama3-70b-instruct-v1:0"), None, "no Meta prices in the table");
+    assert_eq!(id("bedrock", "claude-sonnet-4-5"), None, "a Bedrock id names its vendor");
+    let opus = table.find("bedrock", "us.anthropic.claude-opus-5-5-20251101-v1:0").unwrap();
+    let spent = table.pricing("bedrock", opus).cost_of_response(&usage(1_000, 200_000, 10_000, 2_000, 500));
+    assert_eq!(spent.map(|c| c.picodollars()), Some(pico(134_000)), "priced as on Anthropic's API");
     // Azure: a deployment named after its model, at OpenAI's prices.
     assert_eq!(id("azure", "gpt-4o"), Some(("openai", "gpt-4o")));
     assert_eq!(id("azure-responses", "gpt-6.2-sol"), Some(("openai", "gpt-6.2-sol")));

@@ -3,6 +3,7 @@
 //! HTTP, retries and watchdog for all of them.
 
 pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 pub(crate) mod chat;
 pub(crate) mod gemini;
 pub(crate) mod responses;
@@ -77,6 +78,7 @@ pub(crate) fn for_api(api: Api) -> Box<dyn Protocol> {
         Api::AnthropicMessages => Box::new(anthropic::Anthropic),
         Api::OpenAiResponses => Box::new(responses::Responses),
         Api::Gemini => Box::new(gemini::Gemini),
+        Api::BedrockConverse => Box::new(bedrock::Converse),
     }
 }
 

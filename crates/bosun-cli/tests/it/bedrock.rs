@@ -1,0 +1,134 @@
+//! `bosun exec` on Amazon Bedrock, end to end: the real binary runs a tool
+//! round trip (the model reads greet.sh, then answers from what it read)
+//! against bosun-providers' Bedrock stand-in (`tests/peers/
+//! bedrock_sigv4_server.py`), which recomputes every request's SigV4
+//! signature with botocore and refuses any request whose signature differs,
+//! then streams Converse events in AWS's binary event-stream framing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::support;
+
+use support::*;
+
+const KEY_ID: &str = "AKIDE2EEXAMPLE";
+const SECRET: &str = "e2e/secret/EXAMPLEKEY";
+const SESSION: &str = "e2e-session-token";
+const ANSWER: &str = "It prints hello wrold.";
+
+/// The botocore stand-in, killed when dropped.
+struct Peer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn peer(token: Option<&str>) -> Option<Peer> {
+    let python = bosun_testing::mcp::python_sdk_path();
+    let imports = Command::new(&python).args(["-c", "import botocore"]).output();
+    if !imports.is_ok_and(|o| o.status.success()) {
+        bosun_testing::skip_or_fail(
+            "BOSUN_SKIP_MCP",
+            &format!(
+                "{} cannot import botocore: run scripts/test (test-peers/requirements.txt)",
+                python.display()
+            ),
+        );
+        return None;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../bosun-providers/tests/peers/bedrock_sigv4_server.py");
+    let mut child = Command::new(&python)
+        .arg(script)
+        .args(["round-trip", KEY_ID, SECRET, token.unwrap_or("-"), "us-east-1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("the peer said {line:?}"));
+    Some(Peer { child, url: format!("http://127.0.0.1:{port}") })
+}
+
+/// The peer's tally of POSTs and refusals (`GET /count`).
+fn counts(peer: &Peer) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(peer.url.trim_start_matches("http://")).unwrap();
+    stream.write_all(b"GET /count HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn exec_runs_a_tool_round_trip_on_bedrock_signed_as_botocore_signs() {
+    let Some(peer) = peer(Some(SESSION)) else { return };
+    let sandbox = task_sandbox();
+    let mut cmd = sandbox.bosun();
+    cmd.env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_SESSION_TOKEN", SESSION)
+        .env("AWS_REGION", "us-east-1")
+        .args(["--model", "bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0"])
+        .args(["exec", "--base-url", &peer.url, "what does greet.sh print?"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stdout.contains(ANSWER), "{out:#?}");
+    assert!(!out.stderr.contains("is not known"), "the table knows the inference profile: {}", out.stderr);
+    assert_eq!(counts(&peer), serde_json::json!({"posts": 2, "refused": 0}), "two turns, both signed right");
+}
+
+#[test]
+fn exec_on_bedrock_reads_a_profile_from_the_shared_files_and_a_wrong_key_is_refused() {
+    let Some(peer) = peer(None) else { return };
+    let sandbox = task_sandbox();
+    std::fs::create_dir_all(sandbox.path("home/.aws")).unwrap();
+    let credentials = format!(
+        "[default]\naws_access_key_id = {KEY_ID}\naws_secret_access_key = wrong\n\n[e2e]\naws_access_key_id = \
+         {KEY_ID}\naws_secret_access_key = {SECRET}\n"
+    );
+    std::fs::write(sandbox.path("home/.aws/credentials"), credentials).unwrap();
+    std::fs::write(sandbox.path("home/.aws/config"), "[profile e2e]\nregion = us-east-1\n").unwrap();
+    let mut cmd = sandbox.bosun();
+    cmd.env("AWS_PROFILE", "e2e")
+        .args(["--model", "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0"])
+        .args(["exec", "--base-url", &peer.url, "what does greet.sh print?"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stdout.contains(ANSWER), "{out:#?}");
+    assert_eq!(counts(&peer), serde_json::json!({"posts": 2, "refused": 0}));
+    // The default profile's wrong secret: refused once, not retried.
+    let mut cmd = sandbox.bosun();
+    cmd.env("AWS_REGION", "us-east-1")
+        .args(["--model", "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0"])
+        .args(["exec", "--base-url", &peer.url, "what does greet.sh print?"]);
+    let out = run(cmd);
+    assert_ne!(out.status.code(), Some(0), "{out:#?}");
+    assert!(out.stderr.contains("403"), "{out:#?}");
+    assert_eq!(counts(&peer), serde_json::json!({"posts": 3, "refused": 1}));
+}
+
+#[test]
+fn bedrock_without_a_region_or_credentials_is_refused_before_any_request() {
+    let sandbox = Sandbox::new();
+    for (env, expected) in [
+        (vec![], "AWS_REGION"),
+        (vec![("AWS_REGION", "us-east-1"), ("AWS_PROFILE", "nobody")], "AWS_PROFILE=nobody"),
+    ] {
+        let mut cmd = sandbox.bosun();
+        cmd.envs(env).args(["exec", "--model", "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", "hi"]);
+        let out = run(cmd);
+        out.expect_code(2);
+        assert!(out.stderr.contains(expected), "{out:#?}");
+    }
+}

@@ -1,0 +1,221 @@
+//! AWS credentials and SigV4 signing for Amazon Bedrock.
+//!
+//! Signing is `aws-sigv4`'s (AWS's maintained implementation); each
+//! attempt is signed afresh, so its `x-amz-date` is the attempt's time.
+//!
+//! Credentials are read here, not through `aws-config`: that crate brings
+//! the SDK's whole runtime (its own HTTP stack on hyper, the async runtime
+//! glue, SSO and STS clients), which the binary would carry for every user
+//! (docs/benchmarks.md). The sources most setups use are small: the
+//! environment, and the shared `credentials` and `config` files with
+//! profiles. Container and instance metadata, SSO and `credential_process`
+//! are not read (documented in docs/providers.md).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use bosun_core::ModelError;
+
+use crate::secret::ApiKey;
+
+/// The service name Bedrock's runtime signs with.
+pub const SERVICE: &str = "bedrock";
+
+/// An access key pair, with the session token of temporary credentials.
+#[derive(Clone)]
+pub struct AwsCredentials {
+    /// `AKIA…` or `ASIA…`.
+    pub access_key_id: String,
+    secret_access_key: ApiKey,
+    session_token: Option<ApiKey>,
+}
+
+impl std::fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key id is not secret (it appears in every signed request);
+        // the secret and the session token never print.
+        f.debug_struct("AwsCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl AwsCredentials {
+    /// Credentials from their parts.
+    pub fn new(access_key_id: impl Into<String>, secret: impl Into<String>, session: Option<String>) -> Self {
+        Self {
+            access_key_id: access_key_id.into(),
+            secret_access_key: ApiKey::new(secret.into()),
+            session_token: session.filter(|t| !t.is_empty()).map(ApiKey::new),
+        }
+    }
+}
+
+/// What went wrong finding credentials.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AwsAuthError {
+    /// No source held credentials.
+    #[error(
+        "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in \
+         ~/.aws/credentials (AWS_PROFILE={profile}), or AWS_BEARER_TOKEN_BEDROCK"
+    )]
+    Missing {
+        /// The profile looked for.
+        profile: String,
+    },
+    /// The request could not be signed.
+    #[error("signing the Bedrock request failed: {0}")]
+    Signing(String),
+}
+
+/// Reads the environment: a lookup function, so tests need not touch the
+/// process's variables.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The profile in effect: `AWS_PROFILE`, else `default`.
+pub fn profile_name(env: Env<'_>, configured: Option<&str>) -> String {
+    configured
+        .map(str::to_owned)
+        .or_else(|| env("AWS_PROFILE"))
+        .or_else(|| env("AWS_DEFAULT_PROFILE"))
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "default".to_owned())
+}
+
+fn home(env: Env<'_>) -> Option<PathBuf> {
+    env("HOME").or_else(|| env("USERPROFILE")).map(PathBuf::from)
+}
+
+fn credentials_file(env: Env<'_>) -> Option<PathBuf> {
+    env("AWS_SHARED_CREDENTIALS_FILE")
+        .map(PathBuf::from)
+        .or_else(|| Some(home(env)?.join(".aws/credentials")))
+}
+
+fn config_file(env: Env<'_>) -> Option<PathBuf> {
+    env("AWS_CONFIG_FILE").map(PathBuf::from).or_else(|| Some(home(env)?.join(".aws/config")))
+}
+
+/// The sections of an INI file, keys lower-cased; a missing or unreadable
+/// file is empty (the chain goes on to the next source).
+fn ini(path: Option<&Path>) -> HashMap<String, HashMap<String, String>> {
+    let text = path.and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    parse_ini(&text)
+}
+
+pub(crate) fn parse_ini(text: &str) -> HashMap<String, HashMap<String, String>> {
+    let mut sections: HashMap<String, HashMap<String, String>> = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            current = Some(name.trim().to_owned());
+            sections.entry(name.trim().to_owned()).or_default();
+            continue;
+        }
+        if let (Some(section), Some((key, value))) = (&current, line.split_once('=')) {
+            let entry = sections.entry(section.clone()).or_default();
+            entry.insert(key.trim().to_lowercase(), value.trim().to_owned());
+        }
+    }
+    sections
+}
+
+/// The profile's section of the config file: `[profile NAME]`, or
+/// `[default]` for the default profile.
+fn config_section(
+    config: &HashMap<String, HashMap<String, String>>,
+    profile: &str,
+) -> Option<HashMap<String, String>> {
+    config
+        .get(&format!("profile {profile}"))
+        .or_else(|| (profile == "default").then(|| config.get("default")).flatten())
+        .cloned()
+}
+
+/// Credentials from the environment, then the profile's entry in the
+/// credentials file, then its keys in the config file.
+pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials, AwsAuthError> {
+    // An explicit profile in bosun's config wins over keys in the environment.
+    if profile.is_none()
+        && let (Some(id), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"))
+        && !id.is_empty()
+    {
+        return Ok(AwsCredentials::new(id, secret, env("AWS_SESSION_TOKEN")));
+    }
+    let name = profile_name(env, profile);
+    let from = |section: Option<HashMap<String, String>>| {
+        let section = section?;
+        let id = section.get("aws_access_key_id")?.clone();
+        let secret = section.get("aws_secret_access_key")?.clone();
+        Some(AwsCredentials::new(id, secret, section.get("aws_session_token").cloned()))
+    };
+    let file = ini(credentials_file(env).as_deref());
+    if let Some(found) = from(file.get(&name).cloned()) {
+        return Ok(found);
+    }
+    let config = ini(config_file(env).as_deref());
+    from(config_section(&config, &name)).ok_or(AwsAuthError::Missing { profile: name })
+}
+
+/// The region: the configured one, `AWS_REGION`, `AWS_DEFAULT_REGION`,
+/// then the profile's `region` in the config file.
+pub fn region(env: Env<'_>, configured: Option<&str>, profile: Option<&str>) -> Option<String> {
+    let given =
+        configured.map(str::to_owned).or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION"));
+    if let Some(region) = given.filter(|r| !r.trim().is_empty()) {
+        return Some(region.trim().to_owned());
+    }
+    let config = ini(config_file(env).as_deref());
+    config_section(&config, &profile_name(env, profile))?.get("region").cloned()
+}
+
+/// The SigV4 headers for one request: `authorization`, `x-amz-date`,
+/// `x-amz-security-token` with temporary credentials.
+pub(crate) fn sign(
+    credentials: &AwsCredentials,
+    region: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    time: SystemTime,
+) -> Result<Vec<(String, String)>, ModelError> {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    use aws_sigv4::sign::v4;
+    let failed = |e: &dyn std::fmt::Display| {
+        ModelError::Authentication(AwsAuthError::Signing(e.to_string()).to_string())
+    };
+    let identity = aws_credential_types::Credentials::new(
+        credentials.access_key_id.clone(),
+        credentials.secret_access_key.expose().to_owned(),
+        credentials.session_token.as_ref().map(|t| t.expose().to_owned()),
+        None,
+        "bosun",
+    )
+    .into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(SERVICE)
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| failed(&e))?
+        .into();
+    let request = SignableRequest::new(
+        "POST",
+        url,
+        headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        SignableBody::Bytes(body),
+    )
+    .map_err(|e| failed(&e))?;
+    let (instructions, _signature) = sign(request, &params).map_err(|e| failed(&e))?.into_parts();
+    let (headers, _params) = instructions.into_parts();
+    Ok(headers.into_iter().map(|h| (h.name().to_owned(), h.value().to_owned())).collect())
+}
