@@ -126,7 +126,8 @@ fn vertex(model: &str, settings: &Settings, env: &Env) -> Result<ProviderConfig>
 pub const BEDROCK_TOKEN: &str = "AWS_BEARER_TOKEN_BEDROCK";
 
 /// Bedrock in the configured region, with a Bedrock API key or AWS
-/// credentials from the environment or the shared files' profile.
+/// credentials from the environment, the shared files' profile, or the
+/// container credentials endpoint.
 fn bedrock(settings: &Settings, env: &Env) -> Result<ProviderConfig> {
     use bosun_providers::cloud::aws;
     let table = settings.providers.get("bedrock");
@@ -145,8 +146,8 @@ fn bedrock(settings: &Settings, env: &Env) -> Result<ProviderConfig> {
     if let Some(token) = lookup(BEDROCK_TOKEN) {
         return Ok(config.with_token_source(Arc::new(StaticToken::new(ApiKey::new(token)))));
     }
-    let credentials = aws::credentials(&lookup, profile).map_err(crate::error::Error::invalid)?;
-    Ok(config.with_aws_credentials(credentials))
+    let source = aws::source(&lookup, profile).map_err(crate::error::Error::invalid)?;
+    Ok(config.with_aws_source(source))
 }
 
 /// Google's application default credentials, found as Google's libraries
@@ -295,5 +296,21 @@ mod tests {
         let nothing = [keys[0], ("AWS_SHARED_CREDENTIALS_FILE", &missing), ("AWS_CONFIG_FILE", &missing)];
         let error = bedrock(&settings, &env(&nothing)).unwrap_err().to_string();
         assert!(error.contains("no AWS credentials"), "{error}");
+        let container = [
+            nothing[0],
+            nothing[1],
+            nothing[2],
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:9/c"),
+        ];
+        let config = bedrock(&settings, &env(&container)).unwrap();
+        assert!(format!("{:?}", config.aws).contains("ContainerCredentials"), "{:?}", config.aws);
+        let remote = [
+            nothing[0],
+            nothing[1],
+            nothing[2],
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/c"),
+        ];
+        let error = bedrock(&settings, &env(&remote)).unwrap_err().to_string();
+        assert!(error.contains("neither https nor a loopback"), "{error}");
     }
 }

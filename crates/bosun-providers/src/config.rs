@@ -142,7 +142,7 @@ pub struct ProviderConfig {
     /// takes tokens (Vertex's Google credentials, Azure's Entra ID token).
     pub token: Option<Arc<dyn TokenSource>>,
     /// The AWS credentials each Bedrock request is signed with (SigV4).
-    pub aws: Option<Arc<crate::cloud::aws::AwsCredentials>>,
+    pub aws: Option<Arc<dyn crate::cloud::aws::AwsCredentialSource>>,
     /// Compatible-server differences.
     pub quirks: Quirks,
     /// Longest silence (no `data:` line, keep-alives do not count) before a
@@ -518,6 +518,13 @@ impl ProviderConfig {
     /// Sets the AWS credentials Bedrock requests are signed with.
     pub fn with_aws_credentials(mut self, credentials: crate::cloud::aws::AwsCredentials) -> Self {
         self.aws = Some(Arc::new(credentials));
+        self
+    }
+
+    /// Sets where the keys Bedrock requests are signed with come from
+    /// (container credentials, instance metadata), asked before each attempt.
+    pub fn with_aws_source(mut self, source: Arc<dyn crate::cloud::aws::AwsCredentialSource>) -> Self {
+        self.aws = Some(source);
         self
     }
 

@@ -169,11 +169,22 @@ impl<'a> Run<'a> {
         {
             builder = builder.header(name, value);
         }
-        if let (Some(credentials), crate::cloud::Cloud::Bedrock { region }) = (&config.aws, &config.cloud) {
-            // Signed per attempt: each has its own `x-amz-date`.
+        if let (Some(source), crate::cloud::Cloud::Bedrock { region }) = (&config.aws, &config.cloud) {
+            // Signed per attempt: each has its own `x-amz-date`, and keys
+            // that expire are fetched again. The fetch is bounded by its own
+            // source's timeouts, and a failed one is retried as classified.
+            let credentials = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Step::Stop,
+                credentials = source.credentials() => credentials,
+            };
+            let credentials = match credentials {
+                Ok(credentials) => credentials,
+                Err(error) => return self.fail(Failure::decoded(config, error)).await,
+            };
             let signed = [("content-type".to_owned(), "application/json".to_owned())];
             let time = config.sleeper.system_time();
-            match crate::cloud::aws::sign(credentials, region, &self.url, &signed, &self.body, time) {
+            match crate::cloud::aws::sign(&credentials, region, &self.url, &signed, &self.body, time) {
                 Ok(headers) => {
                     for (name, value) in headers {
                         builder = builder.header(name, value);

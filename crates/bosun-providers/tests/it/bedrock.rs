@@ -31,7 +31,7 @@ const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 const SESSION: &str = "FwoGZXIvYXdzEXAMPLETOKEN";
 
 /// The recorded response body: the hex `response` of the nock recording.
-fn recorded_body() -> Vec<u8> {
+pub(crate) fn recorded_body() -> Vec<u8> {
     let path = fixtures_dir().join(RECORDING);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let value: Value = serde_json::from_str(&text).unwrap();
@@ -64,7 +64,7 @@ fn exception(kind: &str, message: &str) -> Vec<u8> {
     frame(&headers, &json!({"message": message}))
 }
 
-fn stream(body: Vec<u8>) -> Canned {
+pub(crate) fn stream(body: Vec<u8>) -> Canned {
     Canned::sse(body).with_header("content-type", "application/vnd.amazon.eventstream")
 }
 

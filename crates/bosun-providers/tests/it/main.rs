@@ -12,6 +12,7 @@ mod aimock;
 mod anthropic;
 mod anthropic_requests;
 mod anthropic_shapes;
+mod aws_credentials;
 mod bedrock;
 mod chat;
 mod chat_shapes;

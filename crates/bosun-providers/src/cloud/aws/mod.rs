@@ -8,16 +8,24 @@
 //! glue, SSO and STS clients), which the binary would carry for every user
 //! (docs/benchmarks.md). The sources most setups use are small: the
 //! environment, and the shared `credentials` and `config` files with
-//! profiles. Container and instance metadata, SSO and `credential_process`
-//! are not read (documented in docs/providers.md).
+//! profiles; in ECS and EKS, the container credentials endpoint
+//! (`container.rs`). Instance metadata, SSO and `credential_process` are
+//! not read (documented in docs/providers.md).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::SystemTime;
 
 use bosun_core::ModelError;
 
 use crate::secret::ApiKey;
+
+mod container;
+mod http;
+
+pub use container::{ContainerCredentials, ECS_ENDPOINT_OVERRIDE, ECS_HOST};
 
 /// The service name Bedrock's runtime signs with.
 pub const SERVICE: &str = "bedrock";
@@ -53,6 +61,27 @@ impl AwsCredentials {
     }
 }
 
+/// What [`AwsCredentialSource::credentials`] returns.
+pub type CredentialsFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<AwsCredentials, ModelError>> + Send + 'a>>;
+
+/// Where the transport gets the keys each Bedrock attempt is signed with.
+/// Asked before every attempt, so a source that fetches temporary keys
+/// caches them until shortly before they expire. An error fails the
+/// attempt as classified (a network error is retried, a refusal is not).
+pub trait AwsCredentialSource: Send + Sync + std::fmt::Debug {
+    /// Keys valid for at least the next few minutes.
+    fn credentials(&self) -> CredentialsFuture<'_>;
+}
+
+/// Keys given as they are (environment, shared files): never refreshed.
+impl AwsCredentialSource for AwsCredentials {
+    fn credentials(&self) -> CredentialsFuture<'_> {
+        let credentials = self.clone();
+        Box::pin(async move { Ok(credentials) })
+    }
+}
+
 /// What went wrong finding credentials.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -60,12 +89,16 @@ pub enum AwsAuthError {
     /// No source held credentials.
     #[error(
         "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in \
-         ~/.aws/credentials (AWS_PROFILE={profile}), or AWS_BEARER_TOKEN_BEDROCK"
+         ~/.aws/credentials (AWS_PROFILE={profile}), or AWS_BEARER_TOKEN_BEDROCK; no container \
+         credentials endpoint is set (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI)"
     )]
     Missing {
         /// The profile looked for.
         profile: String,
     },
+    /// The container credentials endpoint the environment names cannot be used.
+    #[error("AWS container credentials: {0}")]
+    Container(String),
     /// The request could not be signed.
     #[error("signing the Bedrock request failed: {0}")]
     Signing(String),
@@ -162,6 +195,25 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
     }
     let config = ini(config_file(env).as_deref());
     from(config_section(&config, &name)).ok_or(AwsAuthError::Missing { profile: name })
+}
+
+/// The SDKs' chain, as far as bosun follows it: keys in the environment,
+/// then the profile's static keys in the shared files, then the container
+/// credentials endpoint (ECS, EKS Pod Identity) when the environment names
+/// one. Each later source is asked only when no earlier one has keys.
+pub fn source(
+    env: Env<'_>,
+    profile: Option<&str>,
+) -> Result<std::sync::Arc<dyn AwsCredentialSource>, AwsAuthError> {
+    let missing = match credentials(env, profile) {
+        Ok(found) => return Ok(std::sync::Arc::new(found)),
+        Err(missing @ AwsAuthError::Missing { .. }) => missing,
+        Err(other) => return Err(other),
+    };
+    if let Some(container) = ContainerCredentials::from_env(env)? {
+        return Ok(std::sync::Arc::new(container));
+    }
+    Err(missing)
 }
 
 /// The region: the configured one, `AWS_REGION`, `AWS_DEFAULT_REGION`,
