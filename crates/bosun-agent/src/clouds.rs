@@ -126,8 +126,8 @@ fn vertex(model: &str, settings: &Settings, env: &Env) -> Result<ProviderConfig>
 pub const BEDROCK_TOKEN: &str = "AWS_BEARER_TOKEN_BEDROCK";
 
 /// Bedrock in the configured region, with a Bedrock API key or AWS
-/// credentials from the environment, the shared files' profile, or the
-/// container credentials endpoint.
+/// credentials from the environment, the shared files' profile, the
+/// container credentials endpoint, or the EC2 instance metadata service.
 fn bedrock(settings: &Settings, env: &Env) -> Result<ProviderConfig> {
     use bosun_providers::cloud::aws;
     let table = settings.providers.get("bedrock");
@@ -293,7 +293,12 @@ mod tests {
         assert_eq!(config.cloud, bosun_providers::Cloud::Bedrock { region: "ap-south-1".into() });
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("none").display().to_string();
-        let nothing = [keys[0], ("AWS_SHARED_CREDENTIALS_FILE", &missing), ("AWS_CONFIG_FILE", &missing)];
+        let nothing = [
+            keys[0],
+            ("AWS_SHARED_CREDENTIALS_FILE", &missing),
+            ("AWS_CONFIG_FILE", &missing),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ];
         let error = bedrock(&settings, &env(&nothing)).unwrap_err().to_string();
         assert!(error.contains("no AWS credentials"), "{error}");
         let container = [
@@ -312,5 +317,8 @@ mod tests {
         ];
         let error = bedrock(&settings, &env(&remote)).unwrap_err().to_string();
         assert!(error.contains("neither https nor a loopback"), "{error}");
+        // With nothing else, the instance metadata service is asked at the first request.
+        let config = bedrock(&settings, &env(&nothing[..3])).unwrap();
+        assert!(format!("{:?}", config.aws).contains("InstanceMetadata"), "{:?}", config.aws);
     }
 }

@@ -178,3 +178,89 @@ fn the_chain_takes_static_keys_first_and_the_container_only_without_them() {
     let chosen = aws::source(&|name| bare.get(name).cloned(), None).unwrap();
     assert!(format!("{chosen:?}").contains("ContainerCredentials"), "{chosen:?}");
 }
+
+// ------------------------------------------------------ instance metadata
+
+const ROLES: &str = "/latest/meta-data/iam/security-credentials/";
+
+/// IMDSv2 as EC2 answers it: keys only with the session token the PUT gave.
+async fn imds(roles: &'static str) -> Routed {
+    Routed::start(move |request| {
+        let token = request.header("x-aws-ec2-metadata-token") == Some("imds-session");
+        match (request.method.as_str(), request.path.as_str()) {
+            ("PUT", "/latest/api/token")
+                if request.header("x-aws-ec2-metadata-token-ttl-seconds") == Some("21600") =>
+            {
+                Canned { headers: vec![], ..Canned::error(200, "imds-session") }
+            }
+            ("GET", ROLES) if token && !roles.is_empty() => Canned::error(200, roles),
+            ("GET", path) if token && path == format!("{ROLES}bosun-role") => json(
+                200,
+                &json!({"Code": "Success", "Type": "AWS-HMAC", "AccessKeyId": "ASIAINSTANCE",
+                    "SecretAccessKey": "instance-secret", "Token": "instance-token",
+                    "Expiration": expiration(6 * 3600)}),
+            ),
+            ("GET", _) if token => json(404, &json!({"message": "not found"})),
+            _ => json(401, &json!({"message": "unauthorized"})),
+        }
+    })
+    .await
+}
+
+fn chain(vars: &[(&str, &str)]) -> Result<Arc<dyn AwsCredentialSource>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none").display().to_string();
+    let mut all: HashMap<String, String> =
+        vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    all.insert("AWS_SHARED_CREDENTIALS_FILE".into(), none.clone());
+    all.insert("AWS_CONFIG_FILE".into(), none);
+    aws::source(&|name| all.get(name).cloned(), None).map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn instance_metadata_asks_a_session_token_then_the_role_then_its_keys_once() {
+    let server = imds("bosun-role\n").await;
+    let source = chain(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &server.url)]).unwrap();
+    assert!(format!("{source:?}").contains("InstanceMetadata"), "{source:?}");
+    for _ in 0..2 {
+        let keys = source.credentials().await.unwrap();
+        assert_eq!(keys.access_key_id, "ASIAINSTANCE");
+        assert!(!format!("{keys:?}").contains("instance-secret"));
+    }
+    let asked: Vec<_> = server.to("/latest").iter().map(|r| (r.method.clone(), r.path.clone())).collect();
+    assert_eq!(
+        asked,
+        [
+            ("PUT".to_owned(), "/latest/api/token".to_owned()),
+            ("GET".to_owned(), ROLES.to_owned()),
+            ("GET".to_owned(), format!("{ROLES}bosun-role")),
+        ],
+        "six hours' keys are fetched once"
+    );
+}
+
+#[tokio::test]
+async fn an_instance_without_a_role_says_so() {
+    let server = imds("").await;
+    let source = chain(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &server.url)]).unwrap();
+    let error = source.credentials().await.unwrap_err();
+    assert!(matches!(&error, ModelError::Authentication(m) if m.contains("no IAM role")), "{error:?}");
+}
+
+#[tokio::test]
+async fn off_ec2_the_error_names_every_source_tried_and_disabling_metadata_fails_at_once() {
+    let refused = support::refused_url().await;
+    let source = chain(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &refused)]).unwrap();
+    let error = source.credentials().await.unwrap_err();
+    let ModelError::Authentication(message) = &error else { panic!("{error:?}") };
+    for named in [
+        "AWS_ACCESS_KEY_ID",
+        "~/.aws/credentials",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "instance metadata",
+    ] {
+        assert!(message.contains(named), "{named} in {message}");
+    }
+    let error = chain(&[("AWS_EC2_METADATA_DISABLED", "true")]).unwrap_err();
+    assert!(error.contains("no AWS credentials found"), "{error}");
+}

@@ -20,8 +20,6 @@ pub const ECS_HOST: &str = "169.254.170.2";
 /// Test-only: replaces `http://169.254.170.2` for a relative URI, so a test
 /// can stand a local server in for the ECS agent. No SDK reads it.
 pub const ECS_ENDPOINT_OVERRIDE: &str = "BOSUN_TEST_AWS_CONTAINER_ENDPOINT";
-/// How long before expiry cached keys are replaced.
-pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(300);
 /// Largest credentials response read.
 const MAX_RESPONSE: usize = 64 * 1024;
 
@@ -39,7 +37,7 @@ pub struct ContainerCredentials {
     url: String,
     authorization: Authorization,
     client: reqwest::Client,
-    cache: tokio::sync::Mutex<Option<(AwsCredentials, Option<Instant>)>>,
+    cache: super::http::Cache,
 }
 
 impl std::fmt::Debug for ContainerCredentials {
@@ -106,20 +104,7 @@ impl ContainerCredentials {
             .timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Some(Self { url, authorization, client, cache: tokio::sync::Mutex::new(None) }))
-    }
-
-    async fn cached(&self) -> Result<AwsCredentials, ModelError> {
-        // Held across the fetch: concurrent requests wait for one answer.
-        let mut cache = self.cache.lock().await;
-        if let Some((credentials, expires)) = cache.as_ref()
-            && expires.is_none_or(|at| Instant::now() + REFRESH_MARGIN < at)
-        {
-            return Ok(credentials.clone());
-        }
-        let (credentials, expires) = self.fetch().await?;
-        *cache = Some((credentials.clone(), expires));
-        Ok(credentials)
+        Ok(Some(Self { url, authorization, client, cache: super::http::Cache::default() }))
     }
 
     async fn fetch(&self) -> Result<(AwsCredentials, Option<Instant>), ModelError> {
@@ -160,6 +145,6 @@ impl ContainerCredentials {
 
 impl AwsCredentialSource for ContainerCredentials {
     fn credentials(&self) -> CredentialsFuture<'_> {
-        Box::pin(self.cached())
+        Box::pin(self.cache.get(self.fetch()))
     }
 }

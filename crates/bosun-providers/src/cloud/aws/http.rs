@@ -2,9 +2,40 @@
 //! errors classified as the transport classifies them, and the expiry
 //! times they give.
 
+use std::future::Future;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bosun_core::ModelError;
+
+use super::AwsCredentials;
+
+/// How long before expiry cached keys are replaced: long enough that keys
+/// handed out sign any request while it is sent.
+pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(300);
+
+/// Fetched keys and when they expire (never, when the answer said not).
+#[derive(Default)]
+pub(crate) struct Cache(tokio::sync::Mutex<Option<(AwsCredentials, Option<Instant>)>>);
+
+impl Cache {
+    /// The cached keys while they are good for five more minutes, else
+    /// those `fetch` gets. The lock is held across the fetch, so concurrent
+    /// requests wait for one answer.
+    pub(crate) async fn get(
+        &self,
+        fetch: impl Future<Output = Result<(AwsCredentials, Option<Instant>), ModelError>>,
+    ) -> Result<AwsCredentials, ModelError> {
+        let mut cache = self.0.lock().await;
+        if let Some((credentials, expires)) = cache.as_ref()
+            && expires.is_none_or(|at| Instant::now() + REFRESH_MARGIN < at)
+        {
+            return Ok(credentials.clone());
+        }
+        let (credentials, expires) = fetch.await?;
+        *cache = Some((credentials.clone(), expires));
+        Ok(credentials)
+    }
+}
 
 /// The body of a successful answer to `request`. A refused request is an
 /// authentication error (retrying will not change it); an unreachable
@@ -15,7 +46,17 @@ pub(crate) async fn read(
     what: &str,
     max: usize,
 ) -> Result<Vec<u8>, ModelError> {
-    let mut response = request.send().await.map_err(|error| {
+    body(request.send().await, url, what, max).await
+}
+
+/// The body of a request already sent, classified as [`read`] says.
+pub(crate) async fn body(
+    sent: Result<reqwest::Response, reqwest::Error>,
+    url: &str,
+    what: &str,
+    max: usize,
+) -> Result<Vec<u8>, ModelError> {
+    let mut response = sent.map_err(|error| {
         let (message, _) = crate::network::describe(&error, url);
         ModelError::Network(format!("getting {what} from {url}: {message}"))
     })?;

@@ -9,8 +9,9 @@
 //! (docs/benchmarks.md). The sources most setups use are small: the
 //! environment, and the shared `credentials` and `config` files with
 //! profiles; in ECS and EKS, the container credentials endpoint
-//! (`container.rs`). Instance metadata, SSO and `credential_process` are
-//! not read (documented in docs/providers.md).
+//! (`container.rs`); on EC2, the instance metadata service (`imds.rs`).
+//! SSO and `credential_process` are not read (documented in
+//! docs/providers.md).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -24,8 +25,10 @@ use crate::secret::ApiKey;
 
 mod container;
 mod http;
+mod imds;
 
 pub use container::{ContainerCredentials, ECS_ENDPOINT_OVERRIDE, ECS_HOST};
+pub use imds::{IMDS_ENDPOINT, InstanceMetadata};
 
 /// The service name Bedrock's runtime signs with.
 pub const SERVICE: &str = "bedrock";
@@ -200,7 +203,10 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
 /// The SDKs' chain, as far as bosun follows it: keys in the environment,
 /// then the profile's static keys in the shared files, then the container
 /// credentials endpoint (ECS, EKS Pod Identity) when the environment names
-/// one. Each later source is asked only when no earlier one has keys.
+/// one, then the EC2 instance metadata service unless
+/// `AWS_EC2_METADATA_DISABLED` is `true`. Each later source is asked only
+/// when no earlier one has keys; the last is asked at the first request,
+/// and its error then names every source tried.
 pub fn source(
     env: Env<'_>,
     profile: Option<&str>,
@@ -212,6 +218,9 @@ pub fn source(
     };
     if let Some(container) = ContainerCredentials::from_env(env)? {
         return Ok(std::sync::Arc::new(container));
+    }
+    if let Some(instance) = InstanceMetadata::from_env(env, &missing.to_string())? {
+        return Ok(std::sync::Arc::new(instance));
     }
     Err(missing)
 }
