@@ -24,7 +24,7 @@ const TOKEN: &str = "container-session-token";
 const RELATIVE: &str = "/v2/credentials/task-role-1";
 
 /// An RFC 3339 time `from_now` ahead (or behind) the wall clock.
-fn expiration(from_now: i64) -> String {
+pub(crate) fn expiration(from_now: i64) -> String {
     let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() as i64;
     let seconds = now + from_now;
     let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));

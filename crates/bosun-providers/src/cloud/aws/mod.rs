@@ -9,8 +9,9 @@
 //! (docs/benchmarks.md). The sources most setups use are small: the
 //! environment, and the shared `credentials` and `config` files with
 //! profiles; in ECS and EKS, the container credentials endpoint
-//! (`container.rs`); on EC2, the instance metadata service (`imds.rs`).
-//! SSO and `credential_process` are not read (documented in
+//! (`container.rs`); on EC2, the instance metadata service (`imds.rs`);
+//! SSO profiles (`sso.rs`), with the token `aws sso login` cached.
+//! `credential_process` and assumed roles are not read (documented in
 //! docs/providers.md).
 
 use std::collections::HashMap;
@@ -26,9 +27,11 @@ use crate::secret::ApiKey;
 mod container;
 mod http;
 mod imds;
+mod sso;
 
 pub use container::{ContainerCredentials, ECS_ENDPOINT_OVERRIDE, ECS_HOST};
 pub use imds::{IMDS_ENDPOINT, InstanceMetadata};
+pub use sso::{SSO_PORTAL_OVERRIDE, SsoCredentials};
 
 /// The service name Bedrock's runtime signs with.
 pub const SERVICE: &str = "bedrock";
@@ -102,6 +105,9 @@ pub enum AwsAuthError {
     /// The container credentials endpoint the environment names cannot be used.
     #[error("AWS container credentials: {0}")]
     Container(String),
+    /// The profile's SSO settings cannot be used.
+    #[error("AWS SSO: {0}")]
+    Sso(String),
     /// The request could not be signed.
     #[error("signing the Bedrock request failed: {0}")]
     Signing(String),
@@ -121,7 +127,7 @@ pub fn profile_name(env: Env<'_>, configured: Option<&str>) -> String {
         .unwrap_or_else(|| "default".to_owned())
 }
 
-fn home(env: Env<'_>) -> Option<PathBuf> {
+pub(crate) fn home(env: Env<'_>) -> Option<PathBuf> {
     env("HOME").or_else(|| env("USERPROFILE")).map(PathBuf::from)
 }
 
@@ -201,7 +207,8 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
 }
 
 /// The SDKs' chain, as far as bosun follows it: keys in the environment,
-/// then the profile's static keys in the shared files, then the container
+/// then the profile's static keys in the shared files, or its SSO role
+/// (with the token `aws sso login` cached), then the container
 /// credentials endpoint (ECS, EKS Pod Identity) when the environment names
 /// one, then the EC2 instance metadata service unless
 /// `AWS_EC2_METADATA_DISABLED` is `true`. Each later source is asked only
@@ -216,6 +223,14 @@ pub fn source(
         Err(missing @ AwsAuthError::Missing { .. }) => missing,
         Err(other) => return Err(other),
     };
+    // An SSO profile is the profile's own source: before the container's.
+    let name = profile_name(env, profile);
+    let config = ini(config_file(env).as_deref());
+    if let Some(section) = config_section(&config, &name)
+        && let Some(sso) = SsoCredentials::from_profile(env, &name, &section, &config)?
+    {
+        return Ok(std::sync::Arc::new(sso));
+    }
     if let Some(container) = ContainerCredentials::from_env(env)? {
         return Ok(std::sync::Arc::new(container));
     }
