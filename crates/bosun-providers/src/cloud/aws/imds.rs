@@ -58,7 +58,7 @@ impl InstanceMetadata {
             // The metadata service is never reached through a proxy.
             .no_proxy()
             .build()
-            .map_err(|e| super::AwsAuthError::Signing(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| super::AwsAuthError::Client(e.to_string()))?;
         Ok(Some(Self { endpoint, tried: tried.to_owned(), client, cache: super::http::Cache::default() }))
     }
 

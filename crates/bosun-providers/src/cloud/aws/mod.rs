@@ -108,6 +108,9 @@ pub enum AwsAuthError {
     /// The profile's SSO settings cannot be used.
     #[error("AWS SSO: {0}")]
     Sso(String),
+    /// The HTTP client for a credentials endpoint could not be built.
+    #[error("cannot build the HTTP client for AWS credentials: {0}")]
+    Client(String),
     /// The request could not be signed.
     #[error("signing the Bedrock request failed: {0}")]
     Signing(String),
