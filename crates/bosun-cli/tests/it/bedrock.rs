@@ -126,6 +126,10 @@ fn bedrock_without_a_region_or_credentials_is_refused_before_any_request() {
         (vec![("AWS_REGION", "us-east-1"), ("AWS_PROFILE", "nobody")], "AWS_PROFILE=nobody"),
     ] {
         let mut cmd = sandbox.bosun();
+        // Off EC2 the instance metadata service is the chain's last source,
+        // asked at the first request; turned off, nothing is left to ask and
+        // the refusal comes before any request.
+        cmd.env("AWS_EC2_METADATA_DISABLED", "true");
         cmd.envs(env).args(["exec", "--model", "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", "hi"]);
         let out = run(cmd);
         out.expect_code(2);
