@@ -245,7 +245,7 @@ pub(crate) fn brief(text: &str) -> String {
     }
 }
 
-fn is_overflow(message: &str, codes: &[String]) -> bool {
+pub(crate) fn is_overflow(message: &str, codes: &[String]) -> bool {
     let lower = message.to_lowercase();
     OVERFLOW_PHRASES.iter().any(|p| lower.contains(p) || codes.iter().any(|c| c == p))
 }
@@ -318,14 +318,14 @@ pub(crate) fn millis(duration: Duration) -> u64 {
 }
 
 /// Removes the key from text a provider sent back (some echo it).
-fn scrub(text: &str, config: &ProviderConfig) -> String {
+pub(crate) fn scrub(text: &str, config: &ProviderConfig) -> String {
     match &config.api_key {
         Some(key) if key.expose().len() >= 8 => text.replace(key.expose(), "<redacted>"),
         _ => text.to_owned(),
     }
 }
 
-fn shorten(text: &str) -> String {
+pub(crate) fn shorten(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > MAX_MESSAGE {
         format!("{}…", one_line.chars().take(MAX_MESSAGE).collect::<String>())

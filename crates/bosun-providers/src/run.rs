@@ -16,14 +16,12 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::classify::{
-    classify_http, classify_stream_error, http_reason, is_retryable_status, millis, retry_after_header,
-};
+use crate::classify::{classify_stream_error, millis, retry_after_header};
 use crate::eventstream::Framing;
 use crate::failure::{Failure, annotate, span, wait_too_long};
 use crate::hosted::{HostedModel, decode_events};
 use crate::network;
-use crate::protocol::Decoder;
+use crate::protocol::{Decoder, Refused};
 use crate::retry;
 use crate::sse::bytes;
 use crate::watch::{Deadlines, Stage, Watch, deadline, passed};
@@ -230,15 +228,12 @@ impl<'a> Run<'a> {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after_header(response.headers(), config.sleeper.system_time());
+            let headers = response.headers().clone();
             // The status says most: a body that stalls is classified as far
             // as it came once the wait for the response is over.
             let Some(body) = error_body(&self.cancel, response, &mut watch).await else { return Step::Stop };
-            let status = status.as_u16();
-            let failure = Failure {
-                error: classify_http(status, retry_after, &body, config),
-                retryable: is_retryable_status(status),
-                reason: http_reason(status, &body, config),
-            };
+            let refused = Refused { status: status.as_u16(), headers: &headers, retry_after, body: &body };
+            let failure = model.protocol.refusal(&refused, config);
             return self.fail(failure).await;
         }
         // A success that is not an event stream (a proxy's page, a broken

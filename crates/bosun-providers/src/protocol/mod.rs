@@ -11,6 +11,9 @@ mod structured;
 
 use bosun_core::{Capabilities, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolChoice};
 
+use crate::classify::{classify_http, http_reason, is_retryable_status};
+use crate::failure::Failure;
+
 use crate::config::{Api, ProviderConfig};
 use crate::sse::SseEvent;
 
@@ -36,6 +39,27 @@ pub(crate) trait Protocol: Send + Sync {
 
     /// A fresh decoder for one response stream.
     fn decoder(&self, config: &ProviderConfig) -> Box<dyn Decoder>;
+
+    /// What a response with a failing `status` means: its error, whether
+    /// another attempt may fare better, and the reason a retry notice
+    /// gives. Most APIs say it in the status and the JSON body; one that
+    /// names its error classes in a header reads them here.
+    fn refusal(&self, refused: &Refused<'_>, config: &ProviderConfig) -> Failure {
+        Failure {
+            error: classify_http(refused.status, refused.retry_after, refused.body, config),
+            retryable: is_retryable_status(refused.status),
+            reason: http_reason(refused.status, refused.body, config),
+        }
+    }
+}
+
+/// A response with a failing status, as far as it was read.
+pub(crate) struct Refused<'a> {
+    pub(crate) status: u16,
+    pub(crate) headers: &'a reqwest::header::HeaderMap,
+    /// The wait its headers ask for.
+    pub(crate) retry_after: Option<std::time::Duration>,
+    pub(crate) body: &'a str,
 }
 
 /// Turns one response's SSE events into model events.

@@ -182,6 +182,88 @@ async fn an_exception_after_content_ends_the_stream_with_it() {
 }
 
 #[tokio::test]
+async fn a_service_quota_refusal_is_a_rate_limit_and_sent_again() {
+    // A 400, but a per-minute quota: Bedrock's reference says resubmit later.
+    let quota =
+        Canned::error(400, r#"{"message":"Your request exceeds the service quota for your account."}"#)
+            .with_header(
+                "x-amzn-ErrorType",
+                "ServiceQuotaExceededException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            );
+    let (outcome, server) =
+        run(vec![quota, stream(recorded_body())], &[Step::Received(1), Step::End(2)]).await;
+    assert_eq!(outcome.response().text(), ANSWER);
+    assert_eq!(outcome.retries().len(), 1);
+    assert!(outcome.retries()[0].2.contains("ServiceQuotaExceededException"), "{:?}", outcome.retries());
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn the_error_class_decides_over_the_status_and_the_message() {
+    struct Case {
+        status: u16,
+        header: Option<&'static str>,
+        body: &'static str,
+        expected: fn(&ModelError) -> bool,
+    }
+    let cases = [
+        Case {
+            status: 403,
+            header: Some("AccessDeniedException"),
+            body: r#"{"message":"You don't have access to the model with the specified model ID."}"#,
+            expected: |e| matches!(e, ModelError::Authentication(m) if m.contains("AccessDeniedException") && m.contains("AWS_PROFILE")),
+        },
+        Case {
+            // No header: the class in the body's `__type`.
+            status: 403,
+            header: None,
+            body: r#"{"__type":"com.amazon.coral.service#UnrecognizedClientException","message":"The security token included in the request is invalid."}"#,
+            expected: |e| matches!(e, ModelError::Authentication(m) if m.contains("UnrecognizedClientException")),
+        },
+        Case {
+            status: 424,
+            header: Some("ModelErrorException"),
+            body: r#"{"message":"Received an error from the model."}"#,
+            expected: |e| matches!(e, ModelError::Server(m) if m.contains("ModelErrorException")),
+        },
+        Case {
+            status: 404,
+            header: Some("ResourceNotFoundException"),
+            body: r#"{"message":"Could not resolve the foundation model from the provided model identifier."}"#,
+            expected: |e| matches!(e, ModelError::InvalidRequest(m) if m.contains("foundation model")),
+        },
+        Case {
+            // Not the overflow its words suggest: a validation error on its own terms.
+            status: 400,
+            header: Some("ValidationException"),
+            body: r#"{"message":"The provided model identifier is invalid."}"#,
+            expected: |e| matches!(e, ModelError::InvalidRequest(_)),
+        },
+    ];
+    for case in cases {
+        let mut canned = Canned::error(case.status, case.body);
+        if let Some(header) = case.header {
+            canned = canned.with_header("x-amzn-ErrorType", header);
+        }
+        let (outcome, server) = run(vec![canned, stream(recorded_body())], &[]).await;
+        assert!((case.expected)(outcome.error()), "{} {:?}: {:?}", case.status, case.header, outcome.error());
+        assert_eq!(server.requests().len(), 1, "{:?} is not sent again", case.header);
+    }
+}
+
+#[tokio::test]
+async fn a_model_still_loading_or_timing_out_is_sent_again() {
+    for (status, class) in [(429, "ModelNotReadyException"), (408, "ModelTimeoutException")] {
+        let refused = Canned::error(status, r#"{"message":"Model is not ready for inference."}"#)
+            .with_header("x-amzn-ErrorType", class);
+        let (outcome, server) =
+            run(vec![refused, stream(recorded_body())], &[Step::Received(1), Step::End(2)]).await;
+        assert_eq!(outcome.response().text(), ANSWER, "{class}");
+        assert_eq!(server.requests().len(), 2, "{class}");
+    }
+}
+
+#[tokio::test]
 async fn too_long_is_context_overflow_over_http_and_in_the_stream() {
     let http = Canned::error(400, r#"{"message":"Input is too long for requested model."}"#)
         .with_header("x-amzn-ErrorType", "ValidationException");

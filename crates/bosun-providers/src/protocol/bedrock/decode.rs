@@ -17,7 +17,6 @@ use bosun_core::{ContentPart, ModelError, ModelEvent, ModelResponse, ResponsePar
 use serde_json::{Value, json};
 
 use super::tag;
-use crate::classify::classify_stream_error;
 use crate::config::ProviderConfig;
 use crate::protocol::{Decoder, bad_json, ended_early};
 use crate::sse::SseEvent;
@@ -136,20 +135,9 @@ impl ConverseDecoder {
         }
     }
 
-    /// An exception frame's error. Throttling is decided by its type:
-    /// Bedrock's message for it ("Too many tokens, please wait…") reads
-    /// like an overflow to the shared classifier.
+    /// An exception frame's error, classified by its type (`errors.rs`).
     fn exception(&self, value: &Value) -> ModelError {
-        match value.pointer("/error/type").and_then(Value::as_str) {
-            Some("throttlingException" | "serviceUnavailableException") => {
-                let message = value.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
-                ModelError::RateLimited {
-                    message: format!("{} reported an error in the stream: {message}", self.config.name),
-                    retry_after_ms: None,
-                }
-            }
-            _ => classify_stream_error(value, &self.config),
-        }
+        super::errors::exception(value, &self.config)
     }
 
     fn read_usage(&mut self, usage: &Value) {

@@ -6,6 +6,7 @@
 //! (`cloud::aws`) or carry a Bedrock API key as a bearer token.
 
 mod decode;
+mod errors;
 mod request;
 
 use bosun_core::{Capabilities, ModelError, ModelRequest};
@@ -50,6 +51,10 @@ impl Protocol for Converse {
 
     fn decoder(&self, config: &ProviderConfig) -> Box<dyn Decoder> {
         Box::new(decode::ConverseDecoder::new(config.clone()))
+    }
+
+    fn refusal(&self, refused: &super::Refused<'_>, config: &ProviderConfig) -> crate::failure::Failure {
+        errors::refusal(refused, config)
     }
 }
 
