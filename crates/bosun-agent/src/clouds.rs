@@ -88,7 +88,9 @@ fn azure(provider: &str, settings: &Settings, env: &Env) -> Result<ProviderConfi
         let Some((program, args)) = command.split_first() else {
             bail!("[providers.{provider}] token_command is empty: name a program and its arguments");
         };
-        return Ok(config.with_token_source(Arc::new(CommandToken::new(program.clone(), args.to_vec()))));
+        let token = CommandToken::new(program.clone(), args.to_vec())
+            .with_confiner(crate::credential_sandbox::confiner(settings, env));
+        return Ok(config.with_token_source(Arc::new(token)));
     }
     bail!(
         "{provider} needs {AZURE_KEY}, an Entra ID token in {AZURE_TOKEN}, or [providers.azure] token_command = \
@@ -146,7 +148,8 @@ fn bedrock(settings: &Settings, env: &Env) -> Result<ProviderConfig> {
     if let Some(token) = lookup(BEDROCK_TOKEN) {
         return Ok(config.with_token_source(Arc::new(StaticToken::new(ApiKey::new(token)))));
     }
-    let source = aws::source(&lookup, profile).map_err(crate::error::Error::invalid)?;
+    let confiner = crate::credential_sandbox::confiner(settings, env);
+    let source = aws::source(&lookup, profile, Some(confiner)).map_err(crate::error::Error::invalid)?;
     Ok(config.with_aws_source(source))
 }
 

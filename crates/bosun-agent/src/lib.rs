@@ -12,6 +12,7 @@ pub mod attach;
 pub mod children;
 pub mod clouds;
 pub mod config;
+pub mod credential_sandbox;
 pub mod error;
 pub mod examples;
 pub mod hints;

@@ -46,26 +46,36 @@ pub fn for_workspace(
     notices: &Notices,
 ) -> Result<Arc<Sandbox>> {
     let policy = policy(workspace, env, settings);
+    let off = policy.workspace.clone();
+    let (sandbox, new) = shared(policy, |missing| {
+        notices.warn(without_sandbox(settings.mode, missing)?);
+        Ok(Sandbox::off(off))
+    })?;
+    if new && let Some(partial) = sandbox.confines().then(|| sandbox.support().partial()).flatten() {
+        notices.warn(format!("the sandbox holds only partly: {partial}"));
+    }
+    Ok(sandbox)
+}
+
+/// The sandbox for `policy`, built once per policy and process, and
+/// whether this call built it. Where the kernel has none, `unsupported`
+/// says what to run in instead (or fails).
+pub(crate) fn shared(
+    policy: SandboxPolicy,
+    unsupported: impl FnOnce(&str) -> Result<Sandbox>,
+) -> Result<(Arc<Sandbox>, bool)> {
     let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, sandbox)) = built.iter().find(|(known, _)| *known == policy) {
-        return Ok(Arc::clone(sandbox));
+        return Ok((Arc::clone(sandbox), false));
     }
     let sandbox = match Sandbox::new(policy.clone()) {
-        Ok(sandbox) => {
-            if let Some(partial) = sandbox.confines().then(|| sandbox.support().partial()).flatten() {
-                notices.warn(format!("the sandbox holds only partly: {partial}"));
-            }
-            sandbox
-        }
-        Err(SandboxError::Unsupported(missing)) => {
-            notices.warn(without_sandbox(settings.mode, &missing)?);
-            Sandbox::off(workspace)
-        }
+        Ok(sandbox) => sandbox,
+        Err(SandboxError::Unsupported(missing)) => unsupported(&missing)?,
         Err(error) => return Err(error.into()),
     };
     let sandbox = Arc::new(sandbox);
     built.push((policy, Arc::clone(&sandbox)));
-    Ok(sandbox)
+    Ok((sandbox, true))
 }
 
 /// What happens where the kernel has no sandbox: the notice, or, in

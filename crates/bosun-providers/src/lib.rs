@@ -31,7 +31,9 @@ pub mod sse;
 pub mod tls;
 mod watch;
 
-pub use cloud::{Cloud, CommandToken, GoogleAuthError, GoogleCredentials, StaticToken, TokenSource};
+pub use cloud::{
+    Cloud, CommandConfiner, CommandToken, GoogleAuthError, GoogleCredentials, StaticToken, TokenSource,
+};
 pub use config::{
     Api, ProviderConfig, Quirks, ReasoningFormat, RetryPolicy, Sleeper, StreamLimits, TokioSleeper, key_vars,
     needs_key,

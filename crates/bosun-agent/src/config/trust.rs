@@ -21,7 +21,7 @@ use crate::error::{Context, Result, bail};
 use bosun_core::Mode;
 
 use super::Settings;
-use super::layer::{Layer, TrustLevel};
+use super::layer::{Layer, ProviderSettings, TrustLevel};
 use super::permissions::{Answer, Prefixes, ToolRule};
 use super::sandbox;
 
@@ -217,8 +217,10 @@ pub fn gate(layer: &Layer, trusted: bool, before: &Settings, user: Option<&Layer
         // How the person is interrupted: theirs to choose.
         notifications: gate.trusted_only("notifications", notifications),
         headers: gate.trusted_only_each(headers, |name| format!("headers.{name}")),
-        // How the provider is talked to (retries, timeouts), like its URL.
-        providers: gate.trusted_only_each(providers, |name| format!("providers.{name}")),
+        // How the provider is talked to (retries, timeouts), like its URL;
+        // never a token command, which runs with the network and the
+        // user's cloud credentials readable (`credential_sandbox.rs`).
+        providers: gate.providers(providers),
         sessions_db: gate.trusted_only("sessions_db", sessions_db),
         // What is kept of the user's files, and how much of their disk.
         rewind: gate.trusted_only("rewind", rewind),
@@ -328,6 +330,22 @@ impl Gate {
             self.ignore(named(name));
         }
         BTreeMap::new()
+    }
+
+    /// A project's provider tables (trusted only), without a
+    /// `token_command`: only the user's own file names a program that
+    /// reads the user's cloud credentials.
+    fn providers(
+        &mut self,
+        providers: &BTreeMap<String, ProviderSettings>,
+    ) -> BTreeMap<String, ProviderSettings> {
+        let mut kept = self.trusted_only_each(providers, |name| format!("providers.{name}"));
+        for (name, table) in &mut kept {
+            if table.token_command.take().is_some() {
+                self.ignore(format!("providers.{name}.token_command"));
+            }
+        }
+        kept
     }
 
     /// The mode, when no looser than the one in effect.

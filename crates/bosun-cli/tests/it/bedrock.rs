@@ -136,3 +136,53 @@ fn bedrock_without_a_region_or_credentials_is_refused_before_any_request() {
         assert!(out.stderr.contains(expected), "{out:#?}");
     }
 }
+
+#[test]
+fn invariant_18_a_credential_process_runs_in_the_sandbox_and_its_keys_sign_the_requests() {
+    let Some(peer) = peer(Some(SESSION)) else { return };
+    let sandbox = task_sandbox();
+    std::fs::create_dir_all(sandbox.path("home/.aws")).unwrap();
+    std::fs::create_dir_all(sandbox.path("home/.ssh")).unwrap();
+    std::fs::write(sandbox.path("home/.ssh/id_test"), "PRIVATE KEY MATERIAL").unwrap();
+    // The program tries what a credential command must not do (write the
+    // project or the home folder, read another secret), notes where it ran
+    // in its own cloud's folder, which it may write, then prints the keys.
+    let home = sandbox.path("home");
+    let script = sandbox.path("vault.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\npwd > '{home}/.aws/seen-cwd'\necho escaped > '{ws}/escaped.txt'\necho escaped > \
+             '{home}/escaped.txt'\ncat '{home}/.ssh/id_test' > '{home}/.aws/stolen'\nprintf '{{\"Version\": 1, \
+             \"AccessKeyId\": \"{KEY_ID}\", \"SecretAccessKey\": \"{SECRET}\", \"SessionToken\": \"{SESSION}\", \
+             \"Expiration\": \"2099-01-01T00:00:00Z\"}}'\n",
+            home = home.display(),
+            ws = sandbox.ws().display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        sandbox.path("home/.aws/config"),
+        format!(
+            "[profile vault]\nregion = us-east-1\ncredential_process = \"{}\" --json\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = sandbox.bosun();
+    cmd.env("AWS_PROFILE", "vault")
+        .args(["--model", "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0"])
+        .args(["exec", "--base-url", &peer.url, "what does greet.sh print?"]);
+    let out = run(cmd);
+    out.expect_code(0);
+    assert!(out.stdout.contains(ANSWER), "{out:#?}");
+    assert_eq!(counts(&peer), serde_json::json!({"posts": 2, "refused": 0}), "signed with the printed keys");
+    let cwd =
+        std::fs::read_to_string(sandbox.path("home/.aws/seen-cwd")).expect("it ran and wrote its own folder");
+    assert!(cwd.trim().ends_with("credential-commands"), "it runs in bosun's folder, not the project: {cwd}");
+    assert!(!sandbox.ws().join("escaped.txt").exists(), "the project is not writable");
+    assert!(!home.join("escaped.txt").exists(), "the home folder is not writable");
+    let stolen = std::fs::read_to_string(home.join(".aws/stolen")).unwrap_or_default();
+    assert!(!stolen.contains("PRIVATE KEY"), "another secret is hidden: {stolen}");
+}

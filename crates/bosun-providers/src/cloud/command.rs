@@ -1,7 +1,9 @@
-//! A bearer token printed by a command the user configured: how Entra ID
+//! Credentials printed by a command the user configured: how Entra ID
 //! tokens for Azure are had without an Azure SDK (`az account
 //! get-access-token --resource https://cognitiveservices.azure.com -o
-//! json`), and refreshed as they expire.
+//! json`), and refreshed as they expire; and how every such command is run
+//! (AWS's `credential_process` too): inside the OS sandbox the front end
+//! hands in ([`CommandConfiner`]), with a timeout, killed with bosun.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -15,8 +17,48 @@ use crate::secret::ApiKey;
 const UNKNOWN_LIFETIME: Duration = Duration::from_secs(240);
 /// How long before its stated expiry a token is replaced.
 const MARGIN: Duration = Duration::from_secs(300);
-/// Longest a token command may run.
+/// Longest a credential command may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Readies a credential command to run inside the OS sandbox (MISSION.md
+/// invariant 18). bosun-providers starts no process on its own authority:
+/// the front end, which owns the sandbox, supplies this.
+pub trait CommandConfiner: Send + Sync + std::fmt::Debug {
+    /// Confines `command` (and sets where it runs); the returned guard is
+    /// kept until the command has ended. An error means the command must
+    /// not run.
+    fn confine(&self, command: &mut tokio::process::Command) -> Result<Box<dyn Send>, String>;
+}
+
+/// What a credential command printed on stdout, once it succeeded.
+/// `what` names it in errors (`the token command `az``).
+pub(crate) async fn run_credential_command(
+    program: &str,
+    args: &[String],
+    confiner: Option<&dyn CommandConfiner>,
+    what: &str,
+) -> Result<String, ModelError> {
+    let failed = |why: String| ModelError::Authentication(format!("{what} `{program}` {why}"));
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let guard = match confiner {
+        Some(confiner) => {
+            Some(confiner.confine(&mut command).map_err(|e| failed(format!("cannot be sandboxed: {e}")))?)
+        }
+        None => None,
+    };
+    let output = tokio::time::timeout(COMMAND_TIMEOUT, command.output())
+        .await
+        .map_err(|_| failed(format!("did not finish within {} s", COMMAND_TIMEOUT.as_secs())))?
+        .map_err(|e| failed(format!("cannot be run: {e}")))?;
+    drop(guard);
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let head: String = stderr.trim().chars().take(300).collect();
+        return Err(failed(format!("failed ({}): {head}", output.status)));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
 
 /// Runs `program` with `args` for a token and keeps it until shortly
 /// before it expires. The command prints the token alone, or a JSON object
@@ -26,13 +68,21 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct CommandToken {
     program: String,
     args: Vec<String>,
+    confiner: Option<std::sync::Arc<dyn CommandConfiner>>,
     cache: tokio::sync::Mutex<Option<(ApiKey, Instant)>>,
 }
 
 impl CommandToken {
     /// The command `program args…`, run without a shell.
     pub fn new(program: impl Into<String>, args: Vec<String>) -> Self {
-        Self { program: program.into(), args, cache: tokio::sync::Mutex::new(None) }
+        Self { program: program.into(), args, confiner: None, cache: tokio::sync::Mutex::new(None) }
+    }
+
+    /// Runs the command inside `confiner`'s sandbox.
+    #[must_use]
+    pub fn with_confiner(mut self, confiner: std::sync::Arc<dyn CommandConfiner>) -> Self {
+        self.confiner = Some(confiner);
+        self
     }
 
     async fn cached(&self) -> Result<ApiKey, ModelError> {
@@ -48,24 +98,11 @@ impl CommandToken {
     }
 
     async fn run(&self) -> Result<(ApiKey, Instant), ModelError> {
-        let program = &self.program;
-        let failed = |why: String| ModelError::Authentication(format!("the token command `{program}` {why}"));
-        let output = tokio::process::Command::new(program)
-            .args(&self.args)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(COMMAND_TIMEOUT, output)
-            .await
-            .map_err(|_| failed(format!("did not finish within {} s", COMMAND_TIMEOUT.as_secs())))?
-            .map_err(|e| failed(format!("cannot be run: {e}")))?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let head: String = stderr.trim().chars().take(300).collect();
-            return Err(failed(format!("failed ({}): {head}", output.status)));
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        parse(&stdout, SystemTime::now()).ok_or_else(|| failed("printed no token".into()))
+        let what = "the token command";
+        let stdout =
+            run_credential_command(&self.program, &self.args, self.confiner.as_deref(), what).await?;
+        parse(&stdout, SystemTime::now())
+            .ok_or_else(|| ModelError::Authentication(format!("{what} `{}` printed no token", self.program)))
     }
 }
 

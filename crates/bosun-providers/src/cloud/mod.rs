@@ -14,7 +14,8 @@ mod token;
 
 use serde_json::Value;
 
-pub use command::CommandToken;
+pub(crate) use command::run_credential_command;
+pub use command::{CommandConfiner, CommandToken};
 pub use google::{GoogleAuthError, GoogleCredentials};
 pub use token::{StaticToken, TokenFuture, TokenSource};
 

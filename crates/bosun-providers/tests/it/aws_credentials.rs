@@ -172,10 +172,10 @@ fn the_chain_takes_static_keys_first_and_the_container_only_without_them() {
         vars
     };
     let keyed = vars(&[("AWS_ACCESS_KEY_ID", "AKIAENV"), ("AWS_SECRET_ACCESS_KEY", "s")]);
-    let chosen = aws::source(&|name| keyed.get(name).cloned(), None).unwrap();
+    let chosen = aws::source(&|name| keyed.get(name).cloned(), None, None).unwrap();
     assert!(format!("{chosen:?}").contains("AKIAENV"), "{chosen:?}");
     let bare = vars(&[]);
-    let chosen = aws::source(&|name| bare.get(name).cloned(), None).unwrap();
+    let chosen = aws::source(&|name| bare.get(name).cloned(), None, None).unwrap();
     assert!(format!("{chosen:?}").contains("ContainerCredentials"), "{chosen:?}");
 }
 
@@ -214,7 +214,7 @@ fn chain(vars: &[(&str, &str)]) -> Result<Arc<dyn AwsCredentialSource>, String> 
         vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
     all.insert("AWS_SHARED_CREDENTIALS_FILE".into(), none.clone());
     all.insert("AWS_CONFIG_FILE".into(), none);
-    aws::source(&|name| all.get(name).cloned(), None).map_err(|e| e.to_string())
+    aws::source(&|name| all.get(name).cloned(), None, None).map_err(|e| e.to_string())
 }
 
 #[tokio::test]

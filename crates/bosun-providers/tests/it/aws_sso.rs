@@ -78,7 +78,7 @@ fn chain(home: &Path, url: &str, profile: &str, extra: &[(&str, &str)]) -> Arc<d
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect();
     vars.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-    aws::source(&|name| vars.get(name).cloned(), None).unwrap()
+    aws::source(&|name| vars.get(name).cloned(), None, None).unwrap()
 }
 
 #[tokio::test]

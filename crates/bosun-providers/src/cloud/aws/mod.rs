@@ -10,9 +10,9 @@
 //! environment, and the shared `credentials` and `config` files with
 //! profiles; in ECS and EKS, the container credentials endpoint
 //! (`container.rs`); on EC2, the instance metadata service (`imds.rs`);
-//! SSO profiles (`sso.rs`), with the token `aws sso login` cached.
-//! `credential_process` and assumed roles are not read (documented in
-//! docs/providers.md).
+//! SSO profiles (`sso.rs`), with the token `aws sso login` cached; a
+//! profile's `credential_process` (`process.rs`), run in the sandbox.
+//! Assumed roles are not read (documented in docs/providers.md).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,10 +27,12 @@ use crate::secret::ApiKey;
 mod container;
 mod http;
 mod imds;
+mod process;
 mod sso;
 
 pub use container::{ContainerCredentials, ECS_ENDPOINT_OVERRIDE, ECS_HOST};
 pub use imds::{IMDS_ENDPOINT, InstanceMetadata};
+pub use process::ProcessCredentials;
 pub use sso::{SSO_PORTAL_OVERRIDE, SsoCredentials};
 
 /// The service name Bedrock's runtime signs with.
@@ -108,6 +110,9 @@ pub enum AwsAuthError {
     /// The profile's SSO settings cannot be used.
     #[error("AWS SSO: {0}")]
     Sso(String),
+    /// The profile's `credential_process` cannot be run.
+    #[error("AWS {0}")]
+    Process(String),
     /// The HTTP client for a credentials endpoint could not be built.
     #[error("cannot build the HTTP client for AWS credentials: {0}")]
     Client(String),
@@ -211,7 +216,8 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
 
 /// The SDKs' chain, as far as bosun follows it: keys in the environment,
 /// then the profile's static keys in the shared files, or its SSO role
-/// (with the token `aws sso login` cached), then the container
+/// (with the token `aws sso login` cached), or its `credential_process`
+/// (run inside `confiner`'s sandbox), then the container
 /// credentials endpoint (ECS, EKS Pod Identity) when the environment names
 /// one, then the EC2 instance metadata service unless
 /// `AWS_EC2_METADATA_DISABLED` is `true`. Each later source is asked only
@@ -220,6 +226,7 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
 pub fn source(
     env: Env<'_>,
     profile: Option<&str>,
+    confiner: Option<std::sync::Arc<dyn crate::cloud::CommandConfiner>>,
 ) -> Result<std::sync::Arc<dyn AwsCredentialSource>, AwsAuthError> {
     let missing = match credentials(env, profile) {
         Ok(found) => return Ok(std::sync::Arc::new(found)),
@@ -233,6 +240,11 @@ pub fn source(
         && let Some(sso) = SsoCredentials::from_profile(env, &name, &section, &config)?
     {
         return Ok(std::sync::Arc::new(sso));
+    }
+    if let Some(section) = config_section(&config, &name)
+        && let Some(process) = ProcessCredentials::from_profile(&name, &section, confiner)?
+    {
+        return Ok(std::sync::Arc::new(process));
     }
     if let Some(container) = ContainerCredentials::from_env(env)? {
         return Ok(std::sync::Arc::new(container));
