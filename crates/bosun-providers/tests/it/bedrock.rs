@@ -26,9 +26,9 @@ const MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
 const RECORDING: &str = "bedrock/basic-converse-stream.nock.json";
 const ANSWER: &str = "Hello! As an AI language model, I don't have feelings, but I'm functioning well and ready to \
                       assist you. How can I help you today?";
-const KEY_ID: &str = "AKIDEXAMPLE";
-const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-const SESSION: &str = "FwoGZXIvYXdzEXAMPLETOKEN";
+pub(crate) const KEY_ID: &str = "AKIDEXAMPLE";
+pub(crate) const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+pub(crate) const SESSION: &str = "FwoGZXIvYXdzEXAMPLETOKEN";
 
 /// The recorded response body: the hex `response` of the nock recording.
 pub(crate) fn recorded_body() -> Vec<u8> {
@@ -218,9 +218,9 @@ async fn a_bedrock_api_key_is_a_bearer_and_nothing_is_signed() {
 // ------------------------------------------------------------ botocore peer
 
 /// The botocore server, killed when dropped.
-struct Peer {
+pub(crate) struct Peer {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Peer {
@@ -233,7 +233,7 @@ impl Drop for Peer {
 /// Starts `tests/peers/bedrock_sigv4_server.py` under the test venv's
 /// Python (`BOSUN_MCP_PYTHON`, where scripts/test installs botocore);
 /// `None` only when the peer may be skipped.
-fn botocore_peer(token: Option<&str>) -> Option<Peer> {
+pub(crate) fn botocore_peer(token: Option<&str>) -> Option<Peer> {
     let python = bosun_testing::mcp::python_sdk_path();
     let script =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/bedrock_sigv4_server.py");
@@ -263,7 +263,7 @@ fn botocore_peer(token: Option<&str>) -> Option<Peer> {
     Some(Peer { child, url: format!("http://127.0.0.1:{port}") })
 }
 
-async fn counts(peer: &Peer) -> Value {
+pub(crate) async fn counts(peer: &Peer) -> Value {
     let text = reqwest::get(format!("{}/count", peer.url)).await.unwrap().text().await.unwrap();
     serde_json::from_str(&text).unwrap()
 }

@@ -8,11 +8,12 @@
 //! glue, SSO and STS clients), which the binary would carry for every user
 //! (docs/benchmarks.md). The sources most setups use are small: the
 //! environment, and the shared `credentials` and `config` files with
-//! profiles; in ECS and EKS, the container credentials endpoint
-//! (`container.rs`); on EC2, the instance metadata service (`imds.rs`);
-//! SSO profiles (`sso.rs`), with the token `aws sso login` cached.
-//! `credential_process` and assumed roles are not read (documented in
-//! docs/providers.md).
+//! profiles; `role_arn` profiles and web identity (EKS IRSA, GitHub
+//! Actions OIDC), whose keys STS gives (`assume.rs`); SSO profiles
+//! (`sso.rs`), with the token `aws sso login` cached; in ECS and EKS, the
+//! container credentials endpoint (`container.rs`); on EC2, the instance
+//! metadata service (`imds.rs`). `credential_process` is not read
+//! (documented in docs/providers.md).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -24,17 +25,21 @@ use bosun_core::ModelError;
 
 use crate::secret::ApiKey;
 
+mod assume;
 mod container;
 mod http;
 mod imds;
 mod sso;
 
+pub use assume::AssumedRole;
 pub use container::{ContainerCredentials, ECS_ENDPOINT_OVERRIDE, ECS_HOST};
 pub use imds::{IMDS_ENDPOINT, InstanceMetadata};
 pub use sso::{SSO_PORTAL_OVERRIDE, SsoCredentials};
 
 /// The service name Bedrock's runtime signs with.
 pub const SERVICE: &str = "bedrock";
+/// The service name STS requests are signed with.
+pub const STS_SERVICE: &str = "sts";
 
 /// An access key pair, with the session token of temporary credentials.
 #[derive(Clone)]
@@ -94,9 +99,11 @@ impl AwsCredentialSource for AwsCredentials {
 pub enum AwsAuthError {
     /// No source held credentials.
     #[error(
-        "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in \
-         ~/.aws/credentials (AWS_PROFILE={profile}), or AWS_BEARER_TOKEN_BEDROCK; no container \
-         credentials endpoint is set (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI)"
+        "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give the \
+         profile (AWS_PROFILE={profile}) keys in ~/.aws/credentials or a role_arn or SSO settings in \
+         ~/.aws/config, or set AWS_BEARER_TOKEN_BEDROCK; no web identity (AWS_WEB_IDENTITY_TOKEN_FILE \
+         and AWS_ROLE_ARN) and no container credentials endpoint \
+         (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI) is set"
     )]
     Missing {
         /// The profile looked for.
@@ -108,11 +115,14 @@ pub enum AwsAuthError {
     /// The profile's SSO settings cannot be used.
     #[error("AWS SSO: {0}")]
     Sso(String),
+    /// A `role_arn` profile or the web identity settings cannot be used.
+    #[error("AWS assumed role: {0}")]
+    Role(String),
     /// The HTTP client for a credentials endpoint could not be built.
     #[error("cannot build the HTTP client for AWS credentials: {0}")]
     Client(String),
     /// The request could not be signed.
-    #[error("signing the Bedrock request failed: {0}")]
+    #[error("signing the AWS request failed: {0}")]
     Signing(String),
 }
 
@@ -184,15 +194,21 @@ fn config_section(
         .cloned()
 }
 
+/// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with
+/// `AWS_SESSION_TOKEN`), when both are set.
+pub(crate) fn environment_keys(env: Env<'_>) -> Option<AwsCredentials> {
+    let (id, secret) = (env("AWS_ACCESS_KEY_ID")?, env("AWS_SECRET_ACCESS_KEY")?);
+    (!id.is_empty()).then(|| AwsCredentials::new(id, secret, env("AWS_SESSION_TOKEN")))
+}
+
 /// Credentials from the environment, then the profile's entry in the
 /// credentials file, then its keys in the config file.
 pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials, AwsAuthError> {
     // An explicit profile in bosun's config wins over keys in the environment.
     if profile.is_none()
-        && let (Some(id), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"))
-        && !id.is_empty()
+        && let Some(keys) = environment_keys(env)
     {
-        return Ok(AwsCredentials::new(id, secret, env("AWS_SESSION_TOKEN")));
+        return Ok(keys);
     }
     let name = profile_name(env, profile);
     let from = |section: Option<HashMap<String, String>>| {
@@ -209,11 +225,15 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
     from(config_section(&config, &name)).ok_or(AwsAuthError::Missing { profile: name })
 }
 
-/// The SDKs' chain, as far as bosun follows it: keys in the environment,
-/// then the profile's static keys in the shared files, or its SSO role
-/// (with the token `aws sso login` cached), then the container
+/// The SDKs' default chain, as far as bosun follows it: keys in the
+/// environment; then the profile: a `role_arn` profile's role (assumed
+/// with STS from its `source_profile`, chained, or its `credential_source`,
+/// or with its `web_identity_token_file`), else its static keys in the
+/// shared files, else its SSO role (with the token `aws sso login`
+/// cached); then web identity from the environment
+/// (`AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`); then the container
 /// credentials endpoint (ECS, EKS Pod Identity) when the environment names
-/// one, then the EC2 instance metadata service unless
+/// one; then the EC2 instance metadata service unless
 /// `AWS_EC2_METADATA_DISABLED` is `true`. Each later source is asked only
 /// when no earlier one has keys; the last is asked at the first request,
 /// and its error then names every source tried.
@@ -221,6 +241,16 @@ pub fn source(
     env: Env<'_>,
     profile: Option<&str>,
 ) -> Result<std::sync::Arc<dyn AwsCredentialSource>, AwsAuthError> {
+    // An explicit profile in bosun's config wins over keys in the environment.
+    if profile.is_none()
+        && let Some(keys) = environment_keys(env)
+    {
+        return Ok(std::sync::Arc::new(keys));
+    }
+    // A role profile's role_arn is used before keys beside it, as the SDKs do.
+    if let Some(role) = assume::from_profile(env, &profile_name(env, profile), profile)? {
+        return Ok(role);
+    }
     let missing = match credentials(env, profile) {
         Ok(found) => return Ok(std::sync::Arc::new(found)),
         Err(missing @ AwsAuthError::Missing { .. }) => missing,
@@ -233,6 +263,9 @@ pub fn source(
         && let Some(sso) = SsoCredentials::from_profile(env, &name, &section, &config)?
     {
         return Ok(std::sync::Arc::new(sso));
+    }
+    if let Some(web) = AssumedRole::web_identity_from_env(env, profile)? {
+        return Ok(std::sync::Arc::new(web));
     }
     if let Some(container) = ContainerCredentials::from_env(env)? {
         return Ok(std::sync::Arc::new(container));
@@ -255,10 +288,12 @@ pub fn region(env: Env<'_>, configured: Option<&str>, profile: Option<&str>) -> 
     config_section(&config, &profile_name(env, profile))?.get("region").cloned()
 }
 
-/// The SigV4 headers for one request: `authorization`, `x-amz-date`,
-/// `x-amz-security-token` with temporary credentials.
+/// The SigV4 headers for one POST to `service` (`bedrock`, `sts`):
+/// `authorization`, `x-amz-date`, `x-amz-security-token` with temporary
+/// credentials.
 pub(crate) fn sign(
     credentials: &AwsCredentials,
+    service: &str,
     region: &str,
     url: &str,
     headers: &[(String, String)],
@@ -268,7 +303,7 @@ pub(crate) fn sign(
     use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
     use aws_sigv4::sign::v4;
     let failed = |e: &dyn std::fmt::Display| {
-        ModelError::Authentication(AwsAuthError::Signing(e.to_string()).to_string())
+        ModelError::Authentication(AwsAuthError::Signing(format!("{service}: {e}")).to_string())
     };
     let identity = aws_credential_types::Credentials::new(
         credentials.access_key_id.clone(),
@@ -281,7 +316,7 @@ pub(crate) fn sign(
     let params = v4::SigningParams::builder()
         .identity(&identity)
         .region(region)
-        .name(SERVICE)
+        .name(service)
         .time(time)
         .settings(SigningSettings::default())
         .build()
