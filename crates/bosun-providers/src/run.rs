@@ -182,7 +182,15 @@ impl<'a> Run<'a> {
             };
             let signed = [("content-type".to_owned(), "application/json".to_owned())];
             let time = config.sleeper.system_time();
-            match crate::cloud::aws::sign(&credentials, region, &self.url, &signed, &self.body, time) {
+            match crate::cloud::aws::sign(
+                &credentials,
+                crate::cloud::aws::SERVICE,
+                region,
+                &self.url,
+                &signed,
+                &self.body,
+                time,
+            ) {
                 Ok(headers) => {
                     for (name, value) in headers {
                         builder = builder.header(name, value);

@@ -9,7 +9,8 @@
 //! official MCP conformance suite against a client, and [`skip_or_fail`] is the
 //! rule for a test that lacks what it needs: fail, or skip loudly when told.
 //! [`http::Server`] is a small loopback HTTP server with routes and a log of
-//! requests, for tests of bosun's own HTTP clients.
+//! requests, for tests of bosun's own HTTP clients; [`botocore`] starts the
+//! AWS stand-ins that check signatures with botocore.
 //!
 //! Not for production: nothing here talks to a real model; the only disk
 //! access is writing a built GGUF file where the caller says, aimock's
@@ -20,6 +21,7 @@
 
 pub mod aimock;
 mod approver;
+pub mod botocore;
 pub mod conformance;
 pub mod escape;
 pub mod gguf;

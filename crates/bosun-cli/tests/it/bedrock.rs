@@ -6,9 +6,7 @@
 //! then streams Converse events in AWS's binary event-stream framing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 
 use crate::support;
 
@@ -19,44 +17,16 @@ const SECRET: &str = "e2e/secret/EXAMPLEKEY";
 const SESSION: &str = "e2e-session-token";
 const ANSWER: &str = "It prints hello wrold.";
 
-/// The botocore stand-in, killed when dropped.
-struct Peer {
-    child: Child,
-    url: String,
-}
+use bosun_testing::botocore::Peer;
 
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// bosun-providers' Bedrock stand-in, answering a tool round trip.
 fn peer(token: Option<&str>) -> Option<Peer> {
-    let python = bosun_testing::mcp::python_sdk_path();
-    let imports = Command::new(&python).args(["-c", "import botocore"]).output();
-    if !imports.is_ok_and(|o| o.status.success()) {
-        bosun_testing::skip_or_fail(
-            "BOSUN_SKIP_MCP",
-            &format!(
-                "{} cannot import botocore: run scripts/test (test-peers/requirements.txt)",
-                python.display()
-            ),
-        );
-        return None;
-    }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../bosun-providers/tests/peers/bedrock_sigv4_server.py");
-    let mut child = Command::new(&python)
-        .arg(script)
-        .args(["round-trip", KEY_ID, SECRET, token.unwrap_or("-"), "us-east-1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("the peer said {line:?}"));
-    Some(Peer { child, url: format!("http://127.0.0.1:{port}") })
+    bosun_testing::botocore::start(
+        &script,
+        &["round-trip", KEY_ID, SECRET, token.unwrap_or("-"), "us-east-1"],
+    )
 }
 
 /// The peer's tally of POSTs and refusals (`GET /count`).

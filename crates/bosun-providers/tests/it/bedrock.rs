@@ -10,8 +10,6 @@
 
 use crate::support;
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
@@ -26,9 +24,9 @@ const MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
 const RECORDING: &str = "bedrock/basic-converse-stream.nock.json";
 const ANSWER: &str = "Hello! As an AI language model, I don't have feelings, but I'm functioning well and ready to \
                       assist you. How can I help you today?";
-const KEY_ID: &str = "AKIDEXAMPLE";
-const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-const SESSION: &str = "FwoGZXIvYXdzEXAMPLETOKEN";
+pub(crate) const KEY_ID: &str = "AKIDEXAMPLE";
+pub(crate) const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+pub(crate) const SESSION: &str = "FwoGZXIvYXdzEXAMPLETOKEN";
 
 /// The recorded response body: the hex `response` of the nock recording.
 pub(crate) fn recorded_body() -> Vec<u8> {
@@ -299,53 +297,18 @@ async fn a_bedrock_api_key_is_a_bearer_and_nothing_is_signed() {
 
 // ------------------------------------------------------------ botocore peer
 
-/// The botocore server, killed when dropped.
-struct Peer {
-    child: Child,
-    url: String,
-}
+pub(crate) use bosun_testing::botocore::Peer;
 
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `tests/peers/bedrock_sigv4_server.py` under the test venv's
-/// Python (`BOSUN_MCP_PYTHON`, where scripts/test installs botocore);
+/// Starts `tests/peers/bedrock_sigv4_server.py` replaying the recording;
 /// `None` only when the peer may be skipped.
-fn botocore_peer(token: Option<&str>) -> Option<Peer> {
-    let python = bosun_testing::mcp::python_sdk_path();
-    let script =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/bedrock_sigv4_server.py");
-    let has_botocore =
-        Command::new(&python).args(["-c", "import botocore"]).output().is_ok_and(|o| o.status.success());
-    if !has_botocore {
-        bosun_testing::skip_or_fail(
-            "BOSUN_SKIP_MCP",
-            &format!(
-                "{} cannot import botocore: run scripts/test (test-peers/requirements.txt)",
-                python.display()
-            ),
-        );
-        return None;
-    }
+pub(crate) fn botocore_peer(token: Option<&str>) -> Option<Peer> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/bedrock_sigv4_server.py");
     let recording = fixtures_dir().join(RECORDING);
-    let mut child = Command::new(&python)
-        .arg(script)
-        .arg(recording)
-        .args([KEY_ID, SECRET, token.unwrap_or("-"), "us-east-1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("the peer said {line:?}"));
-    Some(Peer { child, url: format!("http://127.0.0.1:{port}") })
+    let recording = recording.to_str().unwrap();
+    bosun_testing::botocore::start(&script, &[recording, KEY_ID, SECRET, token.unwrap_or("-"), "us-east-1"])
 }
 
-async fn counts(peer: &Peer) -> Value {
+pub(crate) async fn counts(peer: &Peer) -> Value {
     let text = reqwest::get(format!("{}/count", peer.url)).await.unwrap().text().await.unwrap();
     serde_json::from_str(&text).unwrap()
 }

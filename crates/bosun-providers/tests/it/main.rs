@@ -13,6 +13,7 @@ mod anthropic;
 mod anthropic_requests;
 mod anthropic_shapes;
 mod aws_credentials;
+mod aws_roles;
 mod aws_sso;
 mod bedrock;
 mod chat;

@@ -21,9 +21,7 @@ import sys
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+import sigv4_check
 
 recording_path, access_key, secret, token, region = sys.argv[1:6]
 token = None if token == "-" else token
@@ -66,21 +64,7 @@ counts = {"posts": 0, "refused": 0}
 
 
 def expected_authorization(handler, body):
-    host = handler.headers.get("host", "")
-    signed = {
-        "content-type": handler.headers.get("content-type", ""),
-        "x-amz-date": handler.headers.get("x-amz-date", ""),
-    }
-    if token is not None:
-        signed["x-amz-security-token"] = handler.headers.get("x-amz-security-token", "")
-    request = AWSRequest(method="POST", url=f"http://{host}{handler.path}", data=body, headers=signed)
-    request.context["timestamp"] = signed["x-amz-date"]
-    auth = SigV4Auth(Credentials(access_key, secret, token), "bedrock", region)
-    canonical = auth.canonical_request(request)
-    signature = auth.signature(auth.string_to_sign(request, canonical), request)
-    scope = auth.scope(request)
-    headers = auth.signed_headers(auth.headers_to_sign(request))
-    return f"AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders={headers}, Signature={signature}"
+    return sigv4_check.expected_authorization(handler, body, access_key, secret, token, "bedrock", region)
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -56,6 +56,29 @@ pub(crate) async fn body(
     what: &str,
     max: usize,
 ) -> Result<Vec<u8>, ModelError> {
+    let (status, body) = response(sent, url, what, max).await?;
+    if !status.is_success() {
+        let code = status.as_u16();
+        let text: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+        let message = format!("{url} refused {what}: HTTP {code} {text}");
+        return Err(if code == 429 || code >= 500 {
+            ModelError::Network(message)
+        } else {
+            ModelError::Authentication(message)
+        });
+    }
+    Ok(body)
+}
+
+/// The status and bounded body of a request already sent, whatever the
+/// status (the caller reads the endpoint's own error shape); not reaching
+/// the endpoint is a network error.
+pub(crate) async fn response(
+    sent: Result<reqwest::Response, reqwest::Error>,
+    url: &str,
+    what: &str,
+    max: usize,
+) -> Result<(reqwest::StatusCode, Vec<u8>), ModelError> {
     let mut response = sent.map_err(|error| {
         let (message, _) = crate::network::describe(&error, url);
         ModelError::Network(format!("getting {what} from {url}: {message}"))
@@ -70,17 +93,7 @@ pub(crate) async fn body(
             return Err(ModelError::Protocol(format!("the answer with {what} from {url} is too large")));
         }
     }
-    if !status.is_success() {
-        let code = status.as_u16();
-        let text: String = String::from_utf8_lossy(&body).chars().take(200).collect();
-        let message = format!("{url} refused {what}: HTTP {code} {text}");
-        return Err(if code == 429 || code >= 500 {
-            ModelError::Network(message)
-        } else {
-            ModelError::Authentication(message)
-        });
-    }
-    Ok(body)
+    Ok((status, body))
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC time as AWS writes it

@@ -8,11 +8,12 @@
 //! glue, SSO and STS clients), which the binary would carry for every user
 //! (docs/benchmarks.md). The sources most setups use are small: the
 //! environment, and the shared `credentials` and `config` files with
-//! profiles; in ECS and EKS, the container credentials endpoint
-//! (`container.rs`); on EC2, the instance metadata service (`imds.rs`);
-//! SSO profiles (`sso.rs`), with the token `aws sso login` cached; a
-//! profile's `credential_process` (`process.rs`), run in the sandbox.
-//! Assumed roles are not read (documented in docs/providers.md).
+//! profiles; `role_arn` profiles and web identity (EKS IRSA, GitHub
+//! Actions OIDC), whose keys STS gives (`assume.rs`); SSO profiles
+//! (`sso.rs`), with the token `aws sso login` cached; a profile's
+//! `credential_process` (`process.rs`), run in the sandbox the front end
+//! hands in; in ECS and EKS, the container credentials endpoint
+//! (`container.rs`); on EC2, the instance metadata service (`imds.rs`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -24,12 +25,14 @@ use bosun_core::ModelError;
 
 use crate::secret::ApiKey;
 
+mod assume;
 mod container;
 mod http;
 mod imds;
 mod process;
 mod sso;
 
+pub use assume::AssumedRole;
 pub use container::{ContainerCredentials, ECS_ENDPOINT_OVERRIDE, ECS_HOST};
 pub use imds::{IMDS_ENDPOINT, InstanceMetadata};
 pub use process::ProcessCredentials;
@@ -37,6 +40,8 @@ pub use sso::{SSO_PORTAL_OVERRIDE, SsoCredentials};
 
 /// The service name Bedrock's runtime signs with.
 pub const SERVICE: &str = "bedrock";
+/// The service name STS requests are signed with.
+pub const STS_SERVICE: &str = "sts";
 
 /// An access key pair, with the session token of temporary credentials.
 #[derive(Clone)]
@@ -96,9 +101,11 @@ impl AwsCredentialSource for AwsCredentials {
 pub enum AwsAuthError {
     /// No source held credentials.
     #[error(
-        "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in \
-         ~/.aws/credentials (AWS_PROFILE={profile}), or AWS_BEARER_TOKEN_BEDROCK; no container \
-         credentials endpoint is set (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI)"
+        "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give the \
+         profile (AWS_PROFILE={profile}) keys in ~/.aws/credentials or a role_arn or SSO settings in \
+         ~/.aws/config, or set AWS_BEARER_TOKEN_BEDROCK; no web identity (AWS_WEB_IDENTITY_TOKEN_FILE \
+         and AWS_ROLE_ARN) and no container credentials endpoint \
+         (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI) is set"
     )]
     Missing {
         /// The profile looked for.
@@ -113,11 +120,14 @@ pub enum AwsAuthError {
     /// The profile's `credential_process` cannot be run.
     #[error("AWS {0}")]
     Process(String),
+    /// A `role_arn` profile or the web identity settings cannot be used.
+    #[error("AWS assumed role: {0}")]
+    Role(String),
     /// The HTTP client for a credentials endpoint could not be built.
     #[error("cannot build the HTTP client for AWS credentials: {0}")]
     Client(String),
     /// The request could not be signed.
-    #[error("signing the Bedrock request failed: {0}")]
+    #[error("signing the AWS request failed: {0}")]
     Signing(String),
 }
 
@@ -189,15 +199,21 @@ fn config_section(
         .cloned()
 }
 
+/// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with
+/// `AWS_SESSION_TOKEN`), when both are set.
+pub(crate) fn environment_keys(env: Env<'_>) -> Option<AwsCredentials> {
+    let (id, secret) = (env("AWS_ACCESS_KEY_ID")?, env("AWS_SECRET_ACCESS_KEY")?);
+    (!id.is_empty()).then(|| AwsCredentials::new(id, secret, env("AWS_SESSION_TOKEN")))
+}
+
 /// Credentials from the environment, then the profile's entry in the
 /// credentials file, then its keys in the config file.
 pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials, AwsAuthError> {
     // An explicit profile in bosun's config wins over keys in the environment.
     if profile.is_none()
-        && let (Some(id), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"))
-        && !id.is_empty()
+        && let Some(keys) = environment_keys(env)
     {
-        return Ok(AwsCredentials::new(id, secret, env("AWS_SESSION_TOKEN")));
+        return Ok(keys);
     }
     let name = profile_name(env, profile);
     let from = |section: Option<HashMap<String, String>>| {
@@ -214,12 +230,16 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
     from(config_section(&config, &name)).ok_or(AwsAuthError::Missing { profile: name })
 }
 
-/// The SDKs' chain, as far as bosun follows it: keys in the environment,
-/// then the profile's static keys in the shared files, or its SSO role
-/// (with the token `aws sso login` cached), or its `credential_process`
-/// (run inside `confiner`'s sandbox), then the container
+/// The SDKs' default chain, as far as bosun follows it: keys in the
+/// environment; then the profile: a `role_arn` profile's role (assumed
+/// with STS from its `source_profile`, chained, or its `credential_source`,
+/// or with its `web_identity_token_file`), else its static keys in the
+/// shared files, else its SSO role (with the token `aws sso login`
+/// cached), else its `credential_process` (run inside `confiner`'s
+/// sandbox); then web identity from the environment
+/// (`AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`); then the container
 /// credentials endpoint (ECS, EKS Pod Identity) when the environment names
-/// one, then the EC2 instance metadata service unless
+/// one; then the EC2 instance metadata service unless
 /// `AWS_EC2_METADATA_DISABLED` is `true`. Each later source is asked only
 /// when no earlier one has keys; the last is asked at the first request,
 /// and its error then names every source tried.
@@ -228,6 +248,16 @@ pub fn source(
     profile: Option<&str>,
     confiner: Option<std::sync::Arc<dyn crate::cloud::CommandConfiner>>,
 ) -> Result<std::sync::Arc<dyn AwsCredentialSource>, AwsAuthError> {
+    // An explicit profile in bosun's config wins over keys in the environment.
+    if profile.is_none()
+        && let Some(keys) = environment_keys(env)
+    {
+        return Ok(std::sync::Arc::new(keys));
+    }
+    // A role profile's role_arn is used before keys beside it, as the SDKs do.
+    if let Some(role) = assume::from_profile(env, &profile_name(env, profile), profile, confiner.as_ref())? {
+        return Ok(role);
+    }
     let missing = match credentials(env, profile) {
         Ok(found) => return Ok(std::sync::Arc::new(found)),
         Err(missing @ AwsAuthError::Missing { .. }) => missing,
@@ -245,6 +275,9 @@ pub fn source(
         && let Some(process) = ProcessCredentials::from_profile(&name, &section, confiner)?
     {
         return Ok(std::sync::Arc::new(process));
+    }
+    if let Some(web) = AssumedRole::web_identity_from_env(env, profile)? {
+        return Ok(std::sync::Arc::new(web));
     }
     if let Some(container) = ContainerCredentials::from_env(env)? {
         return Ok(std::sync::Arc::new(container));
@@ -267,10 +300,12 @@ pub fn region(env: Env<'_>, configured: Option<&str>, profile: Option<&str>) -> 
     config_section(&config, &profile_name(env, profile))?.get("region").cloned()
 }
 
-/// The SigV4 headers for one request: `authorization`, `x-amz-date`,
-/// `x-amz-security-token` with temporary credentials.
+/// The SigV4 headers for one POST to `service` (`bedrock`, `sts`):
+/// `authorization`, `x-amz-date`, `x-amz-security-token` with temporary
+/// credentials.
 pub(crate) fn sign(
     credentials: &AwsCredentials,
+    service: &str,
     region: &str,
     url: &str,
     headers: &[(String, String)],
@@ -280,7 +315,7 @@ pub(crate) fn sign(
     use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
     use aws_sigv4::sign::v4;
     let failed = |e: &dyn std::fmt::Display| {
-        ModelError::Authentication(AwsAuthError::Signing(e.to_string()).to_string())
+        ModelError::Authentication(AwsAuthError::Signing(format!("{service}: {e}")).to_string())
     };
     let identity = aws_credential_types::Credentials::new(
         credentials.access_key_id.clone(),
@@ -293,7 +328,7 @@ pub(crate) fn sign(
     let params = v4::SigningParams::builder()
         .identity(&identity)
         .region(region)
-        .name(SERVICE)
+        .name(service)
         .time(time)
         .settings(SigningSettings::default())
         .build()
