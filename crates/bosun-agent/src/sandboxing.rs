@@ -51,8 +51,20 @@ pub fn for_workspace(
         notices.warn(without_sandbox(settings.mode, missing)?);
         Ok(Sandbox::off(off))
     })?;
-    if new && let Some(partial) = sandbox.confines().then(|| sandbox.support().partial()).flatten() {
-        notices.warn(format!("the sandbox holds only partly: {partial}"));
+    // The namespace probe runs beside start-up (`Sandbox::new`); its
+    // verdict is told when it comes, not waited for here.
+    if new && sandbox.confines() {
+        let (probed, later) = (Arc::clone(&sandbox), notices.clone());
+        let told = std::thread::Builder::new().name("bosun-sandbox-notice".into()).spawn(move || {
+            if let Some(partial) = probed.support().partial() {
+                later.warn(format!("the sandbox holds only partly: {partial}"));
+            }
+        });
+        if told.is_err()
+            && let Some(partial) = sandbox.support().partial()
+        {
+            notices.warn(format!("the sandbox holds only partly: {partial}"));
+        }
     }
     Ok(sandbox)
 }

@@ -280,25 +280,47 @@ fn restrict(plan: &ChildPlan) -> io::Result<()> {
     Ok(())
 }
 
+/// What the probe's child needs, in memory it shares with its parent.
+struct ProbeArgs<'a> {
+    uid_map: &'a [u8],
+    gid_map: &'a [u8],
+}
+
+extern "C" fn probe_child(args: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `args` is the `ProbeArgs` `namespaces_work` passed, alive
+    // while this child runs (the parent is suspended until it exits).
+    let args = unsafe { &*args.cast::<ProbeArgs<'_>>() };
+    let ok = {
+        let _ = write_file(c"/proc/self/setgroups", b"deny");
+        write_file(c"/proc/self/uid_map", args.uid_map).is_ok()
+    } && write_file(c"/proc/self/gid_map", args.gid_map).is_ok()
+        && make_mounts_private().is_ok();
+    // SAFETY: leaves without running anything of the parent's.
+    unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+}
+
 /// Whether this kernel lets this process make the namespaces the sandbox
-/// uses: tried in a forked child that exits at once.
+/// uses: tried in a child made in them that exits at once. The child
+/// shares the parent's memory (`CLONE_VM | CLONE_VFORK`, the calling thread
+/// suspended until it exits) rather than being forked: a fork would copy
+/// the page tables and leave every page the other threads then write to
+/// be copied, while start-up goes on beside the probe.
 pub(crate) fn namespaces_work(unshare_flags: libc::c_int, uid_map: &[u8], gid_map: &[u8]) -> bool {
-    // SAFETY: the child makes async-signal-safe system calls only and leaves
-    // by `_exit`; the parent reaps it.
+    const STACK: usize = 64 * 1024;
+    let mut stack = vec![0u8; STACK];
+    let mut args = ProbeArgs { uid_map, gid_map };
+    let flags = unshare_flags | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // SAFETY: the child runs `probe_child` on its own stack (the top of
+    // `stack`, which outlives it), makes system calls only, touches no
+    // memory but its arguments and its stack, and leaves by `_exit`; the
+    // parent reaps it.
     unsafe {
-        let pid = libc::fork();
+        // The ABI wants the stack's top 16-byte aligned.
+        let end = stack.as_mut_ptr().add(STACK);
+        let top = end.wrapping_sub(end as usize % 16).cast::<libc::c_void>();
+        let pid = libc::clone(probe_child, top, flags, (&raw mut args).cast());
         if pid < 0 {
             return false;
-        }
-        if pid == 0 {
-            let ok = libc::unshare(unshare_flags) == 0
-                && {
-                    let _ = write_file(c"/proc/self/setgroups", b"deny");
-                    write_file(c"/proc/self/uid_map", uid_map).is_ok()
-                }
-                && write_file(c"/proc/self/gid_map", gid_map).is_ok()
-                && make_mounts_private().is_ok();
-            libc::_exit(if ok { 0 } else { 1 });
         }
         let mut status: libc::c_int = 0;
         while libc::waitpid(pid, &mut status, 0) < 0 {

@@ -7,7 +7,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use seccompiler::BpfProgram;
 use tempfile::TempDir;
@@ -37,17 +37,18 @@ pub struct Support {
 }
 
 impl Support {
-    /// Reads what this kernel offers (a forked probe for namespaces).
+    /// Reads what this kernel offers (a child made in the namespaces, to
+    /// see that they can be made).
     pub fn probe() -> Self {
+        Self { namespaces: namespaces_work(), ..Self::without_namespaces() }
+    }
+
+    /// Landlock and seccomp, read at once; the namespaces not yet probed.
+    fn without_namespaces() -> Self {
         // SAFETY: PR_GET_SECCOMP only reads the calling thread's mode.
         #[allow(unsafe_code)]
         let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
-        let (uid_map, gid_map) = id_maps();
-        Self {
-            landlock_abi: landlock_rules::kernel_abi(),
-            seccomp,
-            namespaces: child::namespaces_work(namespace_flags(false), &uid_map, &gid_map),
-        }
+        Self { landlock_abi: landlock_rules::kernel_abi(), seccomp, namespaces: false }
     }
 
     /// Nothing known: for a sandbox that confines nothing and so never asks
@@ -72,6 +73,47 @@ impl Support {
             "user namespaces are not available: protected paths inside the workspace and secret folders are \
              guarded by the rules only, and a process that leaves its group can outlive a call"
                 .to_owned()
+        })
+    }
+}
+
+fn namespaces_work() -> bool {
+    let (uid_map, gid_map) = id_maps();
+    child::namespaces_work(namespace_flags(false), &uid_map, &gid_map)
+}
+
+/// [`Support`], its namespace probe on a thread of its own so that start-up
+/// goes on beside it: making the namespaces (a network namespace above
+/// all) takes most of a millisecond, which a run that starts no process
+/// need not wait for. The first reader waits for the probe.
+#[derive(Debug)]
+struct SupportCell {
+    known: OnceLock<Support>,
+    probe: Mutex<Option<(Support, std::thread::JoinHandle<bool>)>>,
+}
+
+impl SupportCell {
+    fn known(support: Support) -> Self {
+        Self { known: OnceLock::from(support), probe: Mutex::new(None) }
+    }
+
+    /// `partial` (Landlock and seccomp, read), the namespaces being probed;
+    /// probed here when no thread can be started.
+    fn probing(partial: Support) -> Self {
+        match std::thread::Builder::new().name("bosun-sandbox-probe".into()).spawn(namespaces_work) {
+            Ok(probe) => Self { known: OnceLock::new(), probe: Mutex::new(Some((partial, probe))) },
+            Err(_) => Self::known(Support { namespaces: namespaces_work(), ..partial }),
+        }
+    }
+
+    fn get(&self) -> &Support {
+        self.known.get_or_init(|| {
+            let pending = self.probe.lock().unwrap_or_else(PoisonError::into_inner).take();
+            match pending {
+                // A probe that panicked found nothing: no namespaces.
+                Some((partial, probe)) => Support { namespaces: probe.join().unwrap_or(false), ..partial },
+                None => Support::unprobed(),
+            }
         })
     }
 }
@@ -103,7 +145,7 @@ pub enum CallAccess {
 #[derive(Debug)]
 pub struct Sandbox {
     policy: SandboxPolicy,
-    support: Support,
+    support: SupportCell,
     /// `None` in `off` mode.
     kernel: Option<Kernel>,
 }
@@ -124,7 +166,7 @@ impl Sandbox {
     pub fn off(workspace: impl Into<PathBuf>) -> Self {
         Self {
             policy: SandboxPolicy::new(SandboxMode::Off, workspace),
-            support: Support::unprobed(),
+            support: SupportCell::known(Support::unprobed()),
             kernel: None,
         }
     }
@@ -134,12 +176,15 @@ impl Sandbox {
     /// it works with less ([`Support::partial`]).
     pub fn new(policy: SandboxPolicy) -> Result<Self, SandboxError> {
         if policy.mode == SandboxMode::Off {
-            return Ok(Self { policy, support: Support::unprobed(), kernel: None });
+            return Ok(Self { policy, support: SupportCell::known(Support::unprobed()), kernel: None });
         }
-        let support = Support::probe();
-        if let Some(missing) = support.missing() {
+        let partial = Support::without_namespaces();
+        if let Some(missing) = partial.missing() {
             return Err(SandboxError::Unsupported(missing));
         }
+        // Probed beside the kernel objects built below, and beside whatever
+        // start-up does next; the first call waits for it.
+        let support = SupportCell::probing(partial);
         let temp_root =
             tempfile::Builder::new().prefix("bosun-sandbox-").tempdir().map_err(SandboxError::Io)?;
         let mut writable = Vec::new();
@@ -168,9 +213,10 @@ impl Sandbox {
     }
 
     /// What the kernel offered when the sandbox was built (nothing read in
-    /// `off` mode, which needs nothing).
+    /// `off` mode, which needs nothing). The first call may wait for the
+    /// namespace probe (about a millisecond).
     pub fn support(&self) -> &Support {
-        &self.support
+        self.support.get()
     }
 
     /// Whether spawns are confined.
@@ -203,7 +249,7 @@ impl Sandbox {
             .iter()
             .map(|name| self.policy.workspace.join(name))
             .partition(|path| path.symlink_metadata().is_ok());
-        let namespaces = if self.support.namespaces {
+        let namespaces = if self.support.get().namespaces {
             let (namespaces, tmp_on_slash_tmp) =
                 self.namespaces(call_dir.path(), &present_protected, network)?;
             command.env("TMPDIR", if tmp_on_slash_tmp { Path::new("/tmp") } else { call_dir.path() });
