@@ -10,19 +10,25 @@
 //! rule for a test that lacks what it needs: fail, or skip loudly when told.
 //! [`http::Server`] is a small loopback HTTP server with routes and a log of
 //! requests, for tests of bosun's own HTTP clients; [`botocore`] starts the
-//! AWS stand-ins that check signatures with botocore.
+//! AWS stand-ins that check signatures with botocore. [`crash`] is the crash
+//! harness every durable journal's tests run: a scripted session SIGKILLed
+//! at each journal append, tool call and model stream, then resumed and
+//! checked.
 //!
 //! Not for production: nothing here talks to a real model; the only disk
 //! access is writing a built GGUF file where the caller says, aimock's
-//! fixture file and the MCP server's loopback shim, and the only processes
-//! started are aimock, the MCP HTTP servers, the Python SDK's interpreter
-//! once to see that it imports the SDK, and the conformance suite (which
-//! writes its results where the caller says).
+//! fixture file, the MCP server's loopback shim and the crash harness's
+//! temporary directories, and the only processes started are aimock, the
+//! MCP HTTP servers, the Python SDK's interpreter once to see that it
+//! imports the SDK, the conformance suite (which writes its results where
+//! the caller says), and the crash harness's children (the calling test
+//! executable itself).
 
 pub mod aimock;
 mod approver;
 pub mod botocore;
 pub mod conformance;
+pub mod crash;
 pub mod escape;
 pub mod gguf;
 pub mod http;
