@@ -244,7 +244,13 @@ impl DelegationExt for SessionBuilder {
         let parent = Arc::new(OnceLock::new());
         let tool = DelegateTasks::new(delegation, Arc::clone(&parent));
         self.tool(tool).on_build(move |scope| {
-            let _ = parent.set(scope.clone());
+            // Kept without the tool itself, which keeps this scope: the two
+            // would otherwise hold each other, and with them the model, the
+            // tools and what those hold, for ever. No child is given it
+            // (`child_authority`).
+            let mut scope = scope.clone();
+            scope.tools.retain(|tool| tool.definition().name != DELEGATE_TASKS);
+            let _ = parent.set(scope);
         })
     }
 }
@@ -253,8 +259,8 @@ impl DelegationExt for SessionBuilder {
 struct DelegateTasks {
     definition: ToolDefinition,
     delegation: Delegation,
-    /// The parent session's scope, set when it is built; the tool exists
-    /// before the session does, and the scope includes the tool itself.
+    /// The parent session's scope, set when it is built (the tool exists
+    /// before the session does), this tool left out of its tools.
     scope: Arc<OnceLock<SessionScope>>,
     running: Arc<Semaphore>,
 }

@@ -429,3 +429,22 @@ async fn twelve_tasks_in_two_calls_of_one_batch_run_at_most_ten_at_once() -> Tes
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_session_that_delegates_frees_its_model_and_tools_when_dropped() -> TestResult {
+    // `delegate_tasks` keeps the session's scope, and the scope lists the
+    // session's tools: were the tool itself among them, the two would keep
+    // each other, and with them the model, the tools and what they hold
+    // (a store's connection, never closed), alive for ever.
+    let model = Routed::new([
+        ("parent", delegate(json!([{"task": "one: count"}]))),
+        ("one", answer("one is 1", Usage::new(10, 2))),
+    ]);
+    let routes = Arc::downgrade(&model.0);
+    let mut session = builder(&model).delegation(Delegation::default()).build().await?;
+    let outcome = session.run("parent task", &mut Vec::new()).await?;
+    assert_eq!(outcome.answer, "all done");
+    drop((session, model));
+    assert!(routes.upgrade().is_none(), "the model outlived its session: a reference cycle holds it");
+    Ok(())
+}
