@@ -108,20 +108,24 @@ impl Drop for Filed<'_> {
 }
 
 impl ApprovalHandler for HttpApprover {
+    /// Files the request at once, not when the answer is first awaited: the
+    /// session asks before it tells its `approval_requested` event, so a
+    /// client that sees the event finds the approval listed.
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let shown = PendingApproval {
+            id: id.clone(),
+            session_id: self.session.get().cloned().unwrap_or_default(),
+            call_id: request.call_id.to_string(),
+            tool: request.tool.clone(),
+            arguments: request.arguments.clone(),
+            reason: request.reason.clone(),
+            protected: request.protected,
+        };
+        let answered = self.approvals.file(shown);
+        let filed = Filed { approvals: &self.approvals, id };
         Box::pin(async move {
-            let id = uuid::Uuid::now_v7().to_string();
-            let shown = PendingApproval {
-                id: id.clone(),
-                session_id: self.session.get().cloned().unwrap_or_default(),
-                call_id: request.call_id.to_string(),
-                tool: request.tool.clone(),
-                arguments: request.arguments.clone(),
-                reason: request.reason.clone(),
-                protected: request.protected,
-            };
-            let answered = self.approvals.file(shown);
-            let _filed = Filed { approvals: &self.approvals, id };
+            let _filed = filed;
             match answered.await {
                 Ok(decision) => decision,
                 // The server dropped it (the session was deleted): never a yes.

@@ -317,12 +317,16 @@ impl Session {
             arguments: call.arguments.clone(),
             reason: why,
         };
-        emitter.emit(requested).map_err(|_| state.cancelled(emitter))?;
         let approver = self.policy.approver();
+        // Asked before the request is told: an approver that files it where
+        // others look (the server's list of approvals) has it there by the
+        // time the event is seen. Dropped unanswered if the event cannot go.
+        let deciding = approver.decide(&request);
+        emitter.emit(requested).map_err(|_| state.cancelled(emitter))?;
         let decision = tokio::select! {
             biased;
             () = state.cancel.cancelled() => return Err(state.cancelled(emitter)),
-            decision = approver.decide(&request) => decision,
+            decision = deciding => decision,
         };
         let (shown, reason, gate) = match decision {
             ApprovalDecision::ApproveOnce => (Decision::ApproveOnce, None, Gate::Run(tool)),

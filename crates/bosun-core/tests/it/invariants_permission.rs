@@ -282,3 +282,41 @@ async fn invariant_10_denial_reason_reaches_the_model_bounded_and_single_line() 
     assert!(Reason::new("x".repeat(Reason::MAX_CHARS + 1)).is_err());
     Ok(())
 }
+
+/// Records, when asked (not when awaited), what the log holds, then approves.
+struct EagerApprover(Log);
+
+impl bosun_core::ApprovalHandler for EagerApprover {
+    fn decide<'a>(
+        &'a self,
+        _request: &'a bosun_core::ApprovalRequest,
+    ) -> bosun_core::permission::ApprovalFuture<'a> {
+        self.0.push("asked");
+        Box::pin(async { ApprovalDecision::ApproveOnce })
+    }
+}
+
+#[tokio::test]
+async fn invariant_08_an_approver_is_asked_before_the_request_is_told() -> TestResult {
+    // An approver that files the request where clients look (bosun serve's
+    // list of approvals) must have it there by the time a client sees the
+    // `approval_requested` event.
+    let log = Log::default();
+    let model = ScriptedModel::new().tool_call("write", json!({"path": "a"})).answer("done");
+    let sink_log = log.clone();
+    let mut sink = bosun_core::event::FnSink(move |event: Event| {
+        sink_log.push(kinds(std::slice::from_ref(&event))[0].clone());
+        Ok(())
+    });
+    let mut session = Session::builder(model)
+        .tool(write_tool("write"))
+        .approver(EagerApprover(log.clone()))
+        .build()
+        .await?;
+    session.run("go", &mut sink).await?;
+    let order = log.entries();
+    let position = |what: &str| order.iter().position(|e| e == what).unwrap();
+    assert!(position("asked") < position("approval_requested"), "{order:?}");
+    assert!(position("approval_requested") < position("approval_decided"), "{order:?}");
+    Ok(())
+}
