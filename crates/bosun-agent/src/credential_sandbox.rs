@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bosun_providers::CommandConfiner;
-use bosun_sandbox::{CallAccess, DEFAULT_DENY_READ_IN_HOME, Sandbox, SandboxMode, SandboxPolicy};
+use bosun_sandbox::{CallAccess, Sandbox, SandboxMode, SandboxPolicy};
 
 use crate::config::{Env, Settings};
 use crate::error::Result;
@@ -40,12 +40,21 @@ pub const CREDENTIAL_FOLDERS: &[&str] = &[
 /// first, in bosun's own folder.
 #[derive(Debug)]
 struct Confiner {
-    /// `None` when the user turned the sandbox off.
-    policy: Option<SandboxPolicy>,
+    /// Where the user's folders are, and what else they hide; `None` when
+    /// the user turned the sandbox off.
+    user: Option<UserFolders>,
     /// `None` where bosun keeps no files (no home): a private temporary
     /// folder is made instead.
     folder: Option<PathBuf>,
     built: std::sync::OnceLock<Built>,
+}
+
+/// What the policy is made of, once the folder the commands run in exists.
+#[derive(Debug)]
+struct UserFolders {
+    home: Option<PathBuf>,
+    config_home: Option<PathBuf>,
+    deny_read: Vec<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -75,11 +84,11 @@ impl Confiner {
                 (temporary.path().to_path_buf(), Some(temporary))
             }
         };
-        let sandbox = match &self.policy {
+        let sandbox = match &self.user {
             None => Arc::new(Sandbox::off(&folder)),
-            Some(policy) => {
-                let mut policy = policy.clone();
-                policy.workspace.clone_from(&folder);
+            Some(user) => {
+                let policy =
+                    policy(user.home.as_deref(), user.config_home.as_deref(), &folder, &user.deny_read);
                 // Where the kernel has none, the session's own sandbox has said so.
                 let off = folder.clone();
                 crate::sandboxing::shared(policy, |_| Ok(Sandbox::off(off))).map_err(|e| e.to_string())?.0
@@ -100,51 +109,40 @@ impl CommandConfiner for Confiner {
 
 /// The policy credential commands run under, for the user whose home is
 /// `home`: writes only in `folder` and the credential folders that exist,
-/// the network on, the secrets no credential tool needs hidden.
+/// the network on, the secrets no credential tool needs hidden (the
+/// shell's list, less the credential folders), and `deny_read`.
 pub fn policy(
-    home: &Path,
+    home: Option<&Path>,
     config_home: Option<&Path>,
     folder: &Path,
-    configured: &SandboxPolicy,
+    deny_read: &[PathBuf],
 ) -> SandboxPolicy {
-    let credential_folders: Vec<PathBuf> = CREDENTIAL_FOLDERS
-        .iter()
-        .map(|name| home.join(name))
-        .chain(config_home.map(|dir| dir.join("gcloud")))
-        .collect();
-    let hidden = DEFAULT_DENY_READ_IN_HOME
-        .iter()
-        .map(|name| home.join(name))
-        .chain(config_home.into_iter().flat_map(|dir| [dir.join("bosun"), dir.join("gh")]))
-        .filter(|path| !credential_folders.contains(path))
-        .chain(configured.deny_read.iter().cloned())
-        .collect::<Vec<_>>();
-    let writable = credential_folders.into_iter().filter(|path| path.is_dir());
-    SandboxPolicy::new(SandboxMode::WorkspaceWrite, folder)
-        .with_network(true)
-        .with_writable_roots(writable)
-        .with_deny_read(hidden)
+    let mut policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, folder).with_network(true);
+    if let Some(home) = home {
+        let credential_folders: Vec<PathBuf> = CREDENTIAL_FOLDERS
+            .iter()
+            .map(|name| home.join(name))
+            .chain(config_home.map(|dir| dir.join("gcloud")))
+            .collect();
+        policy = policy.with_default_secrets(home, config_home);
+        policy.deny_read.retain(|path| !credential_folders.contains(path));
+        policy = policy.with_writable_roots(credential_folders.into_iter().filter(|path| path.is_dir()));
+    }
+    policy.with_deny_read(deny_read.iter().cloned())
 }
 
 /// The confiner for the credential commands of a session under `settings`:
 /// the sandbox above, or none at all when the user turned the sandbox off.
-/// Nothing is made until the first command runs.
+/// Nothing is made, and no folder looked at, until the first command runs.
 pub fn confiner(settings: &Settings, env: &Env) -> Arc<dyn CommandConfiner> {
     let folder = crate::parts::store_path(settings, env)
         .ok()
         .and_then(|store| Some(store.parent()?.join("credential-commands")));
-    let policy = (settings.sandbox.mode != SandboxMode::Off).then(|| {
-        let home = env.get("HOME").map(PathBuf::from).filter(|home| home.is_absolute());
-        let config_home = env.get("XDG_CONFIG_HOME").map(PathBuf::from).filter(|dir| dir.is_absolute());
-        // The workspace is set to the folder once it is made.
-        let configured = SandboxPolicy::new(SandboxMode::WorkspaceWrite, "/")
-            .with_deny_read(settings.sandbox.deny_read.iter().cloned());
-        match home {
-            Some(home) => policy(&home, config_home.as_deref(), Path::new("/"), &configured),
-            None => configured.with_network(true),
-        }
+    let user = (settings.sandbox.mode != SandboxMode::Off).then(|| {
+        let (home, config_home) = crate::sandboxing::user_folders(env);
+        UserFolders { home, config_home, deny_read: settings.sandbox.deny_read.clone() }
     });
-    Arc::new(Confiner { policy, folder, built: std::sync::OnceLock::new() })
+    Arc::new(Confiner { user, folder, built: std::sync::OnceLock::new() })
 }
 
 #[cfg(test)]
@@ -156,8 +154,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(home.path().join(".aws")).unwrap();
         let folder = home.path().join("state");
-        let base = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &folder);
-        let policy = policy(home.path(), Some(Path::new("/xdg")), &folder, &base);
+        let policy = policy(Some(home.path()), Some(Path::new("/xdg")), &folder, &[]);
         assert!(policy.network, "a credential command reaches its cloud's sign-in service");
         assert_eq!(policy.workspace, folder);
         // Writable: the cloud folder that exists, not the missing ones.

@@ -31,11 +31,17 @@ pub fn policy(workspace: &Path, env: &Env, settings: &Settings) -> SandboxPolicy
         .with_writable_roots(configured.writable_roots.iter().cloned())
         .with_protected_names(PROTECTED_DIRS.iter().chain(PROTECTED_FILES).copied())
         .with_deny_read(configured.deny_read.iter().cloned());
-    if let Some(home) = env.get("HOME").map(PathBuf::from).filter(|home| home.is_absolute()) {
-        let config_home = env.get("XDG_CONFIG_HOME").map(PathBuf::from).filter(|dir| dir.is_absolute());
+    if let (Some(home), config_home) = user_folders(env) {
         policy = policy.with_default_secrets(&home, config_home.as_deref());
     }
     policy
+}
+
+/// The user's home and config folders (`HOME`, `XDG_CONFIG_HOME`), when
+/// set to absolute paths: where the secrets a sandbox hides are.
+pub(crate) fn user_folders(env: &Env) -> (Option<PathBuf>, Option<PathBuf>) {
+    let absolute = |name: &str| env.get(name).map(PathBuf::from).filter(|path| path.is_absolute());
+    (absolute("HOME"), absolute("XDG_CONFIG_HOME"))
 }
 
 /// The sandbox for `workspace` under `settings`, built once per policy.
@@ -55,18 +61,22 @@ pub fn for_workspace(
     // verdict is told when it comes, not waited for here.
     if new && sandbox.confines() {
         let (probed, later) = (Arc::clone(&sandbox), notices.clone());
-        let told = std::thread::Builder::new().name("bosun-sandbox-notice".into()).spawn(move || {
-            if let Some(partial) = probed.support().partial() {
-                later.warn(format!("the sandbox holds only partly: {partial}"));
-            }
-        });
-        if told.is_err()
-            && let Some(partial) = sandbox.support().partial()
-        {
-            notices.warn(format!("the sandbox holds only partly: {partial}"));
+        let told = std::thread::Builder::new()
+            .name("bosun-sandbox-notice".into())
+            .spawn(move || tell_if_partial(&probed, &later));
+        if told.is_err() {
+            tell_if_partial(&sandbox, notices);
         }
     }
     Ok(sandbox)
+}
+
+/// Says so when the kernel lets the sandbox hold only partly (waiting for
+/// the namespace probe).
+fn tell_if_partial(sandbox: &Sandbox, notices: &Notices) {
+    if let Some(partial) = sandbox.support().partial() {
+        notices.warn(format!("the sandbox holds only partly: {partial}"));
+    }
 }
 
 /// The sandbox for `policy`, built once per policy and process, and
