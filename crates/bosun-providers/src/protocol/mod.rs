@@ -132,6 +132,15 @@ pub(crate) fn prompt_cache_key(request: &ModelRequest<'_>) -> String {
     format!("bosun-{hex}")
 }
 
+/// A streamed call's arguments as JSON: `{}` when empty, the raw text as a
+/// JSON string when it does not parse (validation then reports it clearly).
+pub(crate) fn call_arguments(raw: &str) -> serde_json::Value {
+    if raw.trim().is_empty() {
+        return serde_json::Value::Object(serde_json::Map::new());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_owned()))
+}
+
 pub(crate) fn openai_tool_choice(choice: ToolChoice) -> Option<&'static str> {
     match choice {
         ToolChoice::Auto => Some("auto"),

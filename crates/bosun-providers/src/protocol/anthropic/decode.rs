@@ -266,13 +266,11 @@ fn part(block: Block) -> Option<ResponsePart> {
             provider_data: Some(ProviderData::new(tag(), json!({"type": "redacted_thinking", "data": data}))),
         })),
         Block::Tool { id, name, json, initial, .. } => {
-            let arguments = if json.trim().is_empty() {
-                if initial.is_object() { initial } else { json!({}) }
+            // A call streamed with no deltas keeps the input it started with.
+            let arguments = if json.trim().is_empty() && initial.is_object() {
+                initial
             } else {
-                match serde_json::from_str::<Value>(&json) {
-                    Ok(value) => value,
-                    Err(_) => Value::String(json),
-                }
+                crate::protocol::call_arguments(&json)
             };
             Some(ResponsePart::tool_call(id, name, arguments))
         }

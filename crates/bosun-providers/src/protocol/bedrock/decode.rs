@@ -178,12 +178,7 @@ fn part(block: Block) -> Option<ResponsePart> {
             provider_data: Some(ProviderData::new(tag(), json!({"type": "redactedContent", "data": data}))),
         })),
         Block::Tool { id, name, json, .. } => {
-            let arguments = if json.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str::<Value>(&json).unwrap_or(Value::String(json))
-            };
-            Some(ResponsePart::tool_call(id, name, arguments))
+            Some(ResponsePart::tool_call(id, name, crate::protocol::call_arguments(&json)))
         }
     }
 }

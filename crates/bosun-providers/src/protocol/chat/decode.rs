@@ -285,15 +285,6 @@ fn usage(value: &Value) -> Usage {
     usage
 }
 
-/// Parses a call's arguments: `{}` when empty, the raw text as a JSON string
-/// when it does not parse (validation then reports it clearly).
-fn arguments(raw: String) -> Value {
-    if raw.trim().is_empty() {
-        return Value::Object(serde_json::Map::new());
-    }
-    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
-}
-
 impl Decoder for ChatDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         let data = event.data.trim();
@@ -369,7 +360,11 @@ impl Decoder for ChatDecoder {
         }
         let has_calls = !self.calls.is_empty();
         for call in std::mem::take(&mut self.calls) {
-            content.push(ResponsePart::tool_call(call.id, call.name, arguments(call.arguments)));
+            content.push(ResponsePart::tool_call(
+                call.id,
+                call.name,
+                crate::protocol::call_arguments(&call.arguments),
+            ));
         }
         // Some servers finish a tool-calling turn with "stop".
         let stop_reason = match self.finish_reason.unwrap_or_default() {

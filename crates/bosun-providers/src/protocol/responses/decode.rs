@@ -474,7 +474,11 @@ impl ResponsesDecoder {
                 }
                 Item::Call { item_id, call_id, name, arguments, .. } => {
                     calls = true;
-                    let mut part = ResponsePart::tool_call(call_id.clone(), name.clone(), parse(arguments));
+                    let mut part = ResponsePart::tool_call(
+                        call_id.clone(),
+                        name.clone(),
+                        crate::protocol::call_arguments(arguments),
+                    );
                     if !item_id.is_empty() {
                         part = part.with_provider_data(ProviderData::new(tag(), json!({"id": item_id})));
                     }
@@ -571,15 +575,6 @@ fn fill_piece(pieces: &mut Vec<Piece>, kind: Kind, at: u64, text: &str, out: &mu
         Some(_) => {}
         None => piece_delta(pieces, kind, at, text, out),
     }
-}
-
-/// Call arguments as JSON: `{}` when empty, the raw text as a string when
-/// they do not parse.
-fn parse(arguments: &str) -> Value {
-    if arguments.trim().is_empty() {
-        return json!({});
-    }
-    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
 }
 
 fn usage(value: Option<&Value>) -> Usage {
