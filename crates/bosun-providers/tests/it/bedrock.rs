@@ -17,7 +17,7 @@ use bosun_core::{ModelError, ModelEvent, StopReason};
 use bosun_providers::cloud::aws::{self, AwsCredentials};
 use bosun_providers::{ProviderConfig, RetryPolicy, decode_recorded};
 use serde_json::{Value, json};
-use support::faults::{FIRST_BYTE, collect};
+use support::faults::collect;
 use support::{Canned, ManualClock, Step, TestServer, fixtures_dir, scripted};
 
 const MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
@@ -67,16 +67,10 @@ pub(crate) fn stream(body: Vec<u8>) -> Canned {
 }
 
 fn config(url: &str, clock: &ManualClock) -> ProviderConfig {
-    ProviderConfig::bedrock("us-east-1")
+    let config = ProviderConfig::bedrock("us-east-1")
         .with_base_url(url)
-        .with_aws_credentials(AwsCredentials::new(KEY_ID, SECRET, Some(SESSION.to_owned())))
-        .with_retry(
-            RetryPolicy::default()
-                .with_attempts(2)
-                .with_delays(Duration::from_secs(1), Duration::from_secs(1)),
-        )
-        .with_first_byte_timeout(FIRST_BYTE)
-        .with_sleeper(clock.clone())
+        .with_aws_credentials(AwsCredentials::new(KEY_ID, SECRET, Some(SESSION.to_owned())));
+    support::faults::on_clock(config, clock)
 }
 
 async fn run(responses: Vec<Canned>, steps: &[Step]) -> (support::faults::Outcome, TestServer) {

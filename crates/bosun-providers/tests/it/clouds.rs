@@ -13,28 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_core::{ModelError, ResponsePart, StopReason};
-use bosun_providers::{
-    Api, ApiKey, CommandToken, HostedModel, ProviderConfig, RetryPolicy, StaticToken, TokenSource,
-};
+use bosun_providers::{Api, ApiKey, CommandToken, HostedModel, ProviderConfig, StaticToken, TokenSource};
 use serde_json::json;
-use support::faults::{FIRST_BYTE, collect, good, ms};
+use support::faults::{FIRST_BYTE, collect, good, ms, on_clock};
 use support::{Canned, ManualClock, Step, TestServer, recording, scripted};
 
 const DEPLOYMENT: &str = "gpt-4o-prod";
 const GEMINI: &str = "gemini-2.5-pro";
 const CLAUDE: &str = "claude-sonnet-4-5@20250929";
-
-/// A cloud config on `clock`: two attempts, a backoff of 0.8–1 s.
-fn on_clock(config: ProviderConfig, clock: &ManualClock) -> ProviderConfig {
-    config
-        .with_retry(
-            RetryPolicy::default()
-                .with_attempts(2)
-                .with_delays(Duration::from_secs(1), Duration::from_secs(1)),
-        )
-        .with_first_byte_timeout(FIRST_BYTE)
-        .with_sleeper(clock.clone())
-}
 
 fn azure(url: &str, api: Api) -> ProviderConfig {
     ProviderConfig::azure(url, api).with_key(ApiKey::new("az-key"))

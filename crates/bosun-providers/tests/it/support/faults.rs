@@ -194,7 +194,12 @@ pub fn path(api: Api) -> &'static str {
 /// Two attempts, a backoff of 0.8–1 s, a 5 s first-byte timeout, the
 /// other limits at their defaults, all on `clock`.
 pub fn config(api: Api, url: &str, clock: &ManualClock) -> ProviderConfig {
-    base(api, url)
+    on_clock(base(api, url), clock)
+}
+
+/// `config` with [`config`]'s retries and first-byte timeout, on `clock`.
+pub fn on_clock(config: ProviderConfig, clock: &ManualClock) -> ProviderConfig {
+    config
         .with_retry(
             RetryPolicy::default()
                 .with_attempts(2)
