@@ -144,13 +144,6 @@ fn duration(profile: &str, section: &HashMap<String, String>) -> Result<Option<u
         .transpose()
 }
 
-/// A section's static keys, if it has them.
-fn static_keys(section: &HashMap<String, String>) -> Option<AwsCredentials> {
-    let id = section.get("aws_access_key_id")?;
-    let secret = section.get("aws_secret_access_key")?;
-    Some(AwsCredentials::new(id.clone(), secret.clone(), section.get("aws_session_token").cloned()))
-}
-
 /// The shared files' profiles: the config file's, with the credentials
 /// file's keys over them (as the SDKs merge them).
 struct Profiles {
@@ -188,7 +181,7 @@ fn base_of(
     profiles: &Profiles,
     confiner: Option<&Arc<dyn crate::cloud::CommandConfiner>>,
 ) -> Result<Arc<dyn AwsCredentialSource>, AwsAuthError> {
-    if let Some(keys) = static_keys(section) {
+    if let Some(keys) = super::static_keys(section) {
         return Ok(Arc::new(keys));
     }
     if let Some(sso) = super::SsoCredentials::from_profile(env, name, section, &profiles.config)? {
@@ -270,7 +263,7 @@ pub(crate) fn from_profile(
         }
         // Past the first profile, keys come before a role beside them.
         if visited.len() > 1
-            && let Some(keys) = static_keys(&section)
+            && let Some(keys) = super::static_keys(&section)
         {
             break Arc::new(keys);
         }
@@ -296,7 +289,7 @@ pub(crate) fn from_profile(
             }
             (Some(next), None) if next == name => {
                 // A profile may take its role's source keys from itself.
-                break Arc::new(static_keys(&section).ok_or_else(|| {
+                break Arc::new(super::static_keys(&section).ok_or_else(|| {
                     invalid(
                         &name,
                         "is its own source_profile but has no aws_access_key_id and aws_secret_access_key",

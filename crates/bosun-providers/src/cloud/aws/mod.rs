@@ -216,18 +216,22 @@ pub fn credentials(env: Env<'_>, profile: Option<&str>) -> Result<AwsCredentials
         return Ok(keys);
     }
     let name = profile_name(env, profile);
-    let from = |section: Option<HashMap<String, String>>| {
-        let section = section?;
-        let id = section.get("aws_access_key_id")?.clone();
-        let secret = section.get("aws_secret_access_key")?.clone();
-        Some(AwsCredentials::new(id, secret, section.get("aws_session_token").cloned()))
-    };
     let file = ini(credentials_file(env).as_deref());
-    if let Some(found) = from(file.get(&name).cloned()) {
+    if let Some(found) = file.get(&name).and_then(static_keys) {
         return Ok(found);
     }
     let config = ini(config_file(env).as_deref());
-    from(config_section(&config, &name)).ok_or(AwsAuthError::Missing { profile: name })
+    config_section(&config, &name)
+        .as_ref()
+        .and_then(static_keys)
+        .ok_or(AwsAuthError::Missing { profile: name })
+}
+
+/// A profile section's static keys, if it has them.
+pub(crate) fn static_keys(section: &HashMap<String, String>) -> Option<AwsCredentials> {
+    let id = section.get("aws_access_key_id")?;
+    let secret = section.get("aws_secret_access_key")?;
+    Some(AwsCredentials::new(id.clone(), secret.clone(), section.get("aws_session_token").cloned()))
 }
 
 /// The SDKs' default chain, as far as bosun follows it: keys in the
