@@ -1,12 +1,11 @@
 //! The lazy tool-call grammar: GBNF built from the active tools' schemas
-//! (through llama.cpp's `json_schema_to_grammar`) and the patterns that
-//! switch it on, so a call that has started is always well formed and names
+//! (through [`super::gbnf`]) and the patterns that switch it on, so a call that has started is always well formed and names
 //! a real tool.
 //!
 //! One schema carries everything: a `bosun-call` property (one alternative
 //! per tool: `{"name": "<tool>", "arguments": <that tool's schema>}`) and a
-//! `bosun-args-N` property per tool. llama.cpp names a property's rule after
-//! the property, so the wrapper rules below can use `bosun-call` and
+//! `bosun-args-N` property per tool. The converter names a property's rule
+//! after the property, so the wrapper rules below can use `bosun-call` and
 //! `bosun-args-N` however the converter spelled the rest; the schema's own
 //! root rule is unused.
 //!
@@ -30,6 +29,7 @@
 
 use bosun_core::ToolDefinition;
 
+use super::gbnf;
 use super::hints::ArgumentValues;
 use super::quote::{self, Quote, gbnf_literal};
 use crate::template::CallFormat;
@@ -50,7 +50,8 @@ const PARAM_CLOSE: &str = "</parameter>";
 pub(crate) struct ToolGrammar {
     /// The grammar, rooted at [`ROOT`].
     pub(crate) gbnf: String,
-    /// Regular expressions (ECMAScript, as llama.cpp's `std::regex`) over the
+    /// Regular expressions (the `regex` crate's, kept to what ECMAScript
+    /// writes alike) over the
     /// output so far; the grammar applies from the first capture group on.
     pub(crate) patterns: Vec<String>,
     /// The rule a response that must call a tool starts at: the calls in the
@@ -100,9 +101,8 @@ pub(crate) fn answer_grammar(
     schema: &serde_json::Value,
 ) -> Result<ToolGrammar, String> {
     if tools.is_empty() {
-        let text = serde_json::to_string(schema).map_err(|e| e.to_string())?;
-        let gbnf = llama_cpp_2::json_schema_to_grammar(&text)
-            .map_err(|e| format!("llama.cpp could not turn the output schema into a grammar: {e}"))?;
+        let gbnf =
+            gbnf::schema_to_gbnf(schema).map_err(|e| format!("the output schema has no grammar: {e}"))?;
         return Ok(ToolGrammar { gbnf, patterns: Vec::new(), required_root: "root" });
     }
     let mut grammar = build(tools, triggers, format, values, Some(schema))?;
@@ -123,8 +123,9 @@ fn build(
     }
     let mut quotes = Vec::new();
     let schema = carrier_schema(tools, values, &mut quotes, answer)?;
-    let mut gbnf = llama_cpp_2::json_schema_to_grammar(&schema)
-        .map_err(|e| format!("llama.cpp could not turn the tool schemas into a grammar: {e}"))?;
+    let schema: serde_json::Value = serde_json::from_str(&schema).map_err(|e| e.to_string())?;
+    let mut gbnf =
+        gbnf::schema_to_gbnf(&schema).map_err(|e| format!("the tool schemas have no grammar: {e}"))?;
     for quote in &quotes {
         gbnf = quote.splice(&gbnf)?;
     }
@@ -133,7 +134,7 @@ fn build(
         std::iter::once("bosun-call".to_owned()).chain((0..tools.len()).map(args_rule)).chain(answered);
     let defined = |rule: &String| gbnf.lines().any(|line| line.starts_with(&format!("{rule} ::=")));
     if let Some(missing) = rules.into_iter().find(|rule| !defined(rule)) {
-        return Err(format!("llama.cpp's grammar has no rule `{missing}`"));
+        return Err(format!("the grammar has no rule `{missing}`"));
     }
     let mut forms = Vec::new();
     let mut patterns = Vec::new();

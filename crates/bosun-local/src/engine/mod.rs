@@ -20,6 +20,7 @@
 
 mod backends;
 mod count;
+mod gbnf;
 mod grammar;
 mod hints;
 mod host;

@@ -3,8 +3,8 @@
 //! write `LOG_LEVEL = info` for a file that says `LOG_LEVEL=info`.
 //!
 //! The schema gets one alternative per quotable file, `path` fixed to that
-//! file and the text argument fixed to a marker constant; after llama.cpp
-//! turned the schema into GBNF, each marker's literal is replaced by a rule
+//! file and the text argument fixed to a marker constant; after the converter
+//! (`gbnf`) turned the schema into GBNF, each marker's literal is replaced by a rule
 //! that matches exactly the non-empty substrings of that file's text, as a
 //! JSON string: rule `k` matches the character at `k` followed, optionally,
 //! by rule `k + 1`, and the text rule starts at any `k`. That is one rule
@@ -35,7 +35,7 @@ impl Quote {
     pub(crate) fn splice(&self, gbnf: &str) -> Result<String, String> {
         let literal = gbnf_literal(&format!("\"{}\"", self.marker));
         if !gbnf.contains(&literal) {
-            return Err(format!("llama.cpp's grammar lost the marker of `{}`", self.rule));
+            return Err(format!("the grammar lost the marker of `{}`", self.rule));
         }
         let mut out = gbnf.replace(&literal, &self.rule);
         out.push_str(&self.rules());

@@ -381,6 +381,35 @@ async fn the_grammar_holds_function_tags_and_fenced_calls_after_text() {
     assert_eq!(deltas(&events).concat(), "Sure", "call markup never streams");
 }
 
+#[tokio::test]
+async fn the_grammar_arms_at_a_trigger_inside_a_token_and_gives_way_when_the_token_refuses_it() {
+    let _serial = SERIAL.lock().await;
+    let tools = [ToolDefinition::new("get_time", "A tool.", json!({"type": "object", "properties": {}}))];
+    let messages = [Message::user("what time is it?")];
+
+    // The trigger ends a token that starts with words: the grammar takes the
+    // output from `<tool_call>` on (spelled byte by byte, since this
+    // vocabulary would put a space in front), and forces the call.
+    let inside = with_punctuation().chain(&["\n", "Sure<tool_call>", " nonsense"]);
+    let file = write(&inside);
+    let model = load(&file);
+    let response = done(&stream(&model, &messages, &tools).await).clone();
+    assert!(model.last_generation().unwrap().constrained);
+    assert_one_get_time_call(&response, "Sure");
+
+    // The trigger's token carries text no call starts with: the grammar
+    // cannot take it, so it gives way (llama.cpp would abort the process
+    // if made to accept it) and the model's words stand.
+    let refused = with_punctuation().chain(&["\n", "<tool_call>!", " nonsense", END_OF_TURN]);
+    let file = write(&refused);
+    let model = load(&file);
+    let response = done(&stream(&model, &messages, &tools).await).clone();
+    let stats = model.last_generation().unwrap();
+    assert!(!stats.constrained, "{stats:?}");
+    assert_eq!(stats.generated_tokens, 3, "the programmed tokens, unchanged: {response:?}");
+    assert!(!response.content.iter().any(|p| matches!(p, ResponsePart::ToolCall { .. })), "{response:?}");
+}
+
 /// Streams one request with `choice` as its tool choice.
 async fn stream_choosing(
     model: &LocalModel,
