@@ -405,6 +405,15 @@ mod tests {
     #[test]
     fn regex_escape_quotes_metacharacters() {
         assert_eq!(regex_escape("a.b[c]{d}"), r"a\.b\[c\]\{d\}");
+        let odd = ToolDefinition::new("a.b/c(d)|e*f+g?h^i$j\\k", "", json!({"type": "object"}));
+        let triggers = crate::toolcall::CALL_TRIGGERS;
+        let grammar = tool_grammar(&[odd], triggers, CallFormat::Bare, &ArgumentValues::default()).unwrap();
+        for pattern in &grammar.patterns {
+            let compiled = regex::Regex::new(pattern);
+            assert!(compiled.is_ok(), "the sampler compiles every trigger: {pattern}: {compiled:?}");
+        }
+        let fenced = regex::Regex::new(&grammar.patterns[3]).unwrap();
+        assert!(fenced.is_match("```json {\"name\": \"a.b/c(d)|e*f+g?h^i$j\\k\""));
     }
 
     #[test]
