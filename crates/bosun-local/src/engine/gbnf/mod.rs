@@ -265,11 +265,7 @@ impl<'a> Converter<'a> {
         rule: &str,
         path: &str,
     ) -> Result<String, SchemaError> {
-        let required: HashSet<&str> = object
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = required_names(object);
         let mut properties = Vec::new();
         if let Some(listed) = object.get("properties") {
             let listed = listed.as_object().ok_or_else(|| SchemaError::Malformed {
@@ -309,7 +305,7 @@ impl<'a> Converter<'a> {
         additional: Option<&Value>,
         path: &str,
     ) -> Result<String, SchemaError> {
-        let prefix = if name.is_empty() { String::new() } else { format!("{name}-") };
+        let prefix = child_prefix(name);
         let mut required = Vec::new();
         let mut optional = Vec::new();
         for (key, schema, is_required) in properties {
@@ -423,7 +419,7 @@ impl<'a> Converter<'a> {
         rule: &str,
         path: &str,
     ) -> Result<String, SchemaError> {
-        let sub = if name.is_empty() { String::new() } else { format!("{name}-") };
+        let sub = child_prefix(name);
         let key = if object.contains_key("items") { "items" } else { "prefixItems" };
         let items = object.get(key);
         if let Some(Value::Array(tuple)) = items {
@@ -543,11 +539,7 @@ impl<'a> Converter<'a> {
             }
         }
         if let Some(listed) = part.get("properties").and_then(Value::as_object) {
-            let needed: HashSet<&str> = part
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+            let needed = part.as_object().map(required_names).unwrap_or_default();
             for (key, schema) in listed {
                 properties.push((key.clone(), schema.clone(), required && needed.contains(key.as_str())));
             }
@@ -558,6 +550,17 @@ impl<'a> Converter<'a> {
         }
         Ok(())
     }
+}
+
+/// The names listed in an object schema's `required`.
+fn required_names(object: &serde_json::Map<String, Value>) -> HashSet<&str> {
+    let listed = object.get("required").and_then(Value::as_array);
+    listed.map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+/// What the rules under the rule `name` start with (nothing at the root).
+fn child_prefix(name: &str) -> String {
+    if name.is_empty() { String::new() } else { format!("{name}-") }
 }
 
 /// `name` with every run of characters other than letters, digits and `-`
