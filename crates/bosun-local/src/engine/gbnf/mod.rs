@@ -25,7 +25,7 @@
 mod integers;
 mod pattern;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -98,15 +98,17 @@ const PRIMITIVES: &[(&str, &str, &[&str])] = &[
 struct Converter<'a> {
     document: &'a Value,
     rules: BTreeMap<String, String>,
-    /// `$ref`s whose rule is being built: met again, the name is enough.
-    resolving: HashSet<String>,
+    /// Each `$ref` met so far and the rule it names: fixed before the
+    /// target is built, so a reference back to it (recursion) and later uses
+    /// name the same rule.
+    references: HashMap<String, String>,
 }
 
 impl<'a> Converter<'a> {
     fn new(document: &'a Value) -> Self {
         let mut rules = BTreeMap::new();
         rules.insert("space".to_owned(), SPACE.to_owned());
-        Self { document, rules, resolving: HashSet::new() }
+        Self { document, rules, references: HashMap::new() }
     }
 
     fn format(&self) -> String {
@@ -178,8 +180,7 @@ impl<'a> Converter<'a> {
                 let alternatives = alternatives.as_array().ok_or_else(|| malformed("must be a list"))?;
                 let mut rules = Vec::with_capacity(alternatives.len());
                 for (i, alternative) in alternatives.iter().enumerate() {
-                    let sub =
-                        if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+                    let sub = alternative_name(name, i);
                     rules.push(self.visit(alternative, &sub, &format!("{path}/{key}/{i}"))?);
                 }
                 return Ok(self.add_rule(&rule, rules.join(" | ")));
@@ -194,7 +195,7 @@ impl<'a> Converter<'a> {
             for (i, kind) in kinds.iter().enumerate() {
                 let mut alternative = object.clone();
                 alternative.insert("type".to_owned(), kind.clone());
-                let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+                let sub = alternative_name(name, i);
                 rules.push(self.visit(&Value::Object(alternative), &sub, &format!("{path}/type/{i}"))?);
             }
             return Ok(self.add_rule(&rule, rules.join(" | ")));
@@ -242,20 +243,35 @@ impl<'a> Converter<'a> {
         }
     }
 
-    /// The rule a `$ref` names, built on first use.
+    /// The rule a `$ref` names, built on first use under a name no other
+    /// rule or reference holds.
     fn resolve(&mut self, reference: &str) -> Result<String, SchemaError> {
+        if let Some(name) = self.references.get(reference) {
+            return Ok(name.clone());
+        }
+        let target = self.target(reference)?;
+        let last = reference.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("ref");
+        let base = format!("ref-{}", rule_name(last));
+        let taken = |this: &Self, name: &str| {
+            this.rules.contains_key(name) || this.references.values().any(|n| n == name)
+        };
+        let name = std::iter::once(base.clone())
+            .chain((0..).map(|i| format!("{base}{i}")))
+            .find(|candidate| !taken(self, candidate))
+            .unwrap_or(base);
+        self.references.insert(reference.to_owned(), name.clone());
+        let built = self.visit(target, &name, reference)?;
+        if built != name {
+            self.rules.insert(name.clone(), built);
+        }
+        Ok(name)
+    }
+
+    /// What a local `$ref` (`#/…`) points at in the document.
+    fn target(&self, reference: &str) -> Result<&'a Value, SchemaError> {
         let unresolved = || SchemaError::Reference(reference.to_owned());
         let pointer = reference.strip_prefix('#').ok_or_else(unresolved)?;
-        let target = self.document.pointer(pointer).ok_or_else(unresolved)?;
-        let name = reference.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("ref");
-        let name = format!("ref-{}", rule_name(name));
-        if self.resolving.contains(reference) {
-            return Ok(name);
-        }
-        self.resolving.insert(reference.to_owned());
-        let built = self.visit(target, &name, reference);
-        self.resolving.remove(reference);
-        built
+        self.document.pointer(pointer).ok_or_else(unresolved)
     }
 
     fn object(
@@ -529,10 +545,7 @@ impl<'a> Converter<'a> {
         let mut part = part;
         let mut hops = 0;
         while let Some(reference) = part.get("$ref").and_then(Value::as_str) {
-            let pointer =
-                reference.strip_prefix('#').ok_or_else(|| SchemaError::Reference(reference.to_owned()))?;
-            part =
-                self.document.pointer(pointer).ok_or_else(|| SchemaError::Reference(reference.to_owned()))?;
+            part = self.target(reference)?;
             hops += 1;
             if hops > 32 {
                 return Err(SchemaError::Reference(reference.to_owned()));
@@ -556,6 +569,11 @@ impl<'a> Converter<'a> {
 fn required_names(object: &serde_json::Map<String, Value>) -> HashSet<&str> {
     let listed = object.get("required").and_then(Value::as_array);
     listed.map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+/// The name of alternative `i` of the rule `name` (`anyOf`, a list of types).
+fn alternative_name(name: &str, i: usize) -> String {
+    if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") }
 }
 
 /// What the rules under the rule `name` start with (nothing at the root).

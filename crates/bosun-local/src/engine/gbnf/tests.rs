@@ -195,6 +195,26 @@ fn references_resolve_within_the_document_and_may_recur() {
 }
 
 #[test]
+fn recursive_definitions_of_the_same_name_keep_their_own_rules() {
+    let node = |key: &str, kind: &str, reference: &str| {
+        json!({"type": "object", "properties": {
+            key: {"type": kind}, "children": {"type": "array", "items": {"$ref": reference}}
+        }, "required": [key]})
+    };
+    let schema = json!({
+        "$defs": {"a": {"node": node("x", "string", "#/$defs/a/node")}, "b": {"node": node("y", "integer", "#/$defs/b/node")}},
+        "type": "object",
+        "properties": {"first": {"$ref": "#/$defs/a/node"}, "second": {"$ref": "#/$defs/b/node"}},
+        "required": ["first", "second"]
+    });
+    check(
+        schema,
+        &[r#"{"first": {"x": "a", "children": [{"x": "b"}]}, "second": {"y": 1, "children": [{"y": 2}]}}"#],
+        &[r#"{"first": {"x": "a"}, "second": {"y": 1, "children": [{"x": "b"}]}}"#],
+    );
+}
+
+#[test]
 fn all_of_merges_objects_and_intersects_enums() {
     let schema = json!({"allOf": [
         {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
