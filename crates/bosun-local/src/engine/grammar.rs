@@ -1,6 +1,6 @@
 //! The lazy tool-call grammar: GBNF built from the active tools' schemas
-//! (through [`super::gbnf`]) and the patterns that switch it on, so a call that has started is always well formed and names
-//! a real tool.
+//! (through [`super::gbnf`]) and the patterns that switch it on, so a call
+//! that has started is always well formed and names a real tool.
 //!
 //! One schema carries everything: a `bosun-call` property (one alternative
 //! per tool: `{"name": "<tool>", "arguments": <that tool's schema>}`) and a
@@ -51,8 +51,8 @@ pub(crate) struct ToolGrammar {
     /// The grammar, rooted at [`ROOT`].
     pub(crate) gbnf: String,
     /// Regular expressions (the `regex` crate's, kept to what ECMAScript
-    /// writes alike) over the
-    /// output so far; the grammar applies from the first capture group on.
+    /// writes alike) over the output so far; the grammar applies from the
+    /// first capture group on.
     pub(crate) patterns: Vec<String>,
     /// The rule a response that must call a tool starts at: the calls in the
     /// markup of the template's [`CallFormat`].
@@ -180,8 +180,9 @@ fn carrier_schema(
     quotes: &mut Vec<Quote>,
     answer: Option<&serde_json::Value>,
 ) -> Result<String, String> {
-    // Built as text so `name` comes before `arguments` whatever serde_json's
-    // map order is: the grammar fixes the property order.
+    // Built as text, `name` before `arguments`: the grammar takes properties
+    // in the order written, which the parse in `build` keeps (serde_json's
+    // `preserve_order`).
     let mut alternatives = Vec::with_capacity(tools.len());
     let mut arguments = Vec::with_capacity(tools.len());
     for (index, tool) in tools.iter().enumerate() {

@@ -225,14 +225,22 @@ fn spelling(model: &LlamaModel, text: &[u8]) -> Option<Vec<LlamaToken>> {
     if spelled == text {
         return Some(tokens);
     }
-    let mut bytes: [Option<LlamaToken>; 256] = [None; 256];
+    let bytes = byte_tokens(model);
+    text.iter().map(|b| bytes[usize::from(*b)]).collect()
+}
+
+/// For each byte, a token whose piece is that byte alone (the first in the
+/// vocabulary), if any: one pass over the vocabulary.
+pub(super) fn byte_tokens(model: &LlamaModel) -> [Option<LlamaToken>; 256] {
+    let vocab = model.vocab();
+    let mut bytes = [None; 256];
     for id in 0..model.n_vocab() {
         let token = LlamaToken(id);
         if let [byte] = vocab.token_to_piece(token, true, None)[..] {
             bytes[usize::from(byte)].get_or_insert(token);
         }
     }
-    text.iter().map(|b| bytes[usize::from(*b)]).collect()
+    bytes
 }
 
 /// A sampler that rules `tokens` out.

@@ -14,7 +14,7 @@ use llama_cpp_2::token::LlamaToken;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::engine::sampling::allows;
+use crate::engine::sampling::{allows, byte_tokens};
 
 /// A vocabulary with a token for every byte, loaded once per process.
 pub(in crate::engine) fn vocabulary() -> &'static (LlamaModel, [Option<LlamaToken>; 256]) {
@@ -26,12 +26,7 @@ pub(in crate::engine) fn vocabulary() -> &'static (LlamaModel, [Option<LlamaToke
         let backend = crate::engine::backend().unwrap();
         let params = LlamaModelParams::default().with_vocab_only(true);
         let model = LlamaModel::load_from_file(backend, &path, &params).unwrap();
-        let mut bytes = [None; 256];
-        for id in 0..model.n_vocab() {
-            if let [byte] = model.vocab().token_to_piece(LlamaToken(id), true, None)[..] {
-                bytes[usize::from(byte)].get_or_insert(LlamaToken(id));
-            }
-        }
+        let bytes = byte_tokens(&model);
         (model, bytes)
     })
 }
