@@ -191,11 +191,12 @@ pub struct SessionModel {
 /// The session model of `settings`, from the table shipped with bosun.
 pub fn session_model(settings: &Settings) -> Result<SessionModel> {
     // A local model's run never reads the table: it costs that run nothing.
-    if hosted_spec(settings).is_none() {
+    let Some((provider, name)) = hosted_spec(settings) else {
         return Ok(local_session_model(settings));
-    }
-    let table = ModelTable::shared().context("bosun's model table is broken")?;
-    Ok(session_model_in(settings, table))
+    };
+    let looked_up = crate::clouds::underlying(settings, provider, name);
+    let table = ModelTable::shared_for(provider, looked_up).context("bosun's model table is broken")?;
+    Ok(session_model_in(settings, &table))
 }
 
 /// `PROVIDER` and `MODEL` of a hosted session model; `None` for the local one.

@@ -37,12 +37,12 @@
 //! or the output price. See [`Pricing`].
 
 mod cost;
+mod raw;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-
-use serde::Deserialize;
+use std::sync::{Arc, Mutex, PoisonError};
 
 pub use cost::{Cost, LongContext, Price, Prices, Pricing};
 
@@ -288,7 +288,14 @@ impl ModelTable {
 
     /// A table from its JSON form, every rule checked.
     pub fn parse(json: &str) -> Result<Self, ModelTableError> {
-        let raw: RawTable = serde_json::from_str(json)?;
+        Self::parse_where(json, None)
+    }
+
+    /// A table from its JSON form with the entries `wanted` takes, given
+    /// each one's provider and names; an entry not taken is read only as far
+    /// as its names, and not checked.
+    fn parse_where(json: &str, wanted: Option<&dyn Fn(&raw::Head) -> bool>) -> Result<Self, ModelTableError> {
+        let raw: raw::RawTable = serde_json::from_str(json)?;
         if raw.format != FORMAT {
             return Err(ModelTableError::Format(raw.format));
         }
@@ -314,10 +321,53 @@ impl ModelTable {
             );
         }
         let mut table = Self { providers, models: Vec::with_capacity(raw.models.len()) };
-        for model in raw.models {
+        for entry in raw.models {
+            if let Some(wanted) = wanted
+                && !wanted(&serde_json::from_str(entry.get())?)
+            {
+                continue;
+            }
+            let model: raw::RawModel = serde_json::from_str(entry.get())?;
             let info = model.check(&table)?;
             table.models.push(info);
         }
+        Ok(table)
+    }
+
+    /// What [`ModelTable::find`] of `model` of `provider` needs of the
+    /// table shipped with bosun: all of `data/models.json` (the provider
+    /// rules and the hand-written entries), and of the import only the
+    /// entries named as the lookup tries, the rest read as far as their
+    /// names. A run looks up one model, and parsing and checking all of the
+    /// import was over a tenth of a hosted run's time to its first request
+    /// (docs/benchmarks.md). Both files are checked whole by the tests.
+    pub fn builtin_for(provider: &str, model: &str) -> Result<Self, ModelTableError> {
+        let mut table = Self::parse(BUILTIN)?;
+        let tried: Vec<(String, String)> =
+            table.lookups(provider, model).into_iter().map(|(p, m)| (p.to_owned(), m.to_owned())).collect();
+        let wanted = |head: &raw::Head| {
+            tried.iter().any(|(provider, name)| {
+                head.provider == provider.as_str() && head.names().any(|n| n.eq_ignore_ascii_case(name))
+            })
+        };
+        table.add_under(Self::parse_where(IMPORTED, Some(&wanted))?);
+        Ok(table)
+    }
+
+    /// [`ModelTable::builtin_for`], kept for the model last asked for: a run
+    /// asks for its session model several times (its window, its costing,
+    /// whether it takes images).
+    pub fn shared_for(provider: &str, model: &str) -> Result<Arc<Self>, ModelTableError> {
+        static LAST: Mutex<Option<(String, String, Arc<ModelTable>)>> = Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((p, m, table)) = last.as_ref()
+            && p == provider
+            && m == model
+        {
+            return Ok(Arc::clone(table));
+        }
+        let table = Arc::new(Self::builtin_for(provider, model)?);
+        *last = Some((provider.to_owned(), model.to_owned(), Arc::clone(&table)));
         Ok(table)
     }
 
@@ -333,18 +383,21 @@ impl ModelTable {
 
     /// The entry for `model` of `provider`, by the rule in the module docs.
     pub fn find(&self, provider: &str, model: &str) -> Option<&ModelInfo> {
-        if provider == "bedrock" {
-            let (vendor, name) = bedrock_model(model)?;
-            return self.find(vendor, name);
-        }
-        let provider = self.billing_provider(provider, model);
-        let model = model.strip_prefix("models/").unwrap_or(model);
-        let named = |name: &str| {
+        self.lookups(provider, model).into_iter().find_map(|(provider, name)| {
             self.models
                 .iter()
                 .find(|m| m.provider == provider && m.names().any(|n| n.eq_ignore_ascii_case(name)))
-        };
-        named(model).or_else(|| without_snapshot(model).and_then(named))
+        })
+    }
+
+    /// The provider and name [`ModelTable::find`] tries, in order.
+    fn lookups<'a>(&'a self, provider: &'a str, model: &'a str) -> Vec<(&'a str, &'a str)> {
+        if provider == "bedrock" {
+            return bedrock_model(model).map(|(vendor, name)| self.lookups(vendor, name)).unwrap_or_default();
+        }
+        let provider = self.billing_provider(provider, model);
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        std::iter::once(model).chain(without_snapshot(model)).map(|name| (provider, name)).collect()
     }
 
     /// Whether `model` of `provider` takes images: its entry's `images`
@@ -439,184 +492,4 @@ fn without_snapshot(model: &str) -> Option<&str> {
     let dated =
         [(year, 4), (month, 2), (day, 2)].iter().all(|(part, len)| part.len() == *len && digits(part));
     (dated && year.starts_with("20")).then_some(base)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    format: u32,
-    #[serde(default, rename = "about")]
-    _about: Option<String>,
-    /// Where an imported table came from (name, version, date, licence).
-    #[serde(default, rename = "source")]
-    _source: Option<serde_json::Value>,
-    providers: BTreeMap<String, RawProvider>,
-    models: Vec<RawModel>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawProvider {
-    #[serde(default)]
-    prices_of: Option<String>,
-    #[serde(default)]
-    prices_by_prefix: BTreeMap<String, String>,
-    #[serde(default = "yes")]
-    output_includes_reasoning: bool,
-    #[serde(default)]
-    images: Option<bool>,
-    #[serde(default, rename = "note")]
-    _note: Option<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPrices {
-    input: Option<f64>,
-    cached_input: Option<f64>,
-    cache_write: Option<f64>,
-    output: Option<f64>,
-    reasoning: Option<f64>,
-}
-
-impl RawPrices {
-    fn check(&self) -> Result<Prices, ModelTableError> {
-        let price = |value: Option<f64>| value.map(Price::from_dollars_per_million).transpose();
-        Ok(Prices {
-            input: price(self.input)?,
-            cached_input: price(self.cached_input)?,
-            cache_write: price(self.cache_write)?,
-            output: price(self.output)?,
-            reasoning: price(self.reasoning)?,
-        })
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLongContext {
-    above_prompt_tokens: u64,
-    price: RawPrices,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawModel {
-    provider: String,
-    id: String,
-    #[serde(default)]
-    aliases: Vec<String>,
-    context_window: Option<u32>,
-    max_input_tokens: Option<u32>,
-    max_output_tokens: Option<u32>,
-    price: RawPrices,
-    long_context: Option<RawLongContext>,
-    sources: Vec<String>,
-    checked: String,
-    #[serde(default)]
-    images: Option<bool>,
-    #[serde(default, rename = "note")]
-    _note: Option<String>,
-}
-
-impl RawModel {
-    fn check(self, table: &ModelTable) -> Result<ModelInfo, ModelTableError> {
-        let fail = |why: String| ModelTableError::Entry {
-            provider: self.provider.clone(),
-            id: self.id.clone(),
-            why,
-        };
-        match table.providers.get(&self.provider) {
-            None => return Err(fail("its provider is not in the table's providers".into())),
-            Some(rules) if rules.prices_of.is_some() => {
-                return Err(fail("its provider bills at another provider's prices".into()));
-            }
-            Some(_) => {}
-        }
-        let names = std::iter::once(&self.id).chain(&self.aliases);
-        for name in names.clone() {
-            if name.is_empty() || name.chars().any(char::is_whitespace) {
-                return Err(fail(format!("`{name}` is not a model name")));
-            }
-            let taken = table
-                .models
-                .iter()
-                .any(|m| m.provider == self.provider && m.names().any(|n| n.eq_ignore_ascii_case(name)));
-            if taken {
-                return Err(fail(format!("`{name}` already names another entry")));
-            }
-        }
-        for (what, tokens) in [
-            ("context_window", self.context_window),
-            ("max_input_tokens", self.max_input_tokens),
-            ("max_output_tokens", self.max_output_tokens),
-        ] {
-            if tokens == Some(0) {
-                return Err(fail(format!("{what} must be more than 0")));
-            }
-        }
-        if let Some(window) = self.context_window {
-            if self.max_output_tokens.is_some_and(|out| out >= window) {
-                return Err(fail("max_output_tokens must be less than the context window".into()));
-            }
-            if self.max_input_tokens.is_some_and(|input| input > window) {
-                return Err(fail("max_input_tokens cannot exceed the context window".into()));
-            }
-        }
-        let prices = self.price.check()?;
-        let long_context = match &self.long_context {
-            None => None,
-            Some(long) => {
-                if long.above_prompt_tokens == 0 {
-                    return Err(fail("long_context.above_prompt_tokens must be more than 0".into()));
-                }
-                if !prices.any() {
-                    return Err(fail("a long-context tier needs base prices".into()));
-                }
-                Some(LongContext {
-                    above_prompt_tokens: long.above_prompt_tokens,
-                    prices: long.price.check()?,
-                })
-            }
-        };
-        if self.sources.is_empty() || self.sources.iter().any(|s| !s.starts_with("https://")) {
-            return Err(fail("sources must name the provider's pages by https URL".into()));
-        }
-        if !is_date(&self.checked) {
-            return Err(fail(format!("checked `{}` is not a YYYY-MM-DD date", self.checked)));
-        }
-        Ok(ModelInfo {
-            provider: self.provider,
-            id: self.id,
-            aliases: self.aliases,
-            context_window: self.context_window,
-            max_input_tokens: self.max_input_tokens,
-            max_output_tokens: self.max_output_tokens,
-            prices,
-            long_context,
-            sources: self.sources,
-            checked: Some(self.checked),
-            images: self.images,
-        })
-    }
-}
-
-/// `YYYY-MM-DD` with a plausible month and day.
-fn is_date(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    let number = |s: &str, len: usize| {
-        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten()
-    };
-    match parts.as_slice() {
-        [year, month, day] => {
-            number(year, 4).is_some()
-                && number(month, 2).is_some_and(|m| (1..=12).contains(&m))
-                && number(day, 2).is_some_and(|d| (1..=31).contains(&d))
-        }
-        _ => false,
-    }
 }

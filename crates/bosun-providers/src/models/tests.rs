@@ -416,3 +416,68 @@ fn cloud_models_are_found_as_the_clouds_name_them_and_billed_as_their_vendor() {
     assert_eq!(spent.map(|c| c.picodollars()), Some(pico(134_000)));
     assert_eq!(table.images("vertex", Some(opus)), Some(true));
 }
+
+/// Ways a run may name the models of the table (and some it does not
+/// have), through presets that bill as themselves, as another, or as no
+/// one: each entry's names with one of the variants, the variant and the
+/// preset turning with each name, so every model, variant and preset is
+/// tried.
+fn names_a_run_may_ask_for(table: &ModelTable) -> Vec<(String, String)> {
+    let presets: Vec<&str> = ProviderConfig::PRESETS.iter().copied().chain(["vertex", "nope"]).collect();
+    let variants: [fn(&str) -> String; 7] = [
+        |name| name.to_owned(),
+        |name| name.to_ascii_uppercase(),
+        |name| format!("{name}-20250929"),
+        |name| format!("{name}-2026-11-17"),
+        |name| format!("{name}@20250929"),
+        |name| format!("models/{name}"),
+        |name| format!("{name}-fast"),
+    ];
+    let mut asked = Vec::new();
+    let names = table.models().iter().flat_map(|model| model.names().map(move |name| (model, name)));
+    for (turn, (model, name)) in names.enumerate() {
+        let variant = variants[turn % variants.len()](name);
+        asked.push((model.provider.clone(), variant.clone()));
+        asked.push((presets[turn % presets.len()].to_owned(), variant.clone()));
+        asked.push(("bedrock".into(), format!("us.{}.{variant}-v1:0", model.provider)));
+    }
+    asked.push(("openai".into(), "gpt-test".into()));
+    asked
+}
+
+#[test]
+fn a_lookup_in_the_table_cut_down_for_it_finds_what_the_whole_table_finds() {
+    let whole = table();
+    let asked = names_a_run_may_ask_for(&whole);
+    assert!(asked.len() > 700, "{} lookups", asked.len());
+    let mut found = 0;
+    for (provider, model) in &asked {
+        let cut = ModelTable::builtin_for(provider, model).unwrap();
+        let (expected, got) = (whole.find(provider, model), cut.find(provider, model));
+        assert_eq!(got, expected, "{provider}/{model}");
+        if let Some(info) = got {
+            found += 1;
+            assert_eq!(cut.pricing(provider, info), whole.pricing(provider, info), "{provider}/{model}");
+            assert_eq!(
+                cut.images(provider, Some(info)),
+                whole.images(provider, Some(info)),
+                "{provider}/{model}"
+            );
+        }
+        // Nothing of the import but what the lookup names.
+        assert!(
+            cut.models().len() <= ModelTable::parse(BUILTIN).unwrap().models().len() + 2,
+            "{provider}/{model}"
+        );
+    }
+    assert!(found > asked.len() / 3, "{found} of {} found", asked.len());
+}
+
+#[test]
+fn the_cut_down_table_is_kept_for_the_model_last_asked_for() {
+    let first = ModelTable::shared_for("openai", "gpt-4o").unwrap();
+    assert!(Arc::ptr_eq(&first, &ModelTable::shared_for("openai", "gpt-4o").unwrap()));
+    let other = ModelTable::shared_for("anthropic", "claude-opus-5-5").unwrap();
+    assert!(!Arc::ptr_eq(&first, &other));
+    assert_eq!(other.find("anthropic", "claude-opus-5-5").map(|m| m.id.as_str()), Some("claude-opus-5-5"));
+}
