@@ -37,6 +37,7 @@
 //! or the output price. See [`Pricing`].
 
 mod cost;
+mod imported_index;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -288,13 +289,6 @@ impl ModelTable {
 
     /// A table from its JSON form, every rule checked.
     pub fn parse(json: &str) -> Result<Self, ModelTableError> {
-        Self::parse_where(json, None)
-    }
-
-    /// A table from its JSON form with the entries `wanted` takes, given
-    /// each one's provider and names; an entry not taken is read only as far
-    /// as its names, and not checked.
-    fn parse_where(json: &str, wanted: Option<&dyn Fn(&raw::Head) -> bool>) -> Result<Self, ModelTableError> {
         let raw: raw::RawTable = serde_json::from_str(json)?;
         if raw.format != FORMAT {
             return Err(ModelTableError::Format(raw.format));
@@ -321,13 +315,7 @@ impl ModelTable {
             );
         }
         let mut table = Self { providers, models: Vec::with_capacity(raw.models.len()) };
-        for entry in raw.models {
-            if let Some(wanted) = wanted
-                && !wanted(&serde_json::from_str(entry.get())?)
-            {
-                continue;
-            }
-            let model: raw::RawModel = serde_json::from_str(entry.get())?;
+        for model in raw.models {
             let info = model.check(&table)?;
             table.models.push(info);
         }
@@ -337,20 +325,31 @@ impl ModelTable {
     /// What [`ModelTable::find`] of `model` of `provider` needs of the
     /// table shipped with bosun: all of `data/models.json` (the provider
     /// rules and the hand-written entries), and of the import only the
-    /// entries named as the lookup tries, the rest read as far as their
-    /// names. A run looks up one model, and parsing and checking all of the
-    /// import was over a tenth of a hosted run's time to its first request
-    /// (docs/benchmarks.md). Both files are checked whole by the tests.
+    /// entries named as the lookup tries, found through its index
+    /// (`imported_index.rs`) and parsed alone. A run looks up one model, and
+    /// parsing and checking all of the import was over a tenth of a hosted
+    /// run's time to its first request (docs/benchmarks.md). Both files are
+    /// checked whole by the tests, and the index against the import.
     pub fn builtin_for(provider: &str, model: &str) -> Result<Self, ModelTableError> {
         let mut table = Self::parse(BUILTIN)?;
-        let tried: Vec<(String, String)> =
-            table.lookups(provider, model).into_iter().map(|(p, m)| (p.to_owned(), m.to_owned())).collect();
-        let wanted = |head: &raw::Head| {
-            tried.iter().any(|(provider, name)| {
-                head.provider == provider.as_str() && head.names().any(|n| n.eq_ignore_ascii_case(name))
-            })
-        };
-        table.add_under(Self::parse_where(IMPORTED, Some(&wanted))?);
+        let mut spans = Vec::new();
+        for (provider, name) in table.lookups(provider, model) {
+            spans.extend(imported_spans(provider, &name.to_ascii_lowercase()).map(|r| (r.start, r.end)));
+        }
+        // The import's order, as `add_under` takes entries in it.
+        spans.sort_unstable();
+        spans.dedup();
+        let mut imported = Self { providers: imported_providers(), models: Vec::with_capacity(spans.len()) };
+        for (start, end) in spans {
+            let text = IMPORTED.get(start..end).ok_or_else(|| ModelTableError::Provider {
+                provider: provider.to_owned(),
+                why: "the import's index points outside it".to_owned(),
+            })?;
+            let entry: raw::RawModel = serde_json::from_str(text)?;
+            let info = entry.check(&imported)?;
+            imported.models.push(info);
+        }
+        table.add_under(imported);
         Ok(table)
     }
 
@@ -438,6 +437,29 @@ impl ModelTable {
         let by_prefix = rules.prices_by_prefix.iter().find(|(prefix, _)| model.starts_with(prefix.as_str()));
         by_prefix.map(|(_, target)| target.as_str()).or(rules.prices_of.as_deref()).unwrap_or(provider)
     }
+}
+
+/// The byte ranges of the import's entries that `provider` names
+/// `lower_name` (ASCII lower case), from its index.
+fn imported_spans(provider: &str, lower_name: &str) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let entries = imported_index::ENTRIES;
+    let first = entries.partition_point(|&(p, n, _, _)| (p, n) < (provider, lower_name));
+    entries[first..]
+        .iter()
+        .take_while(move |&&(p, n, _, _)| (p, n) == (provider, lower_name))
+        .map(|&(_, _, start, end)| start..end)
+}
+
+/// The import's providers, with the rules an empty entry gives (the import
+/// sets none; its tests check so).
+fn imported_providers() -> BTreeMap<String, ProviderRules> {
+    let plain = || ProviderRules {
+        prices_of: None,
+        prices_by_prefix: BTreeMap::new(),
+        output_includes_reasoning: true,
+        images: None,
+    };
+    imported_index::PROVIDERS.iter().map(|name| ((*name).to_owned(), plain())).collect()
 }
 
 /// The vendor (as the table names it) and model of a Bedrock model id:

@@ -1,16 +1,14 @@
 //! The table's JSON form and the rules each entry is checked against.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::{LongContext, ModelInfo, ModelTable, ModelTableError, Price, Prices};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTable<'a> {
+pub(super) struct RawTable {
     pub(super) format: u32,
     #[serde(default, rename = "about")]
     _about: Option<String>,
@@ -18,26 +16,7 @@ pub(super) struct RawTable<'a> {
     #[serde(default, rename = "source")]
     _source: Option<serde_json::Value>,
     pub(super) providers: BTreeMap<String, RawProvider>,
-    /// Each entry's text, read in full only when it is wanted.
-    #[serde(borrow)]
-    pub(super) models: Vec<&'a RawValue>,
-}
-
-/// The names of an entry, read without the rest of it.
-#[derive(Deserialize)]
-pub(super) struct Head<'a> {
-    #[serde(borrow)]
-    pub(super) provider: Cow<'a, str>,
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-    #[serde(default, borrow)]
-    aliases: Vec<Cow<'a, str>>,
-}
-
-impl Head<'_> {
-    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(&*self.id).chain(self.aliases.iter().map(|alias| &**alias))
-    }
+    pub(super) models: Vec<RawModel>,
 }
 
 #[derive(Deserialize)]

@@ -481,3 +481,69 @@ fn the_cut_down_table_is_kept_for_the_model_last_asked_for() {
     assert!(!Arc::ptr_eq(&first, &other));
     assert_eq!(other.find("anthropic", "claude-opus-5-5").map(|m| m.id.as_str()), Some("claude-opus-5-5"));
 }
+
+/// `imported_index.rs` as it must read for the import as it is.
+fn imported_index_source() -> String {
+    #[derive(serde::Deserialize)]
+    struct Spans<'a> {
+        #[serde(borrow)]
+        models: Vec<&'a serde_json::value::RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Names {
+        provider: String,
+        id: String,
+        #[serde(default)]
+        aliases: Vec<String>,
+    }
+    let spans: Spans = serde_json::from_str(IMPORTED).unwrap();
+    let mut entries = Vec::new();
+    for entry in spans.models {
+        let start = entry.get().as_ptr() as usize - IMPORTED.as_ptr() as usize;
+        let end = start + entry.get().len();
+        let names: Names = serde_json::from_str(entry.get()).unwrap();
+        for name in std::iter::once(&names.id).chain(&names.aliases) {
+            entries.push((names.provider.clone(), name.to_ascii_lowercase(), start, end));
+        }
+    }
+    entries.sort();
+    let providers = ModelTable::imported().unwrap().providers;
+    let mut text = String::from(
+        "//! Where each entry of `data/models-litellm.json` is: its provider, each\n\
+         //! of its names in ASCII lower case and the byte range of its text,\n\
+         //! sorted by provider and name, so that a run parses only the entries\n\
+         //! its model could be. Written by the test\n\
+         //! `models::tests::the_index_of_the_import_is_written_from_it` when\n\
+         //! `BOSUN_WRITE_MODEL_INDEX=1` (after `scripts/refresh-models`); it fails\n\
+         //! while this file does not match the import.\n\n\
+         /// The import's providers.\n\
+         #[rustfmt::skip]\n\
+         pub(super) const PROVIDERS: &[&str] = &[\n",
+    );
+    for name in providers.keys() {
+        text += &format!("    {name:?},\n");
+    }
+    text += "];\n\n/// `(provider, name, start, end)`.\n#[rustfmt::skip]\npub(super) const ENTRIES: &[(&str, &str, usize, usize)] = &[\n";
+    for (provider, name, start, end) in entries {
+        text += &format!("    ({provider:?}, {name:?}, {start}, {end}),\n");
+    }
+    text + "];\n"
+}
+
+#[test]
+fn the_index_of_the_import_is_written_from_it() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/models/imported_index.rs");
+    let expected = imported_index_source();
+    if std::env::var_os("BOSUN_WRITE_MODEL_INDEX").is_some() {
+        std::fs::write(&path, &expected).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        committed == expected,
+        "src/models/imported_index.rs does not match data/models-litellm.json: run \
+         BOSUN_WRITE_MODEL_INDEX=1 cargo test -p bosun-providers --lib the_index_of_the_import"
+    );
+    // The cut-down table gives the import's providers the rules an empty
+    // entry gives; the import sets none.
+    assert_eq!(ModelTable::imported().unwrap().providers, imported_providers());
+}
