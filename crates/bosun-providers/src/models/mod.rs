@@ -87,6 +87,15 @@ pub enum ModelTableError {
         /// The rule it breaks.
         why: String,
     },
+    /// The import's index (`imported_index.rs`) names text the import
+    /// does not have: it was not written from this import.
+    #[error("the model table's index names bytes {start}..{end} of the import, which it does not have")]
+    Index {
+        /// The first byte named.
+        start: usize,
+        /// The end named.
+        end: usize,
+    },
     /// A provider entry that breaks a rule.
     #[error("model table provider `{provider}`: {why}")]
     Provider {
@@ -304,15 +313,7 @@ impl ModelTable {
                     });
                 }
             }
-            providers.insert(
-                name.clone(),
-                ProviderRules {
-                    prices_of: rules.prices_of.clone(),
-                    prices_by_prefix: rules.prices_by_prefix.clone(),
-                    output_includes_reasoning: rules.output_includes_reasoning,
-                    images: rules.images,
-                },
-            );
+            providers.insert(name.clone(), rules.rules());
         }
         let mut table = Self { providers, models: Vec::with_capacity(raw.models.len()) };
         for model in raw.models {
@@ -334,17 +335,14 @@ impl ModelTable {
         let mut table = Self::parse(BUILTIN)?;
         let mut spans = Vec::new();
         for (provider, name) in table.lookups(provider, model) {
-            spans.extend(imported_spans(provider, &name.to_ascii_lowercase()).map(|r| (r.start, r.end)));
+            spans.extend(imported_spans(provider, &name.to_ascii_lowercase()));
         }
         // The import's order, as `add_under` takes entries in it.
         spans.sort_unstable();
         spans.dedup();
         let mut imported = Self { providers: imported_providers(), models: Vec::with_capacity(spans.len()) };
         for (start, end) in spans {
-            let text = IMPORTED.get(start..end).ok_or_else(|| ModelTableError::Provider {
-                provider: provider.to_owned(),
-                why: "the import's index points outside it".to_owned(),
-            })?;
+            let text = IMPORTED.get(start..end).ok_or(ModelTableError::Index { start, end })?;
             let entry: raw::RawModel = serde_json::from_str(text)?;
             let info = entry.check(&imported)?;
             imported.models.push(info);
@@ -439,27 +437,22 @@ impl ModelTable {
     }
 }
 
-/// The byte ranges of the import's entries that `provider` names
-/// `lower_name` (ASCII lower case), from its index.
-fn imported_spans(provider: &str, lower_name: &str) -> impl Iterator<Item = std::ops::Range<usize>> {
+/// Where in the import (start and end byte) the entries are that
+/// `provider` names `lower_name` (ASCII lower case), from its index.
+fn imported_spans(provider: &str, lower_name: &str) -> impl Iterator<Item = (usize, usize)> {
     let entries = imported_index::ENTRIES;
     let first = entries.partition_point(|&(p, n, _, _)| (p, n) < (provider, lower_name));
     entries[first..]
         .iter()
         .take_while(move |&&(p, n, _, _)| (p, n) == (provider, lower_name))
-        .map(|&(_, _, start, end)| start..end)
+        .map(|&(_, _, start, end)| (start, end))
 }
 
 /// The import's providers, with the rules an empty entry gives (the import
 /// sets none; its tests check so).
 fn imported_providers() -> BTreeMap<String, ProviderRules> {
-    let plain = || ProviderRules {
-        prices_of: None,
-        prices_by_prefix: BTreeMap::new(),
-        output_includes_reasoning: true,
-        images: None,
-    };
-    imported_index::PROVIDERS.iter().map(|name| ((*name).to_owned(), plain())).collect()
+    let plain = raw::RawProvider::default().rules();
+    imported_index::PROVIDERS.iter().map(|name| ((*name).to_owned(), plain.clone())).collect()
 }
 
 /// The vendor (as the table names it) and model of a Bedrock model id:

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{LongContext, ModelInfo, ModelTable, ModelTableError, Price, Prices};
+use super::{LongContext, ModelInfo, ModelTable, ModelTableError, Price, Prices, ProviderRules};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,23 +19,39 @@ pub(super) struct RawTable {
     pub(super) models: Vec<RawModel>,
 }
 
+/// A provider's rules as written; a key left out takes [`Default`]'s value.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub(super) struct RawProvider {
-    #[serde(default)]
     pub(super) prices_of: Option<String>,
-    #[serde(default)]
     pub(super) prices_by_prefix: BTreeMap<String, String>,
-    #[serde(default = "yes")]
-    pub(super) output_includes_reasoning: bool,
-    #[serde(default)]
-    pub(super) images: Option<bool>,
-    #[serde(default, rename = "note")]
+    output_includes_reasoning: bool,
+    images: Option<bool>,
+    #[serde(rename = "note")]
     _note: Option<String>,
 }
 
-fn yes() -> bool {
-    true
+impl Default for RawProvider {
+    fn default() -> Self {
+        Self {
+            prices_of: None,
+            prices_by_prefix: BTreeMap::new(),
+            output_includes_reasoning: true,
+            images: None,
+            _note: None,
+        }
+    }
+}
+
+impl RawProvider {
+    pub(super) fn rules(&self) -> ProviderRules {
+        ProviderRules {
+            prices_of: self.prices_of.clone(),
+            prices_by_prefix: self.prices_by_prefix.clone(),
+            output_includes_reasoning: self.output_includes_reasoning,
+            images: self.images,
+        }
+    }
 }
 
 #[derive(Deserialize)]
